@@ -1,0 +1,133 @@
+"""The one place that decides which array module runs the maths.
+
+Everything else in ironlearn receives ``xp`` from a :class:`Backend` (or from
+``get_array_module`` on an array it holds) and writes its array code once.
+Only this module imports ``cupy``, and only when the ``cuda`` device is asked
+for, so importing ironlearn never touches a GPU.
+
+Host <-> device copies happen through :meth:`Backend.asarray` and
+:meth:`Backend.to_host` at I/O boundaries (loading data, saving checkpoints,
+rendering), never inside a training step.  Both count their transfers, so a
+test can prove that a step copies nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The default floating-point type everywhere: parameters, activations, gradients.
+DEFAULT_DTYPE = np.float32
+
+DEVICES = ("cpu", "cuda", "auto")
+
+
+class BackendError(RuntimeError):
+    """A device was asked for that this machine cannot provide."""
+
+
+def _import_cupy():
+    try:
+        import cupy  # the only cupy import in ironlearn
+    except Exception as exc:  # ImportError, or a broken CUDA install raising anything
+        raise BackendError(
+            "device 'cuda' needs CuPy: install it with `pip install ironlearn[gpu]` "
+            f"(import failed: {type(exc).__name__}: {exc})"
+        ) from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        raise BackendError(f"device 'cuda' asked for, but CuPy sees no usable GPU ({exc})") from None
+    if count < 1:
+        raise BackendError("device 'cuda' asked for, but CuPy sees no GPU")
+    return cupy
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and sees at least one GPU."""
+    try:
+        _import_cupy()
+    except BackendError:
+        return False
+    return True
+
+
+class Backend:
+    """An array module (NumPy or CuPy) with ironlearn's dtype policy.
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+        ``cpu`` runs on NumPy; ``cuda`` runs on CuPy and fails with a one-line
+        :class:`BackendError` when CuPy or a GPU is missing.
+    dtype : numpy dtype, default float32
+        The floating type for parameters and data.
+    """
+
+    def __init__(self, device: str = "cpu", dtype=DEFAULT_DTYPE):
+        if device not in ("cpu", "cuda"):
+            raise BackendError(f"unknown device {device!r}: use 'cpu' or 'cuda'")
+        self.device = device
+        self.dtype = np.dtype(dtype)
+        self.xp = _import_cupy() if device == "cuda" else np
+        self.transfers = 0  # host<->device copies made through this backend
+
+    def __repr__(self) -> str:
+        return f"Backend(device={self.device!r}, dtype={self.dtype.name})"
+
+    # -- transfers: the only ways data crosses between host and device ----------
+    def asarray(self, array, dtype=None):
+        """Copy host data to this backend's device, as ``dtype`` (default: the backend's)."""
+        dtype = self.dtype if dtype is None else dtype
+        if self.device == "cuda":
+            self.transfers += 1
+            return self.xp.asarray(np.asarray(array), dtype=dtype)
+        return np.asarray(array, dtype=dtype)
+
+    def to_host(self, array) -> np.ndarray:
+        """A NumPy copy (or view, on the CPU) of ``array``."""
+        if self.device == "cuda" and not isinstance(array, np.ndarray):
+            self.transfers += 1
+            return self.xp.asnumpy(array)
+        return np.asarray(array)
+
+    def synchronize(self) -> None:
+        """Wait for queued device work; time GPU code only after this."""
+        if self.device == "cuda":
+            self.xp.cuda.get_current_stream().synchronize()
+
+    # -- randomness ---------------------------------------------------------------
+    @staticmethod
+    def rng(seed) -> np.random.Generator:
+        """A seeded host generator; initial values are drawn on the host, then copied once."""
+        return np.random.default_rng(seed)
+
+    def memory_stats(self) -> dict:
+        """Bytes held by CuPy's memory pool (empty on the CPU)."""
+        if self.device != "cuda":
+            return {}
+        pool = self.xp.get_default_memory_pool()
+        return {"pool_used_bytes": int(pool.used_bytes()), "pool_total_bytes": int(pool.total_bytes())}
+
+
+def get_backend(device: str = "cpu", *, notify=None) -> Backend:
+    """Resolve ``cpu``, ``cuda`` or ``auto`` to a :class:`Backend`.
+
+    ``auto`` picks the GPU when CuPy sees one, else the CPU, calling
+    ``notify(message)`` (when given) with a one-line notice.
+    """
+    if device not in DEVICES:
+        raise BackendError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+    if device == "auto":
+        if cuda_available():
+            return Backend("cuda")
+        if notify is not None:
+            notify("device auto: no GPU with CuPy found, running on the CPU")
+        return Backend("cpu")
+    return Backend(device)
+
+
+def get_array_module(array):
+    """``numpy`` or ``cupy``, whichever owns ``array`` (without importing cupy needlessly)."""
+    if type(array).__module__.split(".")[0] == "cupy":
+        return _import_cupy()
+    return np

@@ -1,0 +1,182 @@
+"""Layers with an explicit forward and backward pass.
+
+Every layer follows one contract:
+
+* ``forward(x)`` takes a ``(batch, in)`` array and returns ``(batch, out)``,
+  caching what its backward pass needs;
+* ``backward(grad_out)`` takes d(loss)/d(output), stores d(loss)/d(parameter)
+  in ``self.grads`` (same keys as ``self.params``) and returns d(loss)/d(input);
+  it never sees a learning rate (that is the optimizer's job) and reuses what
+  forward cached instead of recomputing it.
+
+Arrays follow the input's array module (NumPy or CuPy) and dtype, so the same
+code runs on either backend and in float64 for gradient checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import get_array_module
+from . import init as initializers
+
+
+class Layer:
+    """Base class: a layer without parameters unless it fills ``self.params``."""
+
+    def __init__(self):
+        self.params: dict = {}
+        self.grads: dict = {}
+
+    def forward(self, x):
+        raise NotImplementedError
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        """Constructor arguments that rebuild this layer (without its values)."""
+        return {}
+
+    def to(self, backend) -> "Layer":
+        """Move parameters onto ``backend`` (and its dtype); gradients follow."""
+        for name, value in self.params.items():
+            self.params[name] = backend.asarray(backend.to_host(value))
+            self.grads[name] = backend.xp.zeros_like(self.params[name])
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class Linear(Layer):
+    """Affine map ``y = x @ weight + bias``.
+
+    Parameters
+    ----------
+    in_features, out_features : int
+    rng : numpy.random.Generator
+        Source of the initial values (keyword-only, explicit).
+    init : {"xavier", "he", "siren", "siren_first"}
+        Weight initialiser; see :mod:`ironlearn.nn.init`.
+    w0 : float
+        Sine frequency the ``siren`` initialisers scale by.
+
+    Shapes: weight ``(in_features, out_features)``, bias ``(out_features,)``.
+    """
+
+    def __init__(self, in_features: int, out_features: int, *, rng, init: str = "xavier", w0: float = 30.0):
+        super().__init__()
+        if init not in initializers.INITS:
+            raise ValueError(f"unknown init {init!r}: use one of {', '.join(initializers.INITS)}")
+        self.in_features, self.out_features, self.init, self.w0 = in_features, out_features, init, w0
+        if init.startswith("siren"):
+            weight = initializers.INITS[init](rng, in_features, out_features, w0)
+            bias = initializers.uniform(rng, (out_features,), 1.0 / math.sqrt(in_features))
+        else:
+            weight = initializers.INITS[init](rng, in_features, out_features)
+            bias = np.zeros(out_features, np.float32)
+        self.params = {"weight": weight, "bias": bias}
+        self.grads = {"weight": np.zeros_like(weight), "bias": np.zeros_like(bias)}
+        self._x = None
+
+    def config(self) -> dict:
+        cfg = {"in_features": self.in_features, "out_features": self.out_features, "init": self.init}
+        if self.init.startswith("siren"):
+            cfg["w0"] = self.w0
+        return cfg
+
+    def forward(self, x):
+        self._x = x
+        return x @ self.params["weight"] + self.params["bias"]
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        xp = get_array_module(grad_out)
+        xp.matmul(self._x.T, grad_out, out=self.grads["weight"])
+        grad_out.sum(axis=0, out=self.grads["bias"])
+        if need_grad_in:
+            return grad_out @ self.params["weight"].T
+        return None
+
+
+class Tanh(Layer):
+    """``y = tanh(x)``; backward uses the cached output: ``1 - y**2``."""
+
+    def forward(self, x):
+        self._y = get_array_module(x).tanh(x)
+        return self._y
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        y = self._y
+        return grad_out * (1 - y * y)
+
+
+class Sigmoid(Layer):
+    """``y = 1 / (1 + exp(-x))``, computed as ``(1 + tanh(x/2)) / 2`` so it never overflows."""
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        y = xp.tanh(x * 0.5)
+        y += 1
+        y *= 0.5
+        self._y = y
+        return y
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        y = self._y
+        return grad_out * y * (1 - y)
+
+
+class ReLU(Layer):
+    """``y = max(x, 0)``; backward passes gradient where the input was positive."""
+
+    def forward(self, x):
+        self._mask = x > 0
+        return x * self._mask
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        return grad_out * self._mask
+
+
+class Sine(Layer):
+    """``y = sin(w0 * x)``, the SIREN activation.
+
+    Parameters
+    ----------
+    w0 : float
+        Frequency; 30 is SIREN's default.
+    """
+
+    def __init__(self, w0: float = 30.0):
+        super().__init__()
+        self.w0 = float(w0)
+
+    def config(self) -> dict:
+        return {"w0": self.w0}
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        self._arg = x * self.w0
+        return xp.sin(self._arg)
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        xp = get_array_module(grad_out)
+        # d/dx sin(w0 x) = w0 cos(w0 x); the cached argument buffer is reused in place.
+        grad = xp.cos(self._arg, out=self._arg)
+        self._arg = None
+        grad *= grad_out
+        grad *= self.w0
+        return grad
+
+
+LAYERS = {cls.__name__: cls for cls in (Linear, Tanh, Sigmoid, ReLU, Sine)}
+ACTIVATIONS = {"tanh": Tanh, "sigmoid": Sigmoid, "relu": ReLU, "sine": Sine}
+
+
+def register(cls):
+    """Make a layer class rebuildable from a saved architecture (``LAYERS[name]``)."""
+    LAYERS[cls.__name__] = cls
+    return cls

@@ -1,0 +1,113 @@
+"""The Sequential container and the model presets built from it."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from ..backend import get_array_module
+from .layers import LAYERS
+
+
+class Sequential:
+    """Layers applied in order; parameters are named by walking them (``layers.0.weight``).
+
+    Parameters
+    ----------
+    *layers : Layer
+    """
+
+    def __init__(self, *layers):
+        self.layers = list(layers)
+
+    # -- the maths ---------------------------------------------------------------
+    def forward(self, x):
+        """``(batch, in)`` -> ``(batch, out)``, caching what backward needs."""
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    __call__ = forward
+
+    def backward(self, grad_out) -> None:
+        """Fill every layer's ``grads`` from d(loss)/d(output); the input's gradient is not computed."""
+        last = len(self.layers) - 1
+        for index in range(last, -1, -1):
+            grad_out = self.layers[index].backward(grad_out, need_grad_in=index > 0)
+
+    # -- names, state, devices ---------------------------------------------------------
+    def named_parameters(self) -> dict:
+        """``{"layers.<i>.<name>": array}`` in layer order (the arrays themselves, not copies)."""
+        return {f"layers.{i}.{k}": v for i, layer in enumerate(self.layers) for k, v in layer.params.items()}
+
+    def named_gradients(self) -> dict:
+        """Gradients under the same names as :meth:`named_parameters`."""
+        return {f"layers.{i}.{k}": v for i, layer in enumerate(self.layers) for k, v in layer.grads.items()}
+
+    @property
+    def num_parameters(self) -> int:
+        return int(sum(p.size for p in self.named_parameters().values()))
+
+    def state_dict(self) -> dict:
+        """A copy of every parameter, by dotted name."""
+        return {name: value.copy() for name, value in self.named_parameters().items()}
+
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:
+        """Copy arrays into the parameters in place (converting to their device and dtype).
+
+        With ``strict`` a missing, unexpected or mis-shaped array raises ``ValueError``
+        naming it; without, only the arrays present are loaded (shapes still checked).
+        """
+        own = self.named_parameters()
+        missing = sorted(set(own) - set(state))
+        extra = sorted(set(state) - set(own))
+        if strict and (missing or extra):
+            raise ValueError(f"state does not match the model: missing {missing or 'none'}, unexpected {extra or 'none'}")
+        for name, target in own.items():
+            if name not in state:
+                continue
+            value = state[name]
+            if tuple(value.shape) != tuple(target.shape):
+                raise ValueError(f"{name}: saved shape {tuple(value.shape)} does not match the model's {tuple(target.shape)}")
+            target[...] = value if type(value) is type(target) else _to_module_of(target, value)
+
+    def to(self, backend) -> "Sequential":
+        """Move every parameter onto ``backend`` (device and dtype), in place; returns self."""
+        for layer in self.layers:
+            layer.to(backend)
+        return self
+
+    # -- architecture as data ---------------------------------------------------------
+    def config(self) -> dict:
+        """A JSON-ready description that :meth:`from_config` rebuilds."""
+        return {"type": "Sequential", "layers": [{"type": type(l).__name__, **l.config()} for l in self.layers]}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Sequential":
+        """Rebuild the layers of :meth:`config` (with throwaway initial values; load a state next)."""
+        if config.get("type") != "Sequential":
+            raise ValueError(f"not a Sequential architecture: type {config.get('type')!r}")
+        rng = np.random.default_rng(0)
+        layers = []
+        for spec in config["layers"]:
+            spec = dict(spec)
+            name = spec.pop("type")
+            if name not in LAYERS:
+                raise ValueError(f"unknown layer type {name!r} in the saved architecture")
+            layer_cls = LAYERS[name]
+            if "rng" in inspect.signature(layer_cls).parameters:
+                spec["rng"] = rng
+            layers.append(layer_cls(**spec))
+        return cls(*layers)
+
+    def __repr__(self) -> str:
+        body = "".join(f"\n  ({i}): {layer!r}" for i, layer in enumerate(self.layers))
+        return f"Sequential({body}\n)  # {self.num_parameters:,} parameters"
+
+
+def _to_module_of(target, value):
+    """``value`` as an array of ``target``'s module (host -> device or device -> host)."""
+    if isinstance(target, np.ndarray):
+        return value.get() if hasattr(value, "get") else np.asarray(value)
+    return get_array_module(target).asarray(value)

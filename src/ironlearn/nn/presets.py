@@ -1,0 +1,61 @@
+"""Ready-made coordinate networks, each a plain function returning a :class:`Sequential`.
+
+``in_size`` is the coordinate dimension (2 for images), ``out_size`` the channels
+(1 for gray or binary, 3 for RGB).  ``depth`` counts hidden layers.
+"""
+
+from __future__ import annotations
+
+from .layers import ACTIVATIONS, Linear, Sine
+from .model import Sequential
+
+_INIT_FOR = {"relu": "he", "tanh": "xavier", "sigmoid": "xavier"}
+
+
+def _final(final_activation):
+    if final_activation is None:
+        return []
+    if final_activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {final_activation!r}: use one of {', '.join(ACTIVATIONS)}")
+    return [ACTIVATIONS[final_activation]()]
+
+
+def mlp(in_size: int, out_size: int, width: int = 128, depth: int = 3, activation: str = "relu",
+        final_activation: str | None = None, *, rng) -> Sequential:
+    """``depth`` hidden layers of ``width`` units with ``activation``, then a linear output
+    (followed by ``final_activation`` when given)."""
+    if activation not in _INIT_FOR:
+        raise ValueError(f"unknown activation {activation!r}: use one of {', '.join(_INIT_FOR)}")
+    if width < 1 or depth < 1:
+        raise ValueError(f"width and depth must be at least 1 (got width={width}, depth={depth})")
+    init, act = _INIT_FOR[activation], ACTIVATIONS[activation]
+    sizes = [in_size] + [width] * depth
+    layers = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        layers += [Linear(fan_in, fan_out, rng=rng, init=init), act()]
+    layers.append(Linear(width, out_size, rng=rng, init="xavier"))
+    return Sequential(*layers, *_final(final_activation))
+
+
+def siren(in_size: int, out_size: int, width: int = 256, depth: int = 3, w0: float = 30.0,
+          final_activation: str | None = None, *, rng) -> Sequential:
+    """SIREN: ``depth`` sine layers of ``width`` units (frequency ``w0``), then a linear output."""
+    if width < 1 or depth < 1:
+        raise ValueError(f"width and depth must be at least 1 (got width={width}, depth={depth})")
+    layers = [Linear(in_size, width, rng=rng, init="siren_first", w0=w0), Sine(w0)]
+    for _ in range(depth - 1):
+        layers += [Linear(width, width, rng=rng, init="siren", w0=w0), Sine(w0)]
+    layers.append(Linear(width, out_size, rng=rng, init="siren", w0=w0))
+    return Sequential(*layers, *_final(final_activation))
+
+
+def classic(in_size: int = 2, out_size: int = 1, *, rng) -> Sequential:
+    """The original Iron Learn image network, kept for comparison:
+    2 -> 128 -> 128 -> 256 -> 128 -> 64 -> 64 -> 64 -> 1, tanh hidden, sigmoid out
+    (99,457 parameters)."""
+    sizes = [in_size, 128, 128, 256, 128, 64, 64, 64]
+    layers = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        layers += [Linear(fan_in, fan_out, rng=rng, init="xavier"), ACTIVATIONS["tanh"]()]
+    layers += [Linear(sizes[-1], out_size, rng=rng, init="xavier"), ACTIVATIONS["sigmoid"]()]
+    return Sequential(*layers)

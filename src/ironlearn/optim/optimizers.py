@@ -1,0 +1,165 @@
+"""Optimizers: they own the step counter and apply gradients the layers computed.
+
+Each update runs in place on the parameter arrays, through one scratch buffer
+per parameter, so a step allocates nothing after the first and keeps the
+parameters' dtype (float32 stays float32).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..backend import get_array_module
+from .schedules import constant
+
+
+class Optimizer:
+    """Base class.
+
+    Parameters
+    ----------
+    params : dict[str, array]
+        Named parameter arrays (``model.named_parameters()``), updated in place.
+        Build the optimizer after moving the model to its device.
+    lr : float or callable ``step -> lr``
+        A fixed learning rate or a schedule.
+
+    Slots (momentum, moments) are created with ``zeros_like`` on first use and
+    saved by :meth:`state_dict` with the step, so a resumed run continues the
+    same trajectory and the same learning-rate curve.
+    """
+
+    slot_names: tuple = ()
+
+    def __init__(self, params: dict, lr=1e-3):
+        self.params = params
+        self.schedule = lr if callable(lr) else constant(lr)
+        self.step_count = 0
+        self.slots = {slot: {} for slot in self.slot_names}
+        self._scratch = {}
+
+    @property
+    def lr(self) -> float:
+        """The learning rate the next step will use."""
+        return self.schedule(self.step_count)
+
+    def step(self, grads: dict) -> None:
+        """Apply one update from ``grads`` (same names as ``params``)."""
+        lr = self.lr
+        self.step_count += 1
+        for name, param in self.params.items():
+            self._update(name, param, grads[name], lr)
+
+    def _update(self, name, param, grad, lr):
+        raise NotImplementedError
+
+    def _slot(self, slot: str, name: str, like):
+        table = self.slots[slot]
+        if name not in table:
+            table[name] = get_array_module(like).zeros_like(like)
+        return table[name]
+
+    def _buffer(self, name, like):
+        if name not in self._scratch:
+            self._scratch[name] = get_array_module(like).empty_like(like)
+        return self._scratch[name]
+
+    # -- state as plain data ---------------------------------------------------------
+    def state_dict(self) -> dict:
+        """``{"step": int, "<slot>.<param name>": array, ...}`` (the arrays themselves)."""
+        state = {"step": self.step_count}
+        for slot, table in self.slots.items():
+            state.update({f"{slot}.{name}": value for name, value in table.items()})
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the step and slots; unknown keys or shapes raise ``ValueError``."""
+        self.step_count = int(state["step"])
+        self.slots = {slot: {} for slot in self.slot_names}
+        for key, value in state.items():
+            if key == "step":
+                continue
+            slot, _, name = key.partition(".")
+            if slot not in self.slots or name not in self.params:
+                raise ValueError(f"optimizer state has an unknown entry {key!r}")
+            param = self.params[name]
+            if tuple(value.shape) != tuple(param.shape):
+                raise ValueError(f"optimizer state {key!r} has shape {tuple(value.shape)}, parameter has {tuple(param.shape)}")
+            buffer = get_array_module(param).zeros_like(param)
+            buffer[...] = value if type(value) is type(param) else get_array_module(param).asarray(value)
+            self.slots[slot][name] = buffer
+
+    def config(self) -> dict:
+        return {"type": type(self).__name__}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "type")
+        return f"{type(self).__name__}({args}, lr={self.schedule!r}, step={self.step_count})"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, with optional heavy-ball momentum:
+    ``v = momentum * v + g``; ``p -= lr * v``."""
+
+    slot_names = ("velocity",)
+
+    def __init__(self, params: dict, lr=1e-2, momentum: float = 0.0):
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must lie in [0, 1) (got {momentum})")
+        super().__init__(params, lr)
+        self.momentum = float(momentum)
+
+    def _update(self, name, param, grad, lr):
+        direction = grad
+        if self.momentum:
+            direction = self._slot("velocity", name, param)
+            direction *= self.momentum
+            direction += grad
+        scaled = self._buffer(name, param)
+        get_array_module(param).multiply(direction, lr, out=scaled)
+        param -= scaled
+
+    def config(self) -> dict:
+        return {"type": "SGD", "momentum": self.momentum}
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba, 2015), with the bias correction folded into the step size:
+    ``p -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps * sqrt(1 - b2^t))``."""
+
+    slot_names = ("m", "v")
+
+    def __init__(self, params: dict, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8):
+        b1, b2 = betas
+        if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
+            raise ValueError(f"betas must lie in [0, 1) (got {betas})")
+        super().__init__(params, lr)
+        self.betas = (float(b1), float(b2))
+        self.eps = float(eps)
+
+    def _update(self, name, param, grad, lr):
+        xp = get_array_module(param)
+        b1, b2 = self.betas
+        m, v = self._slot("m", name, param), self._slot("v", name, param)
+        s = self._buffer(name, param)
+        # m += (1 - b1) (g - m);  v += (1 - b2) (g^2 - v): one scratch buffer, no temporaries.
+        xp.subtract(grad, m, out=s)
+        s *= 1.0 - b1
+        m += s
+        xp.multiply(grad, grad, out=s)
+        s -= v
+        s *= 1.0 - b2
+        v += s
+        correction = math.sqrt(1.0 - b2 ** self.step_count)
+        step_size = lr * correction / (1.0 - b1 ** self.step_count)
+        xp.sqrt(v, out=s)
+        s += self.eps * correction
+        xp.divide(m, s, out=s)
+        s *= step_size
+        param -= s
+
+    def config(self) -> dict:
+        return {"type": "Adam", "betas": list(self.betas), "eps": self.eps}
+
+
+OPTIMIZERS = {"sgd": SGD, "adam": Adam}

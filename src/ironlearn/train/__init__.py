@@ -1,0 +1,10 @@
+"""The training loop, its callbacks and checkpoints."""
+
+from .callbacks import Callback, Checkpointer, History, LambdaCallback
+from .checkpoint import Checkpoint, CheckpointError
+from .checkpoint import load as load_checkpoint
+from .checkpoint import save as save_checkpoint
+from .trainer import DivergenceError, Trainer
+
+__all__ = ["Callback", "Checkpoint", "CheckpointError", "Checkpointer", "DivergenceError", "History",
+           "LambdaCallback", "Trainer", "load_checkpoint", "save_checkpoint"]

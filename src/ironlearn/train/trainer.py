@@ -1,0 +1,151 @@
+"""The training loop: forward, loss, backward, update; everything else is a callback."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..backend import get_array_module
+
+
+class DivergenceError(FloatingPointError):
+    """The loss became NaN or infinite."""
+
+    def __init__(self, step: int, loss: float, lr: float):
+        self.step, self.loss, self.lr = step, loss, lr
+        super().__init__(
+            f"training diverged at step {step}: loss is {loss} (learning rate {lr:.3g}); "
+            "try a lower learning rate, e.g. --lr "
+            f"{lr / 10:.2g}"
+        )
+
+
+class Trainer:
+    """Fits ``model`` so that ``model(inputs)`` approaches ``targets``.
+
+    Parameters
+    ----------
+    model : Sequential
+    optimizer : Optimizer
+        Built on ``model.named_parameters()``; it owns the step counter.
+    loss : callable ``(pred, target) -> (value, grad)``
+    inputs : array ``(n, in)``; targets : array ``(n, out)``
+        On the model's device already.
+    batch_size : int, optional
+        Points per step; default (None) is the full batch.  Mini-batches walk a
+        permutation of the points that is a pure function of ``(seed, epoch)``,
+        so the seed and the step count are the whole random state: a resumed
+        run draws exactly the batches an uninterrupted one would.
+    seed : int
+    callbacks : iterable of Callback
+        Each runs every ``callback.every`` steps and once at the end.
+    check_every : int
+        How often the loss is read back to look for NaN/inf even when no
+        callback asks for it (each read is a device sync on the GPU).
+    """
+
+    def __init__(self, model, optimizer, loss, inputs, targets, *, batch_size=None, seed: int = 0,
+                 callbacks=(), check_every: int = 100):
+        if len(inputs) != len(targets):
+            raise ValueError(f"inputs and targets differ in length ({len(inputs)} vs {len(targets)})")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss
+        self.inputs, self.targets = inputs, targets
+        self.batch_size = None if batch_size is None or batch_size >= len(inputs) else int(batch_size)
+        self.seed = int(seed)
+        self.callbacks = list(callbacks)
+        self.check_every = int(check_every)
+        self.train_seconds = 0.0  # time spent in steps only, callbacks excluded
+        self._loss = None  # device scalar of the last step
+        self._loss_host = None
+        self._epoch_perm = (None, None)
+        self._stop_requested = False
+
+    # -- what callbacks read ------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        return self.optimizer.step_count
+
+    @property
+    def lr(self) -> float:
+        """The learning rate of the last step taken."""
+        return self.optimizer.schedule(max(self.step - 1, 0))
+
+    @property
+    def loss(self) -> float:
+        """The last step's loss as a Python float (reads it back once per step; raises on NaN/inf)."""
+        if self._loss_host is None and self._loss is not None:
+            value = float(self._loss)
+            if not math.isfinite(value):
+                raise DivergenceError(self.step, value, self.lr)
+            self._loss_host = value
+        return self._loss_host
+
+    # -- the loop ---------------------------------------------------------------------
+    def _batch(self):
+        if self.batch_size is None:
+            return self.inputs, self.targets
+        n = len(self.inputs)
+        per_epoch = -(-n // self.batch_size)
+        epoch, index = divmod(self.step, per_epoch)
+        if self._epoch_perm[0] != epoch:
+            perm = np.random.default_rng([self.seed, epoch]).permutation(n)
+            # One index copy per epoch, not per step.
+            self._epoch_perm = (epoch, get_array_module(self.inputs).asarray(perm))
+        idx = self._epoch_perm[1][index * self.batch_size:(index + 1) * self.batch_size]
+        return self.inputs[idx], self.targets[idx]
+
+    def train_step(self) -> None:
+        """One forward/backward/update; the loss stays on the device."""
+        x, y = self._batch()
+        pred = self.model.forward(x)
+        self._loss, grad = self.loss_fn(pred, y)
+        self._loss_host = None
+        self.model.backward(grad)
+        self.optimizer.step(self.model.named_gradients())
+
+    def run(self, steps: int | None = None, time_budget: float | None = None) -> "Trainer":
+        """Train until the optimizer's step count reaches ``steps`` or the training time
+        reaches ``time_budget`` seconds, whichever comes first (at least one must be given).
+
+        ``steps`` is a total, not an increment: a trainer resumed at step 700 with
+        ``steps=1000`` takes 300 more.
+        """
+        if steps is None and time_budget is None:
+            raise ValueError("give steps, time_budget or both")
+        started_at = self.train_seconds
+        self._stop_requested = False
+        error = None
+        # Overflow shows up as a non-finite loss, which is checked and reported below;
+        # NumPy's own warnings would only repeat it less clearly.
+        errstate = np.errstate(over="ignore", invalid="ignore")
+        try:
+            errstate.__enter__()
+            while (steps is None or self.step < steps) and not self._stop_requested and (
+                    time_budget is None or self.train_seconds - started_at < time_budget):
+                t0 = time.perf_counter()
+                self.train_step()
+                self.train_seconds += time.perf_counter() - t0
+                step = self.step
+                if self.check_every and step % self.check_every == 0:
+                    self.loss  # noqa: B018  (reading it checks for NaN/inf)
+                for callback in self.callbacks:
+                    if callback.every and step % callback.every == 0:
+                        callback.step(self)
+            self.loss  # noqa: B018  never finish "successfully" on NaN
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            errstate.__exit__(None, None, None)
+            for callback in self.callbacks:
+                callback.end(self, error)
+        return self
+
+    def request_stop(self) -> None:
+        """Finish the current step, run the end callbacks and return from :meth:`run`
+        (safe to call from a signal handler: the step in flight completes first)."""
+        self._stop_requested = True

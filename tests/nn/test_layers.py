@@ -1,0 +1,57 @@
+import math
+
+import numpy as np
+import pytest
+
+from conftest import check_layer_gradients
+from ironlearn.nn import Linear, ReLU, Sigmoid, Sine, Tanh
+from ironlearn.nn import init as initializers
+
+
+@pytest.mark.parametrize("init", ["xavier", "he", "siren_first", "siren"])
+def test_linear_gradients(rng, init):
+    check_layer_gradients(Linear(3, 4, rng=rng, init=init), rng.normal(size=(5, 3)))
+
+
+@pytest.mark.parametrize("layer", [Tanh(), Sigmoid(), Sine(w0=3.0), Sine(w0=30.0)], ids=repr)
+def test_activation_gradients(rng, layer):
+    check_layer_gradients(layer, rng.normal(size=(4, 3)) * 0.5)
+
+
+def test_relu_gradient_away_from_the_kink(rng):
+    x = rng.normal(size=(4, 3))
+    x[np.abs(x) < 0.1] = 0.5  # finite differences are undefined at 0
+    check_layer_gradients(ReLU(), x)
+
+
+def test_sigmoid_does_not_overflow():
+    y = Sigmoid().forward(np.array([[-1e4, 0.0, 1e4]], np.float32))
+    np.testing.assert_allclose(y, [[0.0, 0.5, 1.0]])
+    assert np.isfinite(y).all()
+
+
+def test_siren_initialisation_bounds():
+    rng = np.random.default_rng(0)
+    first = initializers.siren_uniform(rng, 2, 10_000, first=True)
+    later = initializers.siren_uniform(rng, 256, 256, w0=30.0)
+    assert np.abs(first).max() <= 1 / 2 and np.abs(first).max() > 0.49
+    bound = math.sqrt(6 / 256) / 30
+    assert np.abs(later).max() <= bound and np.abs(later).max() > 0.99 * bound
+    assert first.dtype == later.dtype == np.float32
+
+
+def test_linear_skips_input_gradient_when_not_needed(rng):
+    layer = Linear(2, 3, rng=rng)
+    layer.forward(np.ones((4, 2), np.float32))
+    assert layer.backward(np.ones((4, 3), np.float32), need_grad_in=False) is None
+    np.testing.assert_allclose(layer.grads["bias"], [4, 4, 4])
+
+
+def test_unknown_init_is_refused(rng):
+    with pytest.raises(ValueError, match="unknown init"):
+        Linear(2, 3, rng=rng, init="zeros")
+
+
+def test_repr_shows_constructor_arguments(rng):
+    assert repr(Linear(2, 3, rng=rng, init="he")) == "Linear(in_features=2, out_features=3, init='he')"
+    assert repr(Sine(15)) == "Sine(w0=15.0)"

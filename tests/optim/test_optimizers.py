@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from ironlearn.optim import SGD, Adam
+
+
+def quadratic_grad(p):
+    # f(p) = sum(scale * (p - 3)^2), an ill-conditioned bowl with its minimum at 3.
+    scale = np.array([1.0, 10.0], np.float32)
+    return (2 * scale * (p - 3)).astype(np.float32)
+
+
+def rosenbrock_grad(p):
+    x, y = p
+    return np.array([-2 * (1 - x) - 400 * x * (y - x * x), 200 * (y - x * x)], np.float32)
+
+
+def minimise(optimizer_cls, grad_fn, start, steps, **kwargs):
+    params = {"p": np.array(start, np.float32)}
+    opt = optimizer_cls(params, **kwargs)
+    for _ in range(steps):
+        opt.step({"p": grad_fn(params["p"])})
+    return params["p"], opt
+
+
+OPTIMIZERS = [
+    (SGD, {"lr": 0.04}),
+    (SGD, {"lr": 0.01, "momentum": 0.9}),
+    (Adam, {"lr": 0.05}),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs", OPTIMIZERS, ids=["sgd", "sgd-momentum", "adam"])
+def test_minimises_a_quadratic(cls, kwargs):
+    p, opt = minimise(cls, quadratic_grad, [-2.0, 8.0], 1000, **kwargs)
+    np.testing.assert_allclose(p, [3.0, 3.0], atol=1e-3)
+    assert p.dtype == np.float32 and opt.step_count == 1000
+
+
+@pytest.mark.parametrize("cls,kwargs,steps", [
+    (SGD, {"lr": 1e-3}, 50_000),
+    (SGD, {"lr": 2e-4, "momentum": 0.9}, 30_000),
+    (Adam, {"lr": 2e-3}, 20_000),
+], ids=["sgd", "sgd-momentum", "adam"])
+def test_minimises_rosenbrock(cls, kwargs, steps):
+    p, _ = minimise(cls, rosenbrock_grad, [-1.5, 2.0], steps, **kwargs)
+    np.testing.assert_allclose(p, [1.0, 1.0], atol=2e-2)
+
+
+def test_state_dict_resumes_the_same_trajectory():
+    straight, _ = minimise(Adam, rosenbrock_grad, [-1.5, 2.0], 200, lr=1e-2)
+    half, opt = minimise(Adam, rosenbrock_grad, [-1.5, 2.0], 100, lr=1e-2)
+    state = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in opt.state_dict().items()}
+    params = {"p": half.copy()}
+    resumed = Adam(params, lr=1e-2)
+    resumed.load_state_dict(state)
+    for _ in range(100):
+        resumed.step({"p": rosenbrock_grad(params["p"])})
+    np.testing.assert_array_equal(params["p"], straight)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="momentum"):
+        SGD({}, momentum=1.5)
+    with pytest.raises(ValueError, match="betas"):
+        Adam({}, betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="unknown entry"):
+        Adam({"p": np.zeros(2, np.float32)}).load_state_dict({"step": 1, "m.q": np.zeros(2)})

@@ -1,0 +1,50 @@
+import math
+
+import numpy as np
+import pytest
+
+from ironlearn.optim import Adam, constant, cosine
+
+
+def test_constant():
+    assert constant(0.1)(0) == constant(0.1)(10**9) == 0.1
+
+
+def test_cosine_matches_the_closed_form():
+    lr_max, lr_min, total, warmup = 1e-2, 1e-4, 1000, 100
+    schedule = cosine(lr_max, lr_min, total, warmup)
+    for step in range(0, 1200, 7):
+        if step < warmup:
+            expected = lr_max * (step + 1) / warmup
+        else:
+            progress = min((step - warmup) / (total - warmup), 1.0)
+            expected = lr_min + (lr_max - lr_min) * (1 + math.cos(math.pi * progress)) / 2
+        assert schedule(step) == pytest.approx(expected, rel=1e-12)
+    assert schedule(warmup) == pytest.approx(lr_max) and schedule(total) == pytest.approx(lr_min)
+
+
+def test_cosine_continues_after_resume():
+    schedule = cosine(1e-2, 0.0, 100)
+    params = {"p": np.zeros(3, np.float32)}
+    first = Adam(params, lr=schedule)
+    seen = []
+    for _ in range(40):
+        seen.append(first.lr)
+        first.step({"p": np.ones(3, np.float32)})
+    resumed = Adam(params, lr=cosine(1e-2, 0.0, 100))
+    resumed.load_state_dict(first.state_dict())
+    assert resumed.lr == schedule(40) < seen[0]
+    assert resumed.lr != 1e-2  # not restarted at lr_max
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"lr_max": -1, "lr_min": 0, "total_steps": 10}, "lr_max"),
+    ({"lr_max": 1, "lr_min": 2, "total_steps": 10}, "lr_min"),
+    ({"lr_max": 1, "lr_min": 0, "total_steps": 0}, "total_steps"),
+    ({"lr_max": 1, "lr_min": 0, "total_steps": 10, "warmup_steps": 10}, "warmup_steps"),
+])
+def test_cosine_validates_at_once(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        cosine(**kwargs)
+    with pytest.raises(ValueError, match="positive"):
+        constant(float("nan"))

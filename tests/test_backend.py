@@ -1,0 +1,49 @@
+import numpy as np
+import pytest
+
+from ironlearn import backend as be
+
+
+def test_cpu_backend_is_numpy_float32():
+    b = be.Backend("cpu")
+    assert b.xp is np and b.dtype == np.float32
+    assert b.asarray([1, 2]).dtype == np.float32
+
+
+def test_unknown_device_is_a_clear_error():
+    with pytest.raises(be.BackendError, match="unknown device 'tpu'"):
+        be.get_backend("tpu")
+
+
+@pytest.mark.skipif(be.cuda_available(), reason="a GPU is present")
+def test_cuda_without_cupy_is_one_clear_line():
+    with pytest.raises(be.BackendError) as info:
+        be.Backend("cuda")
+    message = str(info.value)
+    assert "cuda" in message and "\n" not in message
+
+
+@pytest.mark.skipif(be.cuda_available(), reason="a GPU is present")
+def test_auto_falls_back_to_cpu_with_a_notice():
+    notices = []
+    b = be.get_backend("auto", notify=notices.append)
+    assert b.device == "cpu" and len(notices) == 1 and "CPU" in notices[0]
+
+
+def test_round_trip_and_transfer_count(backend):
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    device = backend.asarray(host)
+    assert backend.xp.asarray(device).shape == (2, 3)
+    np.testing.assert_array_equal(backend.to_host(device), host)
+    assert backend.transfers == (2 if backend.device == "cuda" else 0)
+    backend.synchronize()
+
+
+def test_get_array_module_follows_the_array(backend):
+    assert be.get_array_module(backend.asarray([1.0])) is backend.xp
+
+
+def test_seeded_rng_repeats():
+    a = be.Backend.rng(7).normal(size=4)
+    b = be.Backend.rng(7).normal(size=4)
+    np.testing.assert_array_equal(a, b)

@@ -1,0 +1,109 @@
+import numpy as np
+import pytest
+
+from ironlearn.nn import mse, siren
+from ironlearn.optim import SGD, Adam, cosine
+from ironlearn.train import Callback, Checkpointer, DivergenceError, History, Trainer, load_checkpoint
+
+
+def toy_problem(backend, n=64):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (n, 2))
+    y = np.sin(3 * x[:, :1]) * x[:, 1:]
+    return backend.asarray(x), backend.asarray(y)
+
+
+def make_trainer(backend, batch_size=None, callbacks=(), lr=None):
+    model = siren(2, 1, width=16, depth=2, rng=np.random.default_rng(0)).to(backend)
+    opt = Adam(model.named_parameters(), lr=lr or cosine(1e-3, 1e-5, 60))
+    x, y = toy_problem(backend)
+    return Trainer(model, opt, mse, x, y, batch_size=batch_size, seed=5, callbacks=callbacks)
+
+
+@pytest.mark.parametrize("batch_size", [None, 20])
+def test_resume_is_bit_identical(backend, tmp_path, batch_size):
+    straight = make_trainer(backend, batch_size).run(60)
+    path = tmp_path / "ckpt.npz"
+    first = make_trainer(backend, batch_size, [Checkpointer(path, every=0)]).run(25)
+    assert first.step == 25
+
+    ckpt = load_checkpoint(path)
+    assert ckpt.step == 25 and ckpt.meta["seed"] == 5
+    model = ckpt.model.to(backend)
+    x, y = toy_problem(backend)
+    resumed = Trainer(model, ckpt.optimizer(model.named_parameters()), mse, x, y,
+                      batch_size=batch_size, seed=ckpt.meta["seed"]).run(60)
+    assert resumed.step == 60
+    for name, value in straight.model.named_parameters().items():
+        np.testing.assert_array_equal(backend.to_host(resumed.model.named_parameters()[name]),
+                                      backend.to_host(value), err_msg=name)
+
+
+def test_time_budget_stops_training(backend):
+    trainer = make_trainer(backend).run(time_budget=0.05)
+    assert trainer.step > 0 and trainer.train_seconds < 1.0
+
+
+def test_callbacks_run_on_their_interval_and_at_the_end(backend):
+    history = History(every=10)
+    trainer = make_trainer(backend, callbacks=[history]).run(35)
+    assert [row["step"] for row in history.rows] == [10, 20, 30, 35]
+    assert history.rows[-1]["loss"] < history.rows[0]["loss"]
+    assert trainer.lr == pytest.approx(cosine(1e-3, 1e-5, 60)(34))
+
+
+def test_loss_is_read_back_only_when_asked(backend, monkeypatch):
+    reads = []
+
+    class Spy(Callback):
+        def step(self, trainer):
+            reads.append(trainer.loss)
+
+    trainer = make_trainer(backend, callbacks=[Spy(every=20)])
+    trainer.check_every = 0
+    original = Trainer.loss.fget
+    counted = []
+    monkeypatch.setattr(Trainer, "loss", property(lambda self: counted.append(1) or original(self)))
+    trainer.run(40)
+    assert len(reads) == 2 and len(counted) == 3  # two callbacks and the final NaN check
+
+
+def test_divergence_names_the_step_and_keeps_the_last_good_checkpoint(backend, tmp_path):
+    path = tmp_path / "ckpt.npz"
+    model = siren(2, 1, width=16, depth=2, rng=np.random.default_rng(0)).to(backend)
+    x, y = toy_problem(backend)
+    trainer = Trainer(model, SGD(model.named_parameters(), lr=1e-3), mse, x, y, check_every=1,
+                      callbacks=[Checkpointer(path, every=5)])
+    trainer.run(10)
+    good = load_checkpoint(path)
+    assert good.step == 10
+    trainer.optimizer.schedule = lambda step: 1e6  # a learning rate far too high
+    with pytest.raises(DivergenceError, match=r"diverged at step 1\d.*lower learning rate"):
+        trainer.run(40)
+    kept = load_checkpoint(path)
+    assert kept.step == 10
+    for name, value in good.model.named_parameters().items():
+        np.testing.assert_array_equal(kept.model.named_parameters()[name], value)
+
+
+def test_request_stop_finishes_the_step_and_saves(backend, tmp_path):
+    path = tmp_path / "ckpt.npz"
+
+    class StopAt(Callback):
+        def step(self, trainer):
+            if trainer.step == 7:
+                trainer.request_stop()
+
+    trainer = make_trainer(backend, callbacks=[StopAt(every=1), Checkpointer(path, every=0)]).run(100)
+    assert trainer.step == 7 and load_checkpoint(path).step == 7
+
+
+def test_argument_checks(backend):
+    x, y = toy_problem(backend)
+    model = siren(2, 1, width=4, depth=1, rng=np.random.default_rng(0)).to(backend)
+    with pytest.raises(ValueError, match="differ in length"):
+        Trainer(model, Adam(model.named_parameters()), mse, x, y[:3])
+    with pytest.raises(ValueError, match="batch_size"):
+        Trainer(model, Adam(model.named_parameters()), mse, x, y, batch_size=0)
+    with pytest.raises(ValueError, match="steps, time_budget"):
+        Trainer(model, Adam(model.named_parameters()), mse, x, y).run()
