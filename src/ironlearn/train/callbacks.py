@@ -61,8 +61,8 @@ class Checkpointer(Callback):
     """Saves the model and optimizer to ``path`` every ``every`` steps and at the end.
 
     Nothing is saved once the loss is NaN/inf, so the file on disk is always the
-    last good state.  ``settings`` (a dict, or a callable returning one) is stored
-    in the checkpoint's metadata.
+    last good state.  ``settings`` (a dict, or a callable ``trainer -> dict``) is
+    stored in the checkpoint's metadata.
     """
 
     def __init__(self, path, every: int = 1000, *, settings=None, save_on_error: bool = True):
@@ -76,7 +76,7 @@ class Checkpointer(Callback):
         loss = trainer.loss  # raises DivergenceError before a bad state is written
         if loss is not None and not math.isfinite(loss):
             return
-        settings = self.settings() if callable(self.settings) else self.settings
+        settings = self.settings(trainer) if callable(self.settings) else self.settings
         checkpoint.save(self.path, trainer.model, trainer.optimizer, seed=trainer.seed, settings=settings)
         self.saved_step = trainer.step
 

@@ -38,6 +38,12 @@ def _host(array) -> np.ndarray:
     return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path, write) -> None:
     """Call ``write(file)`` on a temporary file beside ``path``, then move it into place.
 
@@ -51,6 +57,7 @@ def atomic_write(path, write) -> None:
             write(file)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -1,0 +1,282 @@
+"""The ``ironlearn`` command: fit, render, encode, decode, info, demo.
+
+Bad input of any kind ends with one line on stderr (what is wrong, what to do)
+and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from importlib import resources
+
+from . import __version__
+from .backend import BackendError, get_backend
+from .fit import FitOptions, Interrupted, UsageError, fit
+from .image.io import MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, write_pixel_csv
+from .image.render import MAX_RENDER_SIDE, render_png
+from .presets import PRESETS
+from .train import CheckpointError, DivergenceError, load_checkpoint
+
+EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
+
+
+# -- argument types: each turns bad text into argparse's one-line error ----------------------
+def _number(kind, low, inclusive=True, what="a number"):
+    def convert(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value != value or value in (float("inf"), float("-inf")) or (value < low if inclusive else value <= low):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {'at least' if inclusive else 'above'} {low}")
+        return value
+    convert.__name__ = what
+    return convert
+
+
+positive_int = _number(int, 1, what="a whole number")
+count = _number(int, 0, what="a whole number")
+positive_float = _number(float, 0, inclusive=False)
+non_negative_float = _number(float, 0)
+
+
+def size_arg(text):
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) instead of a usage block."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="ironlearn", description="Teach a neural network to be an image, then redraw it at any size.",
+                    epilog="Run 'ironlearn demo' for a one-minute tour, or 'ironlearn COMMAND --help'.")
+    parser.add_argument("--version", action="version", version=f"ironlearn {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    models = ", ".join(f"{name} ({p.summary})" for name, p in PRESETS.items())
+    fit_p = commands.add_parser("fit", help="fit a network to an image or pixel CSV",
+                                description="Fit a network to an image (PNG, JPEG, WebP, BMP, ...) or a pixel CSV "
+                                            "(x,y,pixel_value; binary 1 = black), writing a resumable run folder.")
+    fit_p.add_argument("input", help="image file or pixel CSV")
+    fit_p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<input name>)")
+    fit_p.add_argument("--mode", choices=MODES, help="binary (threshold at 128), gray or rgb "
+                                                     "(default: rgb for colour images, else gray)")
+    fit_p.add_argument("--size", type=size_arg, metavar="N|WxH",
+                       help="resize first: N for the longest side (aspect kept) or WxH")
+    fit_p.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
+    fit_p.add_argument("--width", type=positive_int, help="hidden units per layer (siren, mlp)")
+    fit_p.add_argument("--depth", type=positive_int, help="hidden layers (siren, mlp)")
+    fit_p.add_argument("--w0", type=positive_float, help="sine frequency of siren (default 30)")
+    fit_p.add_argument("--steps", type=positive_int, metavar="N",
+                       help="total steps of the run (with --resume: continue to step N)")
+    fit_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
+                       help="stop after this much training time (default, without --steps: 40 s)")
+    fit_p.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
+    fit_p.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule")
+    fit_p.add_argument("--schedule", choices=["cosine", "constant"], help="learning-rate schedule (default cosine)")
+    fit_p.add_argument("--batch-size", type=count, metavar="N", help="points per step; 0 = full batch "
+                                                                     "(default: the preset's)")
+    fit_p.add_argument("--seed", type=count, help="random seed (default 0)")
+    fit_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
+                       help="where to train (default auto: the GPU when CuPy sees one)")
+    fit_p.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="steps between checkpoints")
+    fit_p.add_argument("--snapshot-every", type=positive_int, metavar="N", help="steps between time-lapse frames")
+    fit_p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    fit_p.add_argument("--force", action="store_true", help="start over, replacing the run in --out")
+    fit_p.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
+    fit_p.set_defaults(func=cmd_fit)
+
+    render_p = commands.add_parser("render", help="redraw a fitted model at any size",
+                                   description="Redraw a fitted model (model.npz or checkpoint.npz) at any size, "
+                                               "in tiles so memory stays bounded.")
+    render_p.add_argument("model", help="model.npz or checkpoint.npz from a run folder")
+    render_p.add_argument("--size", type=size_arg, required=True, metavar="N|WxH",
+                          help="N for the longest side (the training aspect kept) or WxH")
+    render_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
+    render_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto")
+    render_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    render_p.set_defaults(func=cmd_render)
+
+    encode_p = commands.add_parser("encode", help="image -> pixel CSV (x,y,pixel_value)",
+                                   description="The original project's encoder: one row per pixel; in binary mode "
+                                               "1 = black, in gray mode 0-255, rgb as x,y,r,g,b.")
+    encode_p.add_argument("image")
+    encode_p.add_argument("-o", "--output", required=True, metavar="pixels.csv")
+    encode_p.add_argument("--size", type=size_arg, metavar="N|WxH")
+    encode_p.add_argument("--mode", choices=MODES)
+    encode_p.add_argument("--force", action="store_true", help="replace the output if it exists")
+    encode_p.set_defaults(func=cmd_encode)
+
+    decode_p = commands.add_parser("decode", help="pixel CSV -> image", description="The original project's decoder.")
+    decode_p.add_argument("csv")
+    decode_p.add_argument("-o", "--output", required=True, metavar="image.png")
+    decode_p.add_argument("--force", action="store_true", help="replace the output if it exists")
+    decode_p.set_defaults(func=cmd_decode)
+
+    info_p = commands.add_parser("info", help="describe a model or checkpoint")
+    info_p.add_argument("model")
+    info_p.add_argument("--json", action="store_true", help="print the metadata as JSON")
+    info_p.set_defaults(func=cmd_info)
+
+    demo_p = commands.add_parser("demo", help="fit the bundled line drawing into ./ironlearn-demo",
+                                 description="Fit the bundled 200x200 line drawing (binary) and write every output, "
+                                             "plus a 4x render, to ./ironlearn-demo (replacing an earlier demo).")
+    demo_p.add_argument("--out", default="ironlearn-demo", metavar="DIR")
+    demo_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS")
+    demo_p.add_argument("--steps", type=positive_int, metavar="N")
+    demo_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto")
+    demo_p.add_argument("--quiet", action="store_true")
+    demo_p.set_defaults(func=cmd_demo)
+    return parser
+
+
+# -- commands -----------------------------------------------------------------------------
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _check_output(path: str, force: bool) -> None:
+    if os.path.isdir(path):
+        raise UsageError(f"output {path} is a folder; give a file name")
+    if os.path.exists(path) and not force:
+        raise UsageError(f"{path} already exists; use --force to replace it or choose another name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write to {folder}; choose another output path")
+
+
+def cmd_fit(args) -> int:
+    options = FitOptions(**{k: v for k, v in vars(args).items() if k not in ("func", "command")})
+    result = fit(options, log=say)
+    _report(result, options.out)
+    return 0
+
+
+def _report(result: dict, out: str) -> None:
+    extra = f", accuracy {result['accuracy']:.2%}" if "accuracy" in result else ""
+    say(f"done: PSNR {result['psnr_db']:.2f} dB{extra} after {result['steps']:,} steps, "
+        f"{result['seconds']:.1f} s of training; outputs in {out}/")
+
+
+def _render_size(size, settings: dict) -> tuple[int, int]:
+    if isinstance(size, tuple):
+        width, height = size
+    else:
+        trained_w, trained_h = settings.get("size", (size, size))
+        scale = size / max(trained_w, trained_h)
+        width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
+    if max(width, height) > MAX_RENDER_SIDE:
+        raise UsageError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
+    return width, height
+
+
+def cmd_render(args) -> int:
+    _check_output(args.output, args.force)
+    if not args.output.lower().endswith(".png"):
+        raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
+    saved = load_checkpoint(args.model)
+    width, height = _render_size(args.size, saved.settings)
+    backend = get_backend(args.device, notify=say)
+    model = saved.model.to(backend)
+    channels = model.layers[-1].config().get("out_features") or model.layers[-2].config()["out_features"]
+    render_png(model, args.output, width, height, backend, channels)
+    say(f"wrote {args.output} ({width}x{height})")
+    return 0
+
+
+def cmd_encode(args) -> int:
+    _check_output(args.output, args.force)
+    picture = load_picture(args.image, mode=args.mode, size=args.size)
+    write_pixel_csv(args.output, picture)
+    say(f"wrote {args.output}: {picture.width}x{picture.height} {picture.mode}, "
+        f"{picture.width * picture.height:,} rows")
+    return 0
+
+
+def cmd_decode(args) -> int:
+    _check_output(args.output, args.force)
+    pixels, mode = read_pixel_csv(args.csv)
+    save_image(args.output, pixels)
+    say(f"wrote {args.output}: {pixels.shape[1]}x{pixels.shape[0]} {mode}")
+    return 0
+
+
+def cmd_info(args) -> int:
+    saved = load_checkpoint(args.model)
+    if args.json:
+        print(json.dumps(saved.meta, indent=2))
+        return 0
+    settings = saved.settings
+    found = settings.get("metrics", {})
+    lines = [f"{args.model}", repr(saved.model), f"parameters: {saved.model.num_parameters:,}",
+             f"steps: {saved.step:,}"]
+    if "train_seconds" in settings:
+        lines.append(f"training time: {settings['train_seconds']:.1f} s")
+    if settings.get("model"):
+        lines.append(f"preset: {settings['model']} {settings.get('model_options', {})}")
+    if settings.get("size"):
+        lines.append(f"trained on: {settings.get('input')} ({settings['size'][0]}x{settings['size'][1]} "
+                     f"{settings.get('mode')}) on {settings.get('device')}")
+    if "psnr_db" in found:
+        lines.append(f"PSNR: {found['psnr_db']:.2f} dB" +
+                     (f", accuracy {found['accuracy']:.2%}" if "accuracy" in found else ""))
+    memory = {k: v for k, v in found.items() if k.startswith("pool_")}
+    if memory:
+        lines.append("GPU memory pool: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in memory.items()))
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    with resources.as_file(resources.files("ironlearn") / "data" / "sample.png") as sample:
+        options = FitOptions(input=str(sample), out=args.out, mode="binary", steps=args.steps,
+                             time_budget=args.time_budget, device=args.device, quiet=args.quiet, force=True)
+        if os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise UsageError(f"--out {args.out} is a file; give a folder")
+        result = fit(options, log=say)
+    saved = load_checkpoint(os.path.join(args.out, "model.npz"))
+    backend = get_backend(args.device)
+    big = os.path.join(args.out, "render_4x.png")
+    render_png(saved.model.to(backend), big, 4 * result["width"], 4 * result["height"], backend, 1)
+    _report(result, args.out)
+    say(f"also: {big} ({4 * result['width']}x{4 * result['height']}); try "
+        f"'ironlearn render {args.out}/model.npz --size 1024 -o big.png'")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except (InputError, UsageError, CheckpointError, BackendError) as exc:
+        say(f"ironlearn {args.command}: error: {exc}")
+        return EXIT_USAGE
+    except Interrupted as exc:
+        say(str(exc))
+        return EXIT_INTERRUPTED
+    except DivergenceError as exc:
+        say(f"ironlearn {args.command}: error: {exc}; the last good checkpoint is kept")
+        return 1
+    except KeyboardInterrupt:
+        say("interrupted; the last checkpoint written is kept")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

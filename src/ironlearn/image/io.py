@@ -1,0 +1,279 @@
+"""Reading and writing pictures: image files (via Pillow) and the original project's pixel CSV.
+
+Inside ironlearn a picture is a float32 array ``(height, width, channels)`` of
+intensities in [0, 1] (1 = white), with ``channels`` 1 (gray, binary) or 3 (rgb).
+The pixel CSV keeps the original project's convention instead: in binary mode
+``pixel_value`` is 1 for black and 0 for white; in gray mode it is the 0-255
+intensity; rgb files have ``r,g,b`` columns (0-255).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from ..train.checkpoint import atomic_write
+
+MODES = ("binary", "gray", "rgb")
+MIN_SIDE = 4
+#: Declared sizes above this are refused before decoding (decompression bombs).
+MAX_PIXELS = 100_000_000
+CSV_SUFFIXES = (".csv", ".txt")
+
+
+class InputError(ValueError):
+    """A file the user gave cannot be used; the message names it and says what to do."""
+
+
+@dataclass
+class Picture:
+    """A picture ready to fit: ``pixels`` ``(h, w, c)`` float32 in [0, 1] (1 = white)."""
+
+    pixels: np.ndarray
+    mode: str
+    source: str
+
+    @property
+    def height(self) -> int:
+        return self.pixels.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.pixels.shape[1]
+
+    @property
+    def channels(self) -> int:
+        return self.pixels.shape[2]
+
+
+# -- sizes -----------------------------------------------------------------------------
+def parse_size(text: str) -> tuple[int, int] | int:
+    """``"256"`` -> 256 (longest side); ``"640x480"`` -> (640, 480). Raises ValueError."""
+    parts = text.lower().split("x")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"size {text!r} is not N or WxH (whole numbers)") from None
+    if len(values) not in (1, 2) or min(values) < 1:
+        raise ValueError(f"size {text!r} must be N or WxH with positive whole numbers")
+    return values[0] if len(values) == 1 else (values[0], values[1])
+
+
+def fit_size(width: int, height: int, size) -> tuple[int, int]:
+    """The ``(width, height)`` that ``size`` (N for the longest side, or (W, H)) asks for."""
+    if size is None:
+        return width, height
+    if isinstance(size, tuple):
+        return size
+    scale = size / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+# -- images ------------------------------------------------------------------------------
+def _open(path: str) -> Image.Image:
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path} is a folder; give an image or pixel CSV file")
+    if os.path.getsize(path) == 0:
+        raise InputError(f"{path} is empty; give an image file (PNG, JPEG, WebP, BMP, ...)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(path)
+            width, height = image.size
+            if width * height > MAX_PIXELS:
+                raise InputError(f"{path} declares {width}x{height} pixels, more than ironlearn reads "
+                                 f"({MAX_PIXELS // 1_000_000} MP); resize it first")
+            image.load()
+    except InputError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise InputError(f"{path} declares an enormous size (a decompression bomb?); resize it first") from None
+    except UnidentifiedImageError:
+        raise InputError(f"{path} is not an image Pillow can read; give a PNG, JPEG, WebP, BMP, ... "
+                         "or a pixel CSV (.csv)") from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise InputError(f"{path}: the image is truncated or corrupt ({exc}); re-export it") from None
+    return image
+
+
+def _to_float(image: Image.Image) -> np.ndarray:
+    """Any Pillow image (palette, alpha, CMYK, 16-bit, animated) -> (h, w, 1 or 3) in [0, 1]."""
+    image = ImageOps.exif_transpose(image)  # also returns frame 0 of an animation
+    if image.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        values = np.asarray(image, dtype=np.float64)
+        peak = 65535.0 if image.mode.startswith("I;16") or values.max(initial=0) > 255 else 255.0
+        return np.clip(values / peak, 0, 1).astype(np.float32)[..., None]
+    has_alpha = image.mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in image.info
+    if has_alpha:
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        image = Image.alpha_composite(background, rgba).convert("RGB")
+    elif image.mode in ("1", "L"):
+        return (np.asarray(image.convert("L"), np.float32) / 255.0)[..., None]
+    else:
+        image = image.convert("RGB")
+    rgb = np.asarray(image, np.float32) / 255.0
+    if np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 1], rgb[..., 2]):
+        return rgb[..., :1].copy()
+    return rgb
+
+
+def _resize(pixels: np.ndarray, width: int, height: int) -> np.ndarray:
+    if (width, height) == (pixels.shape[1], pixels.shape[0]):
+        return pixels
+    channels = [np.asarray(Image.fromarray(pixels[..., c], "F").resize((width, height), Image.LANCZOS))
+                for c in range(pixels.shape[2])]
+    return np.clip(np.stack(channels, axis=-1), 0, 1).astype(np.float32)
+
+
+def to_mode(pixels: np.ndarray, mode: str) -> np.ndarray:
+    """Convert ``(h, w, c)`` intensities to ``mode``; binary thresholds at 128/255 like the original."""
+    if mode == "rgb":
+        return pixels if pixels.shape[2] == 3 else np.repeat(pixels, 3, axis=2)
+    gray = pixels if pixels.shape[2] == 1 else (pixels @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]
+    if mode == "binary":
+        return (gray >= 128 / 255).astype(np.float32)
+    return gray.astype(np.float32)
+
+
+def load_picture(path, *, mode: str | None = None, size=None) -> Picture:
+    """Read an image or pixel CSV, resized to ``size`` and converted to ``mode``.
+
+    ``mode`` None means rgb for colour images, gray otherwise (binary for a
+    binary CSV).  ``size`` is N (longest side, aspect kept) or (W, H).
+    """
+    path = os.fspath(path)
+    if mode is not None and mode not in MODES:
+        raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if path.lower().endswith(CSV_SUFFIXES):
+        pixels, csv_mode = read_pixel_csv(path)
+        mode = mode or csv_mode
+    else:
+        image = _open(path)
+        pixels = _to_float(image)
+        mode = mode or ("rgb" if pixels.shape[2] == 3 else "gray")
+    height, width = pixels.shape[:2]
+    if min(width, height) < MIN_SIDE:
+        raise InputError(f"{path} is {width}x{height} pixels; ironlearn needs at least {MIN_SIDE}x{MIN_SIDE}")
+    target_w, target_h = fit_size(width, height, size)
+    if min(target_w, target_h) < MIN_SIDE:
+        raise InputError(f"--size gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side")
+    pixels = to_mode(_resize(pixels, target_w, target_h), mode)
+    return Picture(pixels=np.ascontiguousarray(pixels), mode=mode, source=path)
+
+
+def to_uint8(pixels: np.ndarray) -> np.ndarray:
+    """[0, 1] floats -> 0-255 bytes (rounded, clipped), dropping a single channel axis."""
+    out = np.clip(np.asarray(pixels, np.float32) * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    return out[..., 0] if out.ndim == 3 and out.shape[2] == 1 else out
+
+
+def save_image(path, pixels: np.ndarray) -> None:
+    """Write ``(h, w, c)`` [0, 1] pixels (or uint8) atomically; the format follows the suffix."""
+    array = pixels if pixels.dtype == np.uint8 else to_uint8(pixels)
+    image = Image.fromarray(array)
+    fmt = Image.registered_extensions().get(os.path.splitext(os.fspath(path))[1].lower(), "PNG")
+    atomic_write(path, lambda file: image.save(file, format=fmt))
+
+
+# -- the pixel CSV -------------------------------------------------------------------------
+def write_pixel_csv(path, picture: Picture) -> None:
+    """Write one row per pixel, row-major: ``x,y,pixel_value`` (binary: 1 = black; gray: 0-255)
+    or ``x,y,r,g,b`` (rgb, 0-255)."""
+    height, width = picture.height, picture.width
+    ys, xs = np.divmod(np.arange(height * width), width)
+    if picture.mode == "binary":
+        header, values = "x,y,pixel_value", (picture.pixels[..., 0] < 0.5).astype(np.int64).reshape(-1, 1)
+    elif picture.mode == "gray":
+        header, values = "x,y,pixel_value", to_uint8(picture.pixels).astype(np.int64).reshape(-1, 1)
+    else:
+        header, values = "x,y,r,g,b", to_uint8(picture.pixels).astype(np.int64).reshape(-1, 3)
+    table = np.column_stack([xs, ys, values])
+    buffer = io.StringIO()
+    np.savetxt(buffer, table, fmt="%d", delimiter=",", header=header, comments="")
+    atomic_write(path, lambda file: file.write(buffer.getvalue().encode()))
+
+
+def read_pixel_csv(path) -> tuple[np.ndarray, str]:
+    """Read a pixel CSV; returns ``(pixels (h, w, c) in [0, 1], mode)``.
+
+    A ``pixel_value`` column holding only 0 and 1 is binary (1 = black);
+    otherwise gray 0-255.  Every pixel of the ``(max x + 1) x (max y + 1)``
+    grid must appear exactly once.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file")
+    try:
+        with open(path, newline="", encoding="utf-8") as file:
+            rows = list(csv.reader(file))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path} is not a text CSV ({exc}); give a pixel CSV with header x,y,pixel_value") from None
+    if not rows:
+        raise InputError(f"{path} is empty; a pixel CSV starts with the header x,y,pixel_value")
+    header = [name.strip().lower() for name in rows[0]]
+    if header[:3] == ["x", "y", "pixel_value"] and len(header) == 3:
+        value_columns = ["pixel_value"]
+    elif header == ["x", "y", "r", "g", "b"]:
+        value_columns = ["r", "g", "b"]
+    else:
+        missing = [c for c in ("x", "y", "pixel_value") if c not in header]
+        what = f"missing column(s) {', '.join(missing)}" if missing and len(header) >= 2 else f"header is {','.join(header)}"
+        raise InputError(f"{path}: {what}; a pixel CSV needs the header x,y,pixel_value (or x,y,r,g,b)")
+    body = rows[1:]
+    if not body:
+        raise InputError(f"{path} has a header but no pixels")
+    ncols = len(header)
+    try:
+        table = np.array([[float(v) for v in row] for row in body if row], np.float64)
+    except ValueError:
+        line = next(i for i, row in enumerate(body, start=2) if row and not _all_numeric(row))
+        raise InputError(f"{path}, line {line}: a non-numeric value; every cell must be a number") from None
+    if table.ndim != 2 or table.shape[1] != ncols:
+        line = next((i for i, row in enumerate(body, start=2) if row and len(row) != ncols), 2)
+        raise InputError(f"{path}, line {line}: expected {ncols} values per row")
+    if not np.isfinite(table).all():
+        line = int(np.argmax(~np.isfinite(table).all(axis=1))) + 2
+        raise InputError(f"{path}, line {line}: NaN or infinite value; every cell must be a finite number")
+    coords = table[:, :2]
+    if (coords < 0).any() or (coords != np.round(coords)).any():
+        line = int(np.argmax(((coords < 0) | (coords != np.round(coords))).any(axis=1))) + 2
+        raise InputError(f"{path}, line {line}: coordinates must be whole numbers from 0")
+    xs, ys = coords[:, 0].astype(np.int64), coords[:, 1].astype(np.int64)
+    width, height = int(xs.max()) + 1, int(ys.max()) + 1
+    if width * height > MAX_PIXELS:
+        raise InputError(f"{path}: coordinates reach {width}x{height}, more than ironlearn reads")
+    counts = np.bincount(ys * width + xs, minlength=width * height)
+    if (counts > 1).any():
+        flat = int(np.argmax(counts > 1))
+        raise InputError(f"{path}: pixel x={flat % width}, y={flat // width} appears more than once")
+    if (counts == 0).any():
+        flat = int(np.argmax(counts == 0))
+        raise InputError(f"{path}: {int((counts == 0).sum())} pixel(s) of the {width}x{height} grid are missing "
+                         f"(first: x={flat % width}, y={flat // width}); every pixel needs a row")
+    values = table[:, 2:]
+    grid = np.empty((height, width, len(value_columns)), np.float32)
+    if value_columns == ["pixel_value"] and np.isin(values, (0, 1)).all():
+        grid[ys, xs] = 1.0 - values  # 1 = black in the file, 1 = white inside
+        return grid, "binary"
+    if values.min() < 0 or values.max() > 255:
+        raise InputError(f"{path}: pixel values must lie in 0-255 (or be 0/1 for a binary drawing)")
+    grid[ys, xs] = values / 255.0
+    return grid, ("gray" if len(value_columns) == 1 else "rgb")
+
+
+def _all_numeric(row) -> bool:
+    try:
+        [float(v) for v in row]
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,23 @@
+"""Image quality measures on values in [0, 1]."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def psnr_from_mse(mse: float) -> float:
+    """Peak signal-to-noise ratio in dB for a peak of 1 (capped at 100 dB for a perfect match)."""
+    return 100.0 if mse <= 1e-10 else -10.0 * math.log10(mse)
+
+
+def psnr(pred, target) -> float:
+    """PSNR in dB between two arrays of values in [0, 1] (predictions clipped to it first)."""
+    pred = np.clip(np.asarray(pred, np.float64), 0.0, 1.0)
+    return psnr_from_mse(float(np.mean((pred - np.asarray(target, np.float64)) ** 2)))
+
+
+def binary_accuracy(pred, target) -> float:
+    """Fraction of pixels on the right side of 0.5."""
+    return float(np.mean((np.asarray(pred) > 0.5) == (np.asarray(target) > 0.5)))
