@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+from PIL import Image
+
+from ironlearn.image.coords import axis, pixel_grid
+from ironlearn.image.io import InputError, load_picture, parse_size, read_pixel_csv, write_pixel_csv
+
+
+def test_pixel_centres_span_minus_one_to_one():
+    np.testing.assert_allclose(axis(4), [-0.75, -0.25, 0.25, 0.75])
+    grid = pixel_grid(3, 2)
+    assert grid.shape == (6, 2) and grid.dtype == np.float32
+    np.testing.assert_allclose(grid[:3, 0], axis(3))  # x varies fastest
+    np.testing.assert_allclose(grid[::3, 1], axis(2))
+
+
+def test_parse_size():
+    assert parse_size("256") == 256 and parse_size("640x480") == (640, 480)
+    for bad in ("0", "-3", "x", "12x", "axb", "1x2x3"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+
+
+def test_modes_and_resize(tmp_path):
+    rgb = np.zeros((20, 40, 3), np.uint8)
+    rgb[:, :20] = (255, 0, 0)
+    Image.fromarray(rgb).save(tmp_path / "a.png")
+    picture = load_picture(tmp_path / "a.png", size=10)
+    assert (picture.width, picture.height, picture.mode, picture.channels) == (10, 5, "rgb", 3)
+    gray = load_picture(tmp_path / "a.png", mode="gray", size=(8, 8))
+    assert gray.pixels.shape == (8, 8, 1) and gray.pixels.dtype == np.float32
+    binary = load_picture(tmp_path / "a.png", mode="binary")
+    assert set(np.unique(binary.pixels)) <= {0.0, 1.0}
+
+
+def test_gray_image_defaults_to_gray(tmp_path):
+    Image.fromarray(np.full((8, 8, 3), 77, np.uint8)).save(tmp_path / "g.png")
+    assert load_picture(tmp_path / "g.png").mode == "gray"
+
+
+@pytest.mark.parametrize("mode,array", [
+    ("binary", (np.arange(64).reshape(8, 8) % 3 == 0) * 255),
+    ("gray", np.arange(64).reshape(8, 8) * 4),
+    ("rgb", np.random.default_rng(0).integers(0, 256, (6, 9, 3))),
+])
+def test_csv_round_trip_is_exact(tmp_path, mode, array):
+    array = array.astype(np.uint8)
+    Image.fromarray(array).save(tmp_path / "in.png")
+    picture = load_picture(tmp_path / "in.png", mode=mode)
+    write_pixel_csv(tmp_path / "p.csv", picture)
+    pixels, read_mode = read_pixel_csv(tmp_path / "p.csv")
+    assert read_mode == mode
+    np.testing.assert_array_equal(pixels, picture.pixels)
+
+
+def test_binary_csv_uses_one_for_black(tmp_path):
+    (tmp_path / "p.csv").write_text("x,y,pixel_value\n0,0,1\n1,0,0\n0,1,0\n1,1,0\n")
+    pixels, mode = read_pixel_csv(tmp_path / "p.csv")
+    assert mode == "binary" and pixels[0, 0, 0] == 0.0 and pixels[0, 1, 0] == 1.0  # black, white
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", "empty"),
+    ("a,b,c\n1,2,3\n", "missing column"),
+    ("x,y\n0,0\n", "missing column"),
+    ("x,y,pixel_value\n", "no pixels"),
+    ("x,y,pixel_value\n0,0,1\n1,0,oops\n", "line 3: a non-numeric"),
+    ("x,y,pixel_value\n0,0,nan\n", "line 2: NaN"),
+    ("x,y,pixel_value\n0,0,1\n0,0,1\n", "appears more than once"),
+    ("x,y,pixel_value\n0,0,1\n1,1,0\n", "missing"),
+    ("x,y,pixel_value\n-1,0,1\n", "whole numbers from 0"),
+    ("x,y,pixel_value\n0,0,1,5\n", "expected 3 values"),
+    ("x,y,pixel_value\n0,0,300\n", "0-255"),
+])
+def test_bad_csv_is_named(tmp_path, text, message):
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(InputError, match=message):
+        read_pixel_csv(tmp_path / "bad.csv")

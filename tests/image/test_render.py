@@ -1,0 +1,52 @@
+import numpy as np
+import pytest
+from PIL import Image
+
+from ironlearn.backend import Backend
+from ironlearn.image.render import render, render_png
+from ironlearn.image.timelapse import Snapshots, write_gif
+from ironlearn.nn import siren
+
+
+@pytest.fixture
+def model():
+    return siren(2, 3, width=16, depth=2, rng=np.random.default_rng(0))
+
+
+def test_bands_match_one_pass(model, backend):
+    model.to(backend)
+    whole = render(model, 37, 23, backend, tile_points=10_000)
+    banded = render(model, 37, 23, backend, tile_points=50)  # many bands, and rows split in chunks
+    tiny = render(model, 37, 23, backend, tile_points=7)
+    assert whole.shape == (23, 37, 3)
+    np.testing.assert_allclose(banded, whole, atol=1e-6)
+    np.testing.assert_allclose(tiny, whole, atol=1e-6)
+    assert whole.min() >= 0 and whole.max() <= 1
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_streamed_png_is_what_pillow_reads(tmp_path, channels, backend):
+    net = siren(2, channels, width=8, depth=1, rng=np.random.default_rng(1)).to(backend)
+    render_png(net, tmp_path / "r.png", 50, 30, backend, channels, tile_points=200)
+    with Image.open(tmp_path / "r.png") as image:
+        read = np.asarray(image)
+    expected = np.clip(render(net, 50, 30, backend) * 255 + 0.5, 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(read, expected[..., 0] if channels == 1 else expected)
+
+
+def test_snapshots_stay_under_the_frame_cap(model, backend):
+    model.to(backend)
+    snaps = Snapshots(every=1, width=16, height=16, backend=backend, max_frames=10)
+    for step in range(0, 57):
+        if step % snaps.every == 0:
+            snaps.capture(model, step)
+    assert len(snaps.frames) <= 10 and snaps.steps[0] == 0 and snaps.every > 1
+
+
+def test_gif_loops_and_labels_every_frame(tmp_path):
+    frames = [np.full((20, 30), v, np.uint8) for v in (0, 128, 255)]
+    write_gif(tmp_path / "t.gif", frames, [0, 10, 20])
+    with Image.open(tmp_path / "t.gif") as gif:
+        assert gif.n_frames == 3 and gif.info["loop"] == 0 and gif.size == (30, 36)
+        first = np.asarray(gif.convert("L"))
+    assert (first[20:, :] < 128).any()  # the label strip holds dark text

@@ -1,0 +1,216 @@
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from helpers import make_picture, run_cli
+from ironlearn.backend import Backend
+from ironlearn.cli import main
+from ironlearn.image import load_picture, psnr, render
+from ironlearn.presets import PRESETS
+from ironlearn.train import load_checkpoint
+
+QUICK = ["--quiet", "--device", "cpu", "--width", "32", "--depth", "2"]
+
+
+@pytest.fixture
+def picture(tmp_path):
+    return make_picture(tmp_path / "disc.png")
+
+
+@pytest.fixture(scope="module")
+def shared_run(tmp_path_factory):
+    """One 150-step fit that the read-only tests share."""
+    folder = tmp_path_factory.mktemp("shared")
+    out = folder / "run"
+    assert main(["fit", str(make_picture(folder / "disc.png")), "--out", str(out), "--steps", "150", *QUICK]) == 0
+    return out
+
+
+@pytest.fixture
+def fitted(shared_run, tmp_path, picture):
+    """A private copy of the shared run, beside this test's own copy of its picture."""
+    out = tmp_path / "run"
+    shutil.copytree(shared_run, out)
+    return out
+
+
+def test_fit_writes_every_output(fitted, picture):
+    names = {"checkpoint.npz", "model.npz", "reconstruction.png", "timelapse.gif", "loss.png", "history.csv",
+             "metrics.json"}
+    assert names <= set(os.listdir(fitted))
+    assert not [n for n in os.listdir(fitted) if n.endswith(".tmp")]
+    with Image.open(fitted / "reconstruction.png") as image:
+        assert image.size == (32, 32) and image.mode == "L"
+    with Image.open(fitted / "timelapse.gif") as gif:
+        assert 2 <= gif.n_frames <= 100 and gif.info["loop"] == 0
+    metrics = json.loads((fitted / "metrics.json").read_text())
+    assert {"psnr_db", "steps", "seconds", "params", "pixels", "model", "device"} <= set(metrics)
+    assert metrics["steps"] == 150 and metrics["pixels"] == 1024 and metrics["device"] == "cpu"
+    header = (fitted / "history.csv").read_text().splitlines()[0]
+    assert header == "step,loss,psnr,lr,seconds"
+
+
+def test_fit_beats_the_untrained_network(fitted, picture):
+    target = load_picture(picture)
+    untrained = PRESETS["siren"].build(1, 32, 32, {"width": 32, "depth": 2, "w0": 30.0}, np.random.default_rng(0))
+    before = psnr(render(untrained, 32, 32, Backend("cpu")), target.pixels)
+    after = json.loads((fitted / "metrics.json").read_text())["psnr_db"]
+    assert after > before + 10, (before, after)
+
+
+def test_binary_mode_reports_accuracy(tmp_path, picture, capsys):
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "b", "--mode", "binary", "--steps", 60, *QUICK)
+    metrics = json.loads((tmp_path / "b" / "metrics.json").read_text())
+    assert code == 0 and metrics["accuracy"] > 0.9 and metrics["mode"] == "binary"
+
+
+def test_fit_reads_a_pixel_csv(tmp_path, picture, capsys):
+    assert run_cli(capsys, "encode", picture, "-o", tmp_path / "p.csv", "--mode", "binary")[0] == 0
+    code, _, err = run_cli(capsys, "fit", tmp_path / "p.csv", "--out", tmp_path / "c", "--steps", 20, *QUICK)
+    assert code == 0, err
+    assert json.loads((tmp_path / "c" / "metrics.json").read_text())["mode"] == "binary"
+
+
+def test_rgb_fit_keeps_colours(tmp_path, capsys):
+    image = make_picture(tmp_path / "rgb.png", colour=True)
+    code, _, err = run_cli(capsys, "fit", image, "--out", tmp_path / "r", "--steps", 40, *QUICK)
+    assert code == 0, err
+    with Image.open(tmp_path / "r" / "reconstruction.png") as out:
+        assert out.mode == "RGB"
+
+
+def test_existing_run_is_never_overwritten(fitted, picture, capsys):
+    before = (fitted / "checkpoint.npz").read_bytes()
+    code, _, err = run_cli(capsys, "fit", picture, "--out", fitted, "--steps", 10, *QUICK)
+    assert code == 2 and "--resume" in err and "--force" in err
+    assert (fitted / "checkpoint.npz").read_bytes() == before
+    code, _, err = run_cli(capsys, "fit", picture, "--out", fitted, "--steps", 10, "--force", *QUICK)
+    assert code == 0 and load_checkpoint(fitted / "checkpoint.npz").step == 10
+
+
+def test_resume_continues_the_step_count_and_the_curve(tmp_path, picture, capsys):
+    straight = tmp_path / "straight"
+    assert run_cli(capsys, "fit", picture, "--out", straight, "--steps", 80, "--batch-size", 300, *QUICK)[0] == 0
+    # A first leg stopped by its time budget after one step, then resumed to the same total.
+    split = tmp_path / "split"
+    assert run_cli(capsys, "fit", picture, "--out", split, "--steps", 80, "--batch-size", 300, *QUICK,
+                   "--time-budget", 1e-9)[0] == 0
+    assert load_checkpoint(split / "checkpoint.npz").step == 1
+    code, _, err = run_cli(capsys, "fit", picture, "--out", split, "--resume", "--steps", 80, "--quiet",
+                           "--device", "cpu")
+    assert code == 0, err
+    a, b = load_checkpoint(straight / "model.npz"), load_checkpoint(split / "model.npz")
+    assert b.step == 80
+    for name, value in a.model.named_parameters().items():
+        np.testing.assert_array_equal(b.model.named_parameters()[name], value, err_msg=name)
+    history_a = np.loadtxt(straight / "history.csv", delimiter=",", skiprows=1)
+    history_b = np.loadtxt(split / "history.csv", delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(history_b[:, [0, 3]], history_a[:, [0, 3]])  # same steps, same lr curve
+
+
+def test_resume_refuses_another_image_or_model(fitted, tmp_path, capsys):
+    other = make_picture(tmp_path / "other.png", colour=True)
+    code, _, err = run_cli(capsys, "fit", other, "--out", fitted, "--resume", "--steps", 200)
+    assert code == 2 and "not the image" in err
+    code, _, err = run_cli(capsys, "fit", tmp_path / "disc.png", "--out", fitted, "--resume", "--model", "mlp",
+                           "--steps", 200)
+    assert code == 2 and "different settings" in err and "--model mlp" in err
+
+
+def test_resume_extends_a_finished_run(fitted, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "fit", tmp_path / "disc.png", "--out", fitted, "--resume", "--steps", 170,
+                           "--quiet", "--device", "cpu")
+    assert code == 0, err
+    assert json.loads((fitted / "metrics.json").read_text())["steps"] == 170
+    steps = np.loadtxt(fitted / "history.csv", delimiter=",", skiprows=1)[:, 0]
+    assert steps[-1] == 170 and (np.diff(steps) > 0).all()
+
+
+def test_render_any_size_and_aspect(fitted, tmp_path, capsys):
+    for size, expected in (("64", (64, 64)), ("50x20", (50, 20))):
+        out = tmp_path / f"r{size}.png"
+        code, _, err = run_cli(capsys, "render", fitted / "model.npz", "--size", size, "-o", out, "--device", "cpu")
+        assert code == 0, err
+        with Image.open(out) as image:
+            assert image.size == expected
+
+
+def test_info(fitted, capsys):
+    code, out, _ = run_cli(capsys, "info", fitted / "model.npz")
+    assert code == 0 and "parameters:" in out and "PSNR:" in out and "steps: 150" in out
+    code, out, _ = run_cli(capsys, "info", fitted / "checkpoint.npz", "--json")
+    assert json.loads(out)["step"] == 150
+
+
+def test_encode_decode_round_trip(tmp_path, picture, capsys):
+    assert run_cli(capsys, "encode", picture, "-o", tmp_path / "p.csv")[0] == 0
+    assert (tmp_path / "p.csv").read_text().startswith("x,y,pixel_value\n0,0,")
+    assert run_cli(capsys, "decode", tmp_path / "p.csv", "-o", tmp_path / "back.png")[0] == 0
+    with Image.open(picture) as a, Image.open(tmp_path / "back.png") as b:
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["fit", "nope.png"], "no such file"),
+    (["fit", "{empty}"], "empty"),
+    (["fit", "{text}"], "not an image"),
+    (["fit", "{csv}"], "missing column"),
+    (["fit", "{picture}", "--steps", "-5"], "--steps"),
+    (["fit", "{picture}", "--size", "0"], "size"),
+    (["fit", "{picture}", "--model", "resnet"], "--model"),
+    (["fit", "{picture}", "--resume", "--force"], "contradict"),
+    (["fit", "{picture}", "--out", "{picture}"], "is a file"),
+    (["fit", "{picture}", "--resume", "--out", "{tmp}/none"], "nothing to resume"),
+    (["fit", "{picture}", "--model", "classic", "--width", "64"], "does not apply"),
+    (["render", "{picture}", "--size", "70000", "-o", "{tmp}/x.png"], "not a readable ironlearn checkpoint"),
+    (["render", "{model}", "--size", "70000", "-o", "{tmp}/x.png"], "above the limit"),
+    (["render", "{model}", "--size", "8", "-o", "{picture}"], "already exists"),
+    (["decode", "{csv}", "-o", "{tmp}/d.png"], "missing column"),
+    (["info", "{text}"], "not a readable"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, picture, fitted, capsys, args, message):
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "text.png").write_text("hello")
+    (tmp_path / "bad.csv").write_text("x,y,value\n0,0,1\n")
+    names = {"empty": tmp_path / "empty.png", "text": tmp_path / "text.png", "csv": tmp_path / "bad.csv",
+             "picture": picture, "tmp": tmp_path, "model": fitted / "model.npz"}
+    args = [a.format(**names) for a in args]
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2
+    assert message in err and "Traceback" not in err and err.count("\n") == 1, err
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_sigint_saves_a_resumable_checkpoint(tmp_path, picture):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ironlearn", "fit", str(picture), "--out", str(out),
+                             "--steps", "1000000", "--checkpoint-every", "1000000", *QUICK[1:]],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first_line = proc.stderr.readline()  # "fitting ...": training is about to start
+        assert first_line.startswith("fitting"), first_line
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "--resume" in err
+    step = load_checkpoint(out / "checkpoint.npz").step
+    assert step > 0
+    resume = err.strip().splitlines()[-1].split()
+    assert resume[:2] == ["ironlearn", "fit"]
+    done = subprocess.run([sys.executable, "-m", "ironlearn", *resume[1:], "--steps", str(step + 5), "--quiet"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert load_checkpoint(out / "model.npz").step == step + 5
