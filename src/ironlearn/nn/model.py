@@ -45,13 +45,21 @@ class Sequential:
         """Gradients under the same names as :meth:`named_parameters`."""
         return {f"layers.{i}.{k}": v for i, layer in enumerate(self.layers) for k, v in layer.grads.items()}
 
+    def named_buffers(self) -> dict:
+        """Untrained arrays that belong to the model (a Fourier projection), by dotted name."""
+        return {f"layers.{i}.{k}": v for i, layer in enumerate(self.layers) for k, v in layer.buffers.items()}
+
+    def named_arrays(self) -> dict:
+        """Parameters and buffers: everything :meth:`state_dict` saves."""
+        return {**self.named_parameters(), **self.named_buffers()}
+
     @property
     def num_parameters(self) -> int:
         return int(sum(p.size for p in self.named_parameters().values()))
 
     def state_dict(self) -> dict:
-        """A copy of every parameter, by dotted name."""
-        return {name: value.copy() for name, value in self.named_parameters().items()}
+        """A copy of every parameter and buffer, by dotted name."""
+        return {name: value.copy() for name, value in self.named_arrays().items()}
 
     def load_state_dict(self, state: dict, strict: bool = True) -> None:
         """Copy arrays into the parameters in place (converting to their device and dtype).
@@ -59,7 +67,7 @@ class Sequential:
         With ``strict`` a missing, unexpected or mis-shaped array raises ``ValueError``
         naming it; without, only the arrays present are loaded (shapes still checked).
         """
-        own = self.named_parameters()
+        own = self.named_arrays()
         missing = sorted(set(own) - set(state))
         extra = sorted(set(state) - set(own))
         if strict and (missing or extra):

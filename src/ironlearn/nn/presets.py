@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from .encodings import FourierFeatures, HashGrid
 from .layers import ACTIVATIONS, Linear, Sine
 from .model import Sequential
 
@@ -59,3 +60,21 @@ def classic(in_size: int = 2, out_size: int = 1, *, rng) -> Sequential:
         layers += [Linear(fan_in, fan_out, rng=rng, init="xavier"), ACTIVATIONS["tanh"]()]
     layers += [Linear(sizes[-1], out_size, rng=rng, init="xavier"), ACTIVATIONS["sigmoid"]()]
     return Sequential(*layers)
+
+
+def fourier(in_size: int, out_size: int, frequencies: int = 128, sigma: float = 10.0, width: int = 128,
+            depth: int = 2, *, rng) -> Sequential:
+    """Random Fourier features (``frequencies`` sin/cos pairs, scale ``sigma``), then a ReLU MLP."""
+    encoding = FourierFeatures(in_size, frequencies, sigma, rng=rng)
+    head = mlp(2 * frequencies, out_size, width=width, depth=depth, activation="relu", rng=rng)
+    return Sequential(encoding, *head.layers)
+
+
+def hashgrid(in_size: int, out_size: int, levels: int = 16, features: int = 2, log2_table_size: int = 14,
+             coarsest: int = 16, finest: int = 512, width: int = 64, depth: int = 2, *, rng) -> Sequential:
+    """A multiresolution hash grid (2-D), then a small ReLU MLP (two 64-wide layers by default)."""
+    if in_size != 2:
+        raise ValueError(f"the hash grid encodes 2-D coordinates (got in_size={in_size})")
+    encoding = HashGrid(levels, features, log2_table_size, coarsest, finest, rng=rng)
+    head = mlp(levels * features, out_size, width=width, depth=depth, activation="relu", rng=rng)
+    return Sequential(encoding, *head.layers)

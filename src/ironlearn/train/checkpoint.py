@@ -79,7 +79,7 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
         When a parameter is NaN/inf (a diverged model is never saved over a good
         one) or the file cannot be written (disk full, permissions).
     """
-    arrays = {f"model/{name}": _host(value) for name, value in model.named_parameters().items()}
+    arrays = {f"model/{name}": _host(value) for name, value in model.named_arrays().items()}
     bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
     if bad:
         raise CheckpointError(f"refusing to save {path}: {bad[0][6:]} holds NaN or inf values")

@@ -1,0 +1,216 @@
+"""Input encodings for coordinate networks, as layers with forward and backward passes.
+
+Both take ``(n, 2)`` coordinates in [-1, 1] and return features that a small
+MLP turns into pixels:
+
+* :class:`FourierFeatures` (Tancik et al. 2020): a fixed random Gaussian
+  projection ``z = 2 pi x B`` encoded as ``[sin z, cos z]``;
+* :class:`HashGrid` (Mueller et al. 2022, "Instant-NGP"): trainable feature
+  tables on a pyramid of grids, read by bilinear interpolation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import get_array_module
+from .layers import Layer, register
+
+
+@register
+class FourierFeatures(Layer):
+    """Random Fourier features: ``[sin(2 pi x B), cos(2 pi x B)]``.
+
+    Parameters
+    ----------
+    in_features : int
+        Coordinate dimension (2 for images).
+    frequencies : int
+        Columns of ``B``; the output has ``2 * frequencies`` features.
+    sigma : float
+        Standard deviation of ``B``'s entries, in cycles per unit of input:
+        larger sigma, finer detail (and more noise when too large).
+    rng : numpy.random.Generator
+
+    ``B`` is a buffer: saved and loaded with the model, never trained.
+    """
+
+    def __init__(self, in_features: int = 2, frequencies: int = 128, sigma: float = 10.0, *, rng):
+        super().__init__()
+        if frequencies < 1 or not sigma > 0:
+            raise ValueError(f"need frequencies >= 1 and sigma > 0 (got {frequencies}, {sigma})")
+        self.in_features, self.frequencies, self.sigma = in_features, frequencies, float(sigma)
+        projection = rng.normal(0.0, self.sigma, size=(in_features, frequencies)) * (2 * math.pi)
+        self.buffers = {"projection": projection.astype(np.float32)}
+
+    def config(self) -> dict:
+        return {"in_features": self.in_features, "frequencies": self.frequencies, "sigma": self.sigma}
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        z = x @ self.buffers["projection"]
+        m = self.frequencies
+        out = xp.empty((len(x), 2 * m), dtype=z.dtype)
+        xp.sin(z, out=out[:, :m])
+        xp.cos(z, out=out[:, m:])
+        self._out = out  # holds sin z and cos z: all that backward needs
+        return out
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        if not need_grad_in:
+            return None
+        m = self.frequencies
+        sin_z, cos_z = self._out[:, :m], self._out[:, m:]
+        # d sin z = cos z dz, d cos z = -sin z dz
+        grad_z = grad_out[:, :m] * cos_z - grad_out[:, m:] * sin_z
+        return grad_z @ self.buffers["projection"].T
+
+
+# Primes from Instant-NGP's spatial hash; the first dimension is not multiplied.
+_HASH_PRIMES = (1, 2654435761)
+
+
+@register
+class HashGrid(Layer):
+    """Multiresolution hash-grid encoding in 2-D.
+
+    Parameters
+    ----------
+    levels : int
+        Grids from ``coarsest`` to ``finest`` cells per side, growing geometrically.
+    features : int
+        Features stored per grid vertex; the output has ``levels * features``.
+    log2_table_size : int
+        At most ``2**log2_table_size`` vertices per level.  A level whose
+        ``(res + 1)**2`` vertices fit is indexed densely (no collisions);
+        finer levels are hashed into the table.
+    coarsest, finest : int
+        Cells per side of the first and last level.
+    rng : numpy.random.Generator
+        Tables start at U(-1e-4, 1e-4), as in Instant-NGP.
+
+    All levels live in one parameter ``table`` of shape ``(sum of level sizes,
+    features)``, so the optimizers treat it like any other array.  Its gradient
+    is scattered with ``bincount``, a vectorised sum per vertex.
+    """
+
+    def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
+                 finest: int = 512, *, rng):
+        super().__init__()
+        if levels < 1 or features < 1 or not 1 <= coarsest <= finest or not 4 <= log2_table_size <= 26:
+            raise ValueError("HashGrid needs levels >= 1, features >= 1, 1 <= coarsest <= finest and "
+                             f"4 <= log2_table_size <= 26 (got {levels}, {features}, {coarsest}, {finest}, "
+                             f"{log2_table_size})")
+        self.levels, self.features, self.log2_table_size = levels, features, log2_table_size
+        self.coarsest, self.finest = coarsest, finest
+        growth = (finest / coarsest) ** (1.0 / (levels - 1)) if levels > 1 else 1.0
+        self.resolutions = [int(math.floor(coarsest * growth ** level + 1e-9)) for level in range(levels)]
+        cap = 1 << log2_table_size
+        self.sizes = [min(cap, (res + 1) ** 2) for res in self.resolutions]
+        self.hashed = [(res + 1) ** 2 > cap for res in self.resolutions]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        table = rng.uniform(-1e-4, 1e-4, size=(sum(self.sizes), features)).astype(np.float32)
+        self.params = {"table": table}
+        self.grads = {"table": np.zeros_like(table)}
+        self._lookup_for = None  # (input array, indices, weights, fractions): reused while x is the same
+
+    def config(self) -> dict:
+        return {"levels": self.levels, "features": self.features, "log2_table_size": self.log2_table_size,
+                "coarsest": self.coarsest, "finest": self.finest}
+
+    # -- where each point reads ------------------------------------------------------------
+    def _lookup(self, x):
+        """Table rows ``(4, n, L)`` for the four corners of each point's cell at each level,
+        their bilinear weights ``(4, n, L)`` and the in-cell fractions ``(2, n, L)``.
+
+        The point-major layout lets forward sum the corners straight into ``(n, L, F)``.
+        Full-batch training feeds the same coordinate array every step, so the
+        result is cached against it (coordinates are constants, tables are not).
+        """
+        cached = self._lookup_for
+        if cached is not None and cached[0] is x:
+            return cached[1:]
+        xp = get_array_module(x)
+        n = len(x)
+        unit = (x + 1) * 0.5  # [-1, 1] -> [0, 1]
+        indices = xp.empty((4, n, self.levels), dtype=xp.int64)
+        weights = xp.empty((4, n, self.levels), dtype=x.dtype)
+        fractions = xp.empty((2, n, self.levels), dtype=x.dtype)
+        for level, res in enumerate(self.resolutions):
+            position = xp.clip(unit * res, 0, res)
+            corner = xp.minimum(xp.floor(position), res - 1)
+            fx, fy = (position - corner).T
+            cx, cy = corner.astype(xp.int64).T
+            for k, (dx, dy) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
+                indices[k, :, level] = self._index(xp, level, cx + dx, cy + dy)
+            weights[0, :, level] = (1 - fx) * (1 - fy)
+            weights[1, :, level] = fx * (1 - fy)
+            weights[2, :, level] = (1 - fx) * fy
+            weights[3, :, level] = fx * fy
+            fractions[0, :, level], fractions[1, :, level] = fx, fy
+        self._lookup_for = (x, indices, weights, fractions)
+        return indices, weights, fractions
+
+    def _index(self, xp, level, ix, iy):
+        res, size = self.resolutions[level], self.sizes[level]
+        if self.hashed[level]:
+            h = (ix.astype(xp.uint64) * _HASH_PRIMES[0]) ^ (iy.astype(xp.uint64) * _HASH_PRIMES[1])
+            local = (h & xp.uint64(size - 1)).astype(xp.int64)
+        else:
+            local = iy * (res + 1) + ix
+        return local + int(self.offsets[level])
+
+    def _corner_features(self, indices):
+        """``table[indices]``: ``(4, n, L, F)``."""
+        table = self.params["table"]
+        if isinstance(table, np.ndarray):
+            # NumPy gathers whole rows ~10x faster as one-item records through take()
+            # than through fancy indexing of a 2-D array (measured: 3.5 ms vs 48 ms).
+            rows = np.ascontiguousarray(table).view(np.dtype((np.void, table.itemsize * self.features)))
+            return np.take(rows.reshape(-1), indices).view(table.dtype).reshape(*indices.shape, self.features)
+        return table[indices]
+
+    # -- forward and backward ------------------------------------------------------------
+    def forward(self, x):
+        """``(n, 2)`` in [-1, 1] -> ``(n, levels * features)``, level-major."""
+        indices, weights, _ = self._lookup(x)
+        self._x = x
+        corners = self._corner_features(indices)  # (4, n, L, F)
+        corners *= weights[..., None]
+        mixed = corners[0]
+        for k in (1, 2, 3):
+            mixed += corners[k]
+        return mixed.reshape(len(x), -1)
+
+    def backward(self, grad_out, need_grad_in: bool = True):
+        xp = get_array_module(grad_out)
+        indices, weights, fractions = self._lookup(self._x)
+        n = len(grad_out)
+        per_level = grad_out.reshape(n, self.levels, self.features)  # (n, L, F)
+        flat_index = indices.reshape(-1)
+        rows = self.params["table"].shape[0]
+        grad_table = self.grads["table"]
+        for f in range(self.features):
+            contribution = weights * per_level[None, :, :, f]  # (4, n, L)
+            grad_table[:, f] = xp.bincount(flat_index, weights=contribution.reshape(-1), minlength=rows)
+        if not need_grad_in:
+            return None
+        return self._input_grad(xp, per_level, indices, fractions)
+
+    def _input_grad(self, xp, per_level, indices, fractions):
+        """d(loss)/d(x) through the bilinear weights (the grid itself is piecewise linear)."""
+        along = (self._corner_features(indices) * per_level).sum(axis=-1)  # (4, n, L): g . corner feature
+        fx, fy = fractions
+        d_fx = (along[1] - along[0]) * (1 - fy) + (along[3] - along[2]) * fy
+        d_fy = (along[2] - along[0]) * (1 - fx) + (along[3] - along[1]) * fx
+        scale = xp.asarray(self.resolutions, dtype=per_level.dtype) * 0.5  # d position / d x
+        grad = xp.empty((per_level.shape[0], 2), dtype=per_level.dtype)
+        grad[:, 0] = (d_fx * scale).sum(axis=1)
+        grad[:, 1] = (d_fy * scale).sum(axis=1)
+        return grad
+
+    def to(self, backend) -> "HashGrid":
+        self._lookup_for = None
+        return super().to(backend)

@@ -1,0 +1,91 @@
+import numpy as np
+import pytest
+
+from conftest import check_layer_gradients
+from ironlearn.nn import FourierFeatures, HashGrid, Linear, Sequential
+from ironlearn.optim import Adam
+
+
+def test_fourier_features_gradient(rng):
+    check_layer_gradients(FourierFeatures(2, 8, sigma=2.0, rng=rng), rng.uniform(-1, 1, (6, 2)))
+
+
+def test_fourier_features_are_sin_and_cos_of_one_projection(rng):
+    layer = FourierFeatures(2, 5, sigma=3.0, rng=rng)
+    x = rng.uniform(-1, 1, (4, 2)).astype(np.float32)
+    out = layer.forward(x)
+    z = x @ layer.buffers["projection"]
+    np.testing.assert_allclose(out, np.concatenate([np.sin(z), np.cos(z)], axis=1), atol=1e-6)
+    assert out.dtype == np.float32 and layer.params == {}  # nothing to train
+
+
+def small_grid(rng, **kwargs):
+    settings = {"levels": 3, "features": 2, "log2_table_size": 6, "coarsest": 2, "finest": 20, **kwargs}
+    return HashGrid(**settings, rng=rng)
+
+
+def test_hash_grid_levels_dense_then_hashed(rng):
+    grid = small_grid(rng)
+    assert grid.resolutions == [2, 6, 20]
+    assert grid.hashed == [False, False, True]  # 21**2 = 441 vertices > 64 table rows
+    assert grid.sizes == [9, 49, 64] and grid.params["table"].shape == (122, 2)
+
+
+def test_hash_grid_gradient_with_hashing_active(rng):
+    grid = small_grid(rng)
+    grid.params["table"][:] = rng.normal(size=grid.params["table"].shape)  # not tiny, so the check bites
+    check_layer_gradients(grid, rng.uniform(-0.99, 0.99, (7, 2)))
+
+
+def test_hash_grid_scatter_matches_a_reference_loop(rng):
+    grid = small_grid(rng)
+    x = rng.uniform(-1, 1, (50, 2)).astype(np.float32)
+    out = grid.forward(x)
+    upstream = rng.normal(size=out.shape).astype(np.float32)
+    grid.backward(upstream, need_grad_in=False)
+    indices, weights, _ = grid._lookup(x)
+    expected = np.zeros_like(grid.params["table"], dtype=np.float64)
+    per_level = upstream.reshape(50, 3, 2)
+    for corner in range(4):
+        for level in range(3):
+            np.add.at(expected, indices[corner, :, level], weights[corner, :, level, None] * per_level[:, level])
+    np.testing.assert_allclose(grid.grads["table"], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_hash_grid_interpolates_its_vertices(rng):
+    grid = HashGrid(levels=1, features=1, log2_table_size=8, coarsest=4, finest=4, rng=rng)
+    grid.params["table"][:, 0] = np.arange(25)  # vertex (ix, iy) holds iy * 5 + ix
+    # x = -1 + 2 * ix / 4 lands exactly on a vertex; halfway between two gives their mean.
+    x = np.array([[-1.0, -1.0], [0.0, 0.0], [-0.75, -1.0]], np.float32)
+    np.testing.assert_allclose(grid.forward(x)[:, 0], [0.0, 12.0, 0.5])
+
+
+def test_hash_grid_tables_train_with_adam(rng):
+    grid = small_grid(rng, levels=4, finest=32)
+    model = Sequential(grid, Linear(8, 1, rng=rng))
+    x = rng.uniform(-1, 1, (400, 2)).astype(np.float32)
+    y = (np.sin(4 * x[:, :1]) * np.cos(3 * x[:, 1:])).astype(np.float32)
+    opt = Adam(model.named_parameters(), lr=1e-2)
+    losses = []
+    for _ in range(300):
+        pred = model(x)
+        diff = pred - y
+        losses.append(float((diff ** 2).mean()))
+        model.backward(2 * diff / diff.size)
+        opt.step(model.named_gradients())
+    assert losses[-1] < 0.05 * losses[0]
+
+
+def test_lookup_cache_follows_the_input(rng):
+    grid = small_grid(rng)
+    a = rng.uniform(-1, 1, (5, 2)).astype(np.float32)
+    b = rng.uniform(-1, 1, (5, 2)).astype(np.float32)
+    np.testing.assert_array_equal(grid.forward(a), grid.forward(a))
+    assert not np.array_equal(grid.forward(a), grid.forward(b))
+
+
+def test_bad_settings_are_refused(rng):
+    with pytest.raises(ValueError, match="coarsest <= finest"):
+        HashGrid(coarsest=64, finest=16, rng=rng)
+    with pytest.raises(ValueError, match="sigma"):
+        FourierFeatures(2, 4, sigma=0, rng=rng)
