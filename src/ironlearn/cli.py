@@ -74,9 +74,19 @@ def build_parser() -> Parser:
     fit_p.add_argument("--size", type=size_arg, metavar="N|WxH",
                        help="resize first: N for the longest side (aspect kept) or WxH")
     fit_p.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
-    fit_p.add_argument("--width", type=positive_int, help="hidden units per layer (siren, mlp)")
-    fit_p.add_argument("--depth", type=positive_int, help="hidden layers (siren, mlp)")
+    fit_p.add_argument("--width", type=positive_int, help="hidden units per layer (all but classic)")
+    fit_p.add_argument("--depth", type=positive_int, help="hidden layers (all but classic)")
     fit_p.add_argument("--w0", type=positive_float, help="sine frequency of siren (default 30)")
+    fit_p.add_argument("--sigma", type=positive_float, help="fourier: projection scale (default from the image size)")
+    fit_p.add_argument("--frequencies", type=positive_int, help="fourier: sin/cos pairs (default 64)")
+    fit_p.add_argument("--levels", type=positive_int, help="hashgrid: grid levels (default 6)")
+    fit_p.add_argument("--features", type=positive_int, help="hashgrid: features per vertex (default 2)")
+    fit_p.add_argument("--table-log2", type=positive_int, dest="log2_table_size", metavar="T",
+                       help="hashgrid: 2**T table rows per level (default: the largest that keeps the "
+                            "parameters within the pixel count)")
+    fit_p.add_argument("--coarsest", type=positive_int, help="hashgrid: cells per side of the first level")
+    fit_p.add_argument("--finest", type=positive_int, help="hashgrid: cells per side of the last level "
+                                                           "(default: the image's longest side)")
     fit_p.add_argument("--steps", type=positive_int, metavar="N",
                        help="total steps of the run (with --resume: continue to step N)")
     fit_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
@@ -157,8 +167,15 @@ def _check_output(path: str, force: bool) -> None:
         raise UsageError(f"cannot write to {folder}; choose another output path")
 
 
+MODEL_OPTIONS = ("sigma", "frequencies", "levels", "features", "log2_table_size", "coarsest", "finest")
+
+
 def cmd_fit(args) -> int:
-    options = FitOptions(**{k: v for k, v in vars(args).items() if k not in ("func", "command")})
+    given = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
+    model_options = {k: given.pop(k) for k in MODEL_OPTIONS if given[k] is not None}
+    for k in MODEL_OPTIONS:
+        given.pop(k, None)
+    options = FitOptions(**given, model_options=model_options)
     result = fit(options, log=say)
     _report(result, options.out)
     return 0

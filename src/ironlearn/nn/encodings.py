@@ -105,16 +105,20 @@ class HashGrid(Layer):
                              f"{log2_table_size})")
         self.levels, self.features, self.log2_table_size = levels, features, log2_table_size
         self.coarsest, self.finest = coarsest, finest
-        growth = (finest / coarsest) ** (1.0 / (levels - 1)) if levels > 1 else 1.0
-        self.resolutions = [int(math.floor(coarsest * growth ** level + 1e-9)) for level in range(levels)]
-        cap = 1 << log2_table_size
-        self.sizes = [min(cap, (res + 1) ** 2) for res in self.resolutions]
-        self.hashed = [(res + 1) ** 2 > cap for res in self.resolutions]
+        self.resolutions, self.sizes = self.level_shapes(levels, log2_table_size, coarsest, finest)
+        self.hashed = [(res + 1) ** 2 > size for res, size in zip(self.resolutions, self.sizes)]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         table = rng.uniform(-1e-4, 1e-4, size=(sum(self.sizes), features)).astype(np.float32)
         self.params = {"table": table}
         self.grads = {"table": np.zeros_like(table)}
         self._lookup_for = None  # (input array, indices, weights, fractions): reused while x is the same
+
+    @staticmethod
+    def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int):
+        """Cells per side and table rows of each level: ``(resolutions, sizes)``."""
+        growth = (finest / coarsest) ** (1.0 / (levels - 1)) if levels > 1 else 1.0
+        resolutions = [int(math.floor(coarsest * growth ** level + 1e-9)) for level in range(levels)]
+        return resolutions, [min(1 << log2_table_size, (res + 1) ** 2) for res in resolutions]
 
     def config(self) -> dict:
         return {"levels": self.levels, "features": self.features, "log2_table_size": self.log2_table_size,
