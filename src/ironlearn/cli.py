@@ -79,7 +79,7 @@ def build_parser() -> Parser:
     fit_p.add_argument("--w0", type=positive_float, help="sine frequency of siren (default 30)")
     fit_p.add_argument("--sigma", type=positive_float, help="fourier: projection scale (default from the image size)")
     fit_p.add_argument("--frequencies", type=positive_int, help="fourier: sin/cos pairs (default 64)")
-    fit_p.add_argument("--levels", type=positive_int, help="hashgrid: grid levels (default 6)")
+    fit_p.add_argument("--levels", type=positive_int, help="hashgrid: grid levels (default 4)")
     fit_p.add_argument("--features", type=positive_int, help="hashgrid: features per vertex (default 2)")
     fit_p.add_argument("--table-log2", type=positive_int, dest="log2_table_size", metavar="T",
                        help="hashgrid: 2**T table rows per level (default: the largest that keeps the "

@@ -65,7 +65,7 @@ def hashgrid_size(width_px: int, height_px: int, channels: int, options: dict) -
     table (a power of two per level) that keeps the whole model within the pixel count."""
     finest = options["finest"] or max(width_px, height_px)
     coarsest = options["coarsest"] or max(2, min(16, finest // 16))
-    levels = options["levels"] or (6 if finest >= 4 * coarsest else 2)
+    levels = options["levels"] or (4 if finest >= 4 * coarsest else 2)
     features = options["features"] or 2
     sized = {"levels": levels, "features": features, "coarsest": min(coarsest, finest), "finest": finest}
     if options["log2_table_size"]:

@@ -1,0 +1,97 @@
+"""Benchmark (a): time per training step of the same SIREN in ironlearn and in PyTorch (CPU).
+
+Full batch of 65,536 points (a 256x256 grid), Adam, MSE; widths 128 and 256, three sine layers.
+Both frameworks run in this one process, alternating, so the ratio is measured side by side.
+
+    python benchmarks/siren_step.py [--repeats 7] [--steps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import ironlearn as il
+from ironlearn.image.coords import pixel_grid
+from ironlearn.nn import mse
+
+
+def ironlearn_stepper(width, x, y):
+    model = il.siren(2, 1, width=width, depth=3, rng=np.random.default_rng(0))
+    trainer = il.Trainer(model, il.Adam(model.named_parameters(), lr=1e-4), mse, x, y, check_every=0)
+    return trainer.train_step
+
+
+def torch_stepper(width, x, y):
+    import torch
+
+    class Sine(torch.nn.Module):
+        def forward(self, z):
+            return torch.sin(30.0 * z)
+
+    layers, fan_in = [], 2
+    for _ in range(3):
+        layers += [torch.nn.Linear(fan_in, width), Sine()]
+        fan_in = width
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(tx), ty)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def seconds_per_step(step, steps):
+    step()  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - t0) / steps
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    x = pixel_grid(256, 256)
+    y = np.random.default_rng(0).uniform(0, 1, (len(x), 1)).astype(np.float32)
+    try:
+        import torch
+
+        torch.manual_seed(0)
+        peer = f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads"
+    except ImportError:
+        torch = None
+        peer = "PyTorch not installed: ironlearn only"
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, NumPy {np.__version__}; {peer}")
+    print("| model | ironlearn (ms/step) | PyTorch (ms/step) | ratio |")
+    print("| --- | --- | --- | --- |")
+    for width in (128, 256):
+        ours = ironlearn_stepper(width, x, y)
+        theirs = torch_stepper(width, x, y) if torch else None
+        a, b = [], []
+        for _ in range(args.repeats):  # alternate, so drifts in machine load hit both
+            a.append(seconds_per_step(ours, args.steps))
+            if theirs:
+                b.append(seconds_per_step(theirs, args.steps))
+        ma = statistics.median(a) * 1000
+        if theirs:
+            mb = statistics.median(b) * 1000
+            print(f"| SIREN 3x{width} | {ma:.1f} | {mb:.1f} | {ma / mb:.2f}x |")
+        else:
+            print(f"| SIREN 3x{width} | {ma:.1f} | - | - |")
+
+
+if __name__ == "__main__":
+    main()
