@@ -290,6 +290,11 @@ def main(argv=None) -> int:
     except DivergenceError as exc:
         say(f"ironlearn {args.command}: error: {exc}; the last good checkpoint is kept")
         return 1
+    except OSError as exc:  # disk full, permissions, a folder vanished: no traceback, nothing half-written
+        where = f" {exc.filename}" if exc.filename else ""
+        say(f"ironlearn {args.command}: error: could not write{where}: {exc.strerror or exc} "
+            "(files written before are intact)")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         say("interrupted; the last checkpoint written is kept")
         return EXIT_INTERRUPTED

@@ -38,6 +38,16 @@ from .train.checkpoint import atomic_write
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 CALIBRATION_STEPS = 6
+MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
+RETRY_LR_FACTOR = 0.3
+CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
+MAX_LOSS = 1e3  # an MSE on [0, 1] pixels above this is an explosion, not training
+OUTPUT_NAMES = ("checkpoint.npz", "model.npz", "reconstruction.png", "timelapse.gif", "loss.png", "history.csv",
+                "metrics.json", "snapshots.npz")
+# Upper bounds that catch typos (an extra zero or three) before they cost hours or all the memory.
+LIMITS = {"steps": 10**9, "width": 4096, "depth": 64, "frequencies": 4096, "levels": 32, "features": 16,
+          "coarsest": 65536, "finest": 65536, "checkpoint_every": 10**9, "snapshot_every": 10**9,
+          "time_budget": 30 * 86400, "lr": 10.0}
 
 
 class UsageError(ValueError):
@@ -159,21 +169,49 @@ class Recorder(Callback):
         self.rows = [{**row, "step": int(row["step"])} for row in rows if row["step"] <= upto_step]
 
 
-class SaveSidecars(Callback):
-    """Writes the history and time-lapse frames beside each checkpoint, so a resume keeps them."""
+class SaveRun(Callback):
+    """Saves the run every ``interval`` steps or ``seconds`` of training, whichever comes first,
+    and at the end: the checkpoint first, then the history and time-lapse frames beside it (so a
+    failed write changes nothing), and an in-memory copy of that state, where a diverged run rolls
+    back to."""
 
-    def __init__(self, every: int, out: str, recorder: Recorder, snapshots: Snapshots):
-        super().__init__(every)
-        self.out, self.recorder, self.snapshots = out, recorder, snapshots
+    def __init__(self, out: str, interval: int, seconds: float, settings, recorder: Recorder,
+                 snapshots: Snapshots):
+        super().__init__(1)  # decides itself when to save; the check costs no device sync
+        self.out, self.interval, self.seconds = out, interval, seconds
+        self.checkpointer = Checkpointer(os.path.join(out, "checkpoint.npz"), 0, settings=settings)
+        self.recorder, self.snapshots = recorder, snapshots
+        self.saved_at = 0.0
 
     def step(self, trainer) -> None:
+        if trainer.step % self.interval and trainer.train_seconds - self.saved_at < self.seconds:
+            return
+        self.save(trainer)
+
+    def save(self, trainer) -> None:
+        self.checkpointer.step(trainer)  # raises DivergenceError rather than save a bad state
+        self.saved_at = trainer.train_seconds
+        self.remember(trainer)
         self.recorder.write(os.path.join(self.out, "history.csv"))
         if self.snapshots.frames:
             self.snapshots.save(os.path.join(self.out, "snapshots.npz"))
 
     def end(self, trainer, error) -> None:
-        if not isinstance(error, DivergenceError):
-            self.step(trainer)
+        if trainer.step > 0 and (error is None or isinstance(error, KeyboardInterrupt)):
+            try:
+                self.save(trainer)
+            except DivergenceError:
+                pass
+
+    # -- the last good state, in memory -----------------------------------------------------
+    def remember(self, trainer) -> None:
+        self.model_state = trainer.model.state_dict()
+        self.optimizer_state = {k: (v.copy() if hasattr(v, "copy") else v)
+                                for k, v in trainer.optimizer.state_dict().items()}
+
+    def roll_back(self, trainer) -> None:
+        trainer.model.load_state_dict(self.model_state)
+        trainer.optimizer.load_state_dict(self.optimizer_state)
 
 
 class Progress(Callback):
@@ -201,9 +239,14 @@ class Progress(Callback):
                   f"{rate:.1f} steps/s  {trainer.train_seconds:.1f} s", file=self.stream, flush=True)
 
     def end(self, trainer, error) -> None:
+        if isinstance(error, DivergenceError):
+            return  # the run may roll back and go on; fit closes the bar if it gives up
+        if self.bar is not None and error is None:
+            self.bar.update(trainer.step - self.bar.n)
+        self.close()
+
+    def close(self) -> None:
         if self.bar is not None:
-            if error is None:
-                self.bar.update(trainer.step - self.bar.n)
             self.bar.close()
 
 
@@ -232,6 +275,14 @@ def _check_options(opt: FitOptions) -> None:
         value = getattr(opt, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
+    given = {**vars(opt), **opt.model_options}
+    for name, limit in LIMITS.items():
+        if given.get(name) is not None and given[name] > limit:
+            raise UsageError(f"--{name.replace('_', '-')} {given[name]:g} is beyond what makes sense "
+                             f"(at most {limit:g}); check the value")
+    table = opt.model_options.get("log2_table_size")
+    if table is not None and not 6 <= table <= 24:
+        raise UsageError(f"--table-log2 must lie in 6..24 (got {table})")
     for name in ("time_budget", "lr", "w0"):
         value = getattr(opt, name)
         if value is not None and not (value > 0 and math.isfinite(value)):
@@ -266,7 +317,7 @@ def _settings_from_checkpoint(opt: FitOptions, saved: dict) -> None:
             mismatches.append(f"--{name.replace('_', '-')} {value} (the run used {saved_options.get(name)})")
     opt.width, opt.depth, opt.w0 = (saved_options.get(k) for k in ("width", "depth", "w0"))
     opt.model_options = {k: v for k, v in saved_options.items() if k not in ("width", "depth", "w0")}
-    for name in ("lr", "lr_min"):
+    for name in ("lr", "lr_min", "checkpoint_every", "snapshot_every"):
         if getattr(opt, name) is None:
             setattr(opt, name, saved.get(name))
     if opt.time_budget is None and opt.steps is None:  # new --steps: run to them, not to the old budget
@@ -304,6 +355,7 @@ def fit(opt: FitOptions, *, log=print) -> dict:
                          f"({saved.settings.get('input')}); use --force to start a new run")
     if not opt.resume:
         prepare_out(opt.out, resume=False, force=opt.force)
+    remove_stale_temporaries(opt.out)
 
     preset = PRESETS[opt.model or DEFAULT_PRESET]
     try:
@@ -321,8 +373,11 @@ def fit(opt: FitOptions, *, log=print) -> dict:
     if saved is not None:
         model = saved.model
     else:
-        model = preset.build(picture.channels, picture.width, picture.height, model_options,
-                             np.random.default_rng(opt.seed))
+        try:
+            model = preset.build(picture.channels, picture.width, picture.height, model_options,
+                                 np.random.default_rng(opt.seed))
+        except ValueError as exc:
+            raise UsageError(f"cannot build --model {preset.name}: {exc}") from None
     model.to(backend)
     x = backend.asarray(pixel_grid(picture.width, picture.height))
     y = backend.asarray(picture.pixels.reshape(points, picture.channels))
@@ -355,12 +410,14 @@ def fit(opt: FitOptions, *, log=print) -> dict:
         "size": [picture.width, picture.height], "model": preset.name, "model_options": model_options,
         "lr": lr, "lr_min": lr_min, "schedule": opt.schedule, "batch_size": batch_size or 0, "seed": opt.seed,
         "steps": total, "time_budget": opt.time_budget, "device": backend.device,
+        "checkpoint_every": opt.checkpoint_every, "snapshot_every": opt.snapshot_every,
     }
     prior_seconds = float(saved.settings.get("train_seconds", 0.0)) if saved is not None else 0.0
 
     checkpoint_every = opt.checkpoint_every or max(50, total // 20)
+    snapshot_every = opt.snapshot_every or max(1, total // 99)
     recorder = Recorder(max(1, total // 500))
-    snapshots = Snapshots(opt.snapshot_every or max(1, total // 99), picture.width, picture.height, backend)
+    snapshots = Snapshots(snapshot_every, picture.width, picture.height, backend)
     if saved is not None:
         recorder.restore(os.path.join(opt.out, "history.csv"), start_step)
         snapshots.restore(os.path.join(opt.out, "snapshots.npz"), start_step)
@@ -369,12 +426,14 @@ def fit(opt: FitOptions, *, log=print) -> dict:
 
     plain = opt.quiet or not sys.stderr.isatty()
     progress = Progress(total, start_step, plain=plain)
-    callbacks = [recorder, snapshots, progress, SaveSidecars(checkpoint_every, opt.out, recorder, snapshots),
-                 Checkpointer(ckpt_path, checkpoint_every,
-                              settings=lambda trainer: {**settings, "train_seconds": trainer.train_seconds})]
+    saver = SaveRun(opt.out, checkpoint_every, CHECKPOINT_SECONDS, recorder=recorder, snapshots=snapshots,
+                    settings=lambda trainer: {**settings, "train_seconds": trainer.train_seconds})
+    callbacks = [recorder, snapshots, progress, saver]
     trainer = Trainer(model, optimizer, mse, x, y, batch_size=batch_size, seed=opt.seed, callbacks=callbacks,
-                      check_every=max(1, min(100, total // 20)))
+                      check_every=max(1, min(100, total // 20)), max_loss=MAX_LOSS)
     trainer.train_seconds = prior_seconds
+    saver.remember(trainer)
+    saver.saved_at = prior_seconds
 
     if not opt.quiet:
         log(f"fitting {opt.input} ({picture.width}x{picture.height} {picture.mode}) with {preset.name}, "
@@ -391,15 +450,44 @@ def fit(opt: FitOptions, *, log=print) -> dict:
 
     previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
     try:
-        remaining = None if time_budget is None else max(0.0, time_budget - prior_seconds)
-        trainer.run(total, time_budget=remaining)
+        for attempt in range(MAX_RETRIES + 1):
+            remaining = None if time_budget is None else max(0.0, time_budget - prior_seconds)
+            try:
+                trainer.run(total, time_budget=remaining)
+                break
+            except DivergenceError as exc:
+                if attempt == MAX_RETRIES:
+                    progress.close()
+                    raise DivergenceError(exc.step, exc.loss, exc.lr) from None
+                # Roll back to the state last written and retry more gently; the smaller rate is
+                # saved with the run, so a resume keeps it.
+                saver.roll_back(trainer)
+                settings["lr"] *= RETRY_LR_FACTOR
+                settings["lr_min"] *= RETRY_LR_FACTOR
+                trainer.optimizer.schedule = _schedule(opt.schedule, settings["lr"], settings["lr_min"], total)
+                recorder.rows = [r for r in recorder.rows if r["step"] <= trainer.step]
+                snapshots.forget_after(trainer.step)
+                log(f"loss became {exc.loss:.3g} at step {exc.step}; rolled back to step {trainer.step}, "
+                    f"retrying with learning rate {settings['lr']:.3g} ({attempt + 1} of {MAX_RETRIES})")
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     if interrupted:
         raise Interrupted(trainer.step, resume_command(opt))
 
-    return write_outputs(opt.out, trainer, picture, backend, settings, recorder, snapshots)
+    result = write_outputs(opt.out, trainer, picture, backend, settings, recorder, snapshots)
+    remove_stale_temporaries(opt.out)
+    return result
+
+
+def remove_stale_temporaries(out: str) -> None:
+    """Delete temporary files that a killed process left mid-write (``.<name>.<random>.tmp``)."""
+    for entry in os.listdir(out):
+        if entry.endswith(".tmp") and any(entry.startswith(f".{name}.") for name in OUTPUT_NAMES):
+            try:
+                os.unlink(os.path.join(out, entry))
+            except OSError:
+                pass
 
 
 def _main_thread() -> bool:

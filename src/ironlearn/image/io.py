@@ -167,6 +167,9 @@ def load_picture(path, *, mode: str | None = None, size=None) -> Picture:
     target_w, target_h = fit_size(width, height, size)
     if min(target_w, target_h) < MIN_SIDE:
         raise InputError(f"--size gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side")
+    if target_w * target_h > MAX_PIXELS:
+        raise InputError(f"--size gives {target_w}x{target_h} pixels, more than ironlearn reads "
+                         f"({MAX_PIXELS // 1_000_000} MP); choose a smaller size")
     pixels = to_mode(_resize(pixels, target_w, target_h), mode)
     return Picture(pixels=np.ascontiguousarray(pixels), mode=mode, source=path)
 

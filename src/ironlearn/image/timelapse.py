@@ -46,6 +46,11 @@ class Snapshots(Callback):
             self.frames, self.steps = self.frames[::2], self.steps[::2]
             self.every *= 2
 
+    def forget_after(self, step: int) -> None:
+        """Drop frames taken after ``step`` (a run rolled back to it)."""
+        keep = [i for i, s in enumerate(self.steps) if s <= step]
+        self.frames, self.steps = [self.frames[i] for i in keep], [self.steps[i] for i in keep]
+
     def step(self, trainer) -> None:
         self.capture(trainer.model, trainer.step)
 

@@ -11,12 +11,12 @@ from ..backend import get_array_module
 
 
 class DivergenceError(FloatingPointError):
-    """The loss became NaN or infinite."""
+    """The loss became NaN or infinite, or exploded past the trainer's ``max_loss``."""
 
     def __init__(self, step: int, loss: float, lr: float):
         self.step, self.loss, self.lr = step, loss, lr
         super().__init__(
-            f"training diverged at step {step}: loss is {loss} (learning rate {lr:.3g}); "
+            f"training diverged at step {step}: loss is {loss:.4g} (learning rate {lr:.3g}); "
             "try a lower learning rate, e.g. --lr "
             f"{lr / 10:.2g}"
         )
@@ -44,10 +44,12 @@ class Trainer:
     check_every : int
         How often the loss is read back to look for NaN/inf even when no
         callback asks for it (each read is a device sync on the GPU).
+    max_loss : float
+        A finite loss above this also counts as divergence (an explosion).
     """
 
     def __init__(self, model, optimizer, loss, inputs, targets, *, batch_size=None, seed: int = 0,
-                 callbacks=(), check_every: int = 100):
+                 callbacks=(), check_every: int = 100, max_loss: float = math.inf):
         if len(inputs) != len(targets):
             raise ValueError(f"inputs and targets differ in length ({len(inputs)} vs {len(targets)})")
         if batch_size is not None and batch_size < 1:
@@ -58,6 +60,7 @@ class Trainer:
         self.seed = int(seed)
         self.callbacks = list(callbacks)
         self.check_every = int(check_every)
+        self.max_loss = max_loss
         self.train_seconds = 0.0  # time spent in steps only, callbacks excluded
         self._loss = None  # device scalar of the last step
         self._loss_host = None
@@ -79,7 +82,7 @@ class Trainer:
         """The last step's loss as a Python float (reads it back once per step; raises on NaN/inf)."""
         if self._loss_host is None and self._loss is not None:
             value = float(self._loss)
-            if not math.isfinite(value):
+            if not math.isfinite(value) or value > self.max_loss:
                 raise DivergenceError(self.step, value, self.lr)
             self._loss_host = value
         return self._loss_host

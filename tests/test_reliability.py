@@ -1,0 +1,328 @@
+"""Hardening: bad files and options, kills at random moments, a full disk, divergence.
+
+Every bad input must end with one line on stderr naming the problem, exit code 2, no traceback,
+and no change to anything the user already had.
+"""
+
+import errno
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from helpers import make_picture, run_cli
+from ironlearn.train import Trainer, load_checkpoint
+
+FAST = ["--device", "cpu", "--quiet", "--width", "16", "--depth", "1"]
+
+
+def png_with_header(path, width, height):
+    """A PNG whose header declares width x height, with almost no pixel data."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 8))
+                     + chunk(b"IEND", b""))
+    return path
+
+
+def expect_clean_failure(capsys, tmp_path, args, message):
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2, err
+    assert message.lower() in err.lower(), err
+    errors = [line for line in err.splitlines() if not line.startswith("step ")]  # progress lines may precede
+    assert len(errors) == 1 and errors[0] == err.splitlines()[-1] and "Traceback" not in err, err
+    assert {p: p.read_bytes() for p in before if p.exists()} == before
+    return err
+
+
+# -- images ----------------------------------------------------------------------------------
+def bad_images(tmp_path):
+    good = make_picture(tmp_path / "good.png")
+    data = good.read_bytes()
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "truncated.png").write_bytes(data[: len(data) // 2])
+    (tmp_path / "text.png").write_text("this is not a picture\n")
+    png_with_header(tmp_path / "zero.png", 0, 0)
+    Image.new("L", (1, 1)).save(tmp_path / "one.png")
+    png_with_header(tmp_path / "bomb.png", 200_000, 200_000)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name,message", [
+    ("empty.png", "is empty"),
+    ("truncated.png", "truncated or corrupt"),
+    ("text.png", "not an image"),
+    ("zero.png", "not an image"),  # Pillow refuses a 0x0 header outright
+    ("one.png", "at least 4x4"),
+    ("bomb.png", "resize it first"),
+    ("missing.png", "no such file"),
+])
+def test_bad_images(tmp_path, capsys, name, message):
+    bad_images(tmp_path)
+    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / name, "--out", tmp_path / "run", "--steps", 5, *FAST],
+                         message)
+    assert not (tmp_path / "run" / "checkpoint.npz").exists()
+
+
+def odd_but_valid_images(tmp_path):
+    rng = np.random.default_rng(0)
+    rgb = (rng.uniform(size=(24, 24, 3)) * 255).astype(np.uint8)
+    Image.fromarray((rng.uniform(size=(24, 24)) * 65535).astype(np.uint16)).save(tmp_path / "sixteen.png")
+    Image.fromarray(rgb).convert("P", palette=Image.ADAPTIVE, colors=16).save(tmp_path / "palette.png")
+    Image.fromarray(np.dstack([rgb, np.full((24, 24), 128, np.uint8)])).save(tmp_path / "alpha.png")
+    Image.fromarray(rgb).convert("CMYK").save(tmp_path / "cmyk.jpg")
+    frames = [Image.fromarray(np.roll(rgb, k, axis=0)) for k in range(3)]
+    frames[0].save(tmp_path / "animated.gif", save_all=True, append_images=frames[1:], duration=50)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name,mode", [("sixteen.png", "gray"), ("palette.png", "rgb"), ("alpha.png", "rgb"),
+                                       ("cmyk.jpg", "rgb"), ("animated.gif", "rgb")])
+def test_unusual_images_work(tmp_path, capsys, name, mode):
+    odd_but_valid_images(tmp_path)
+    code, _, err = run_cli(capsys, "fit", tmp_path / name, "--out", tmp_path / "run", "--steps", 5, *FAST)
+    assert code == 0, err
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["mode"] == mode
+
+
+def test_alpha_is_composited_on_white(tmp_path):
+    from ironlearn.image import load_picture
+
+    Image.new("RGBA", (8, 8), (0, 0, 0, 0)).save(tmp_path / "clear.png")
+    assert load_picture(tmp_path / "clear.png").pixels.min() == 1.0
+
+
+# -- pixel CSVs ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,message", [
+    ("0,0,1\n1,0,0\n", "header"),
+    ("x,y\n0,0\n", "missing column(s) pixel_value"),
+    ("x,y,pixel_value\n0,0,one\n", "non-numeric"),
+    ("x,y,pixel_value\n0,0,nan\n", "NaN or infinite"),
+    ("x,y,pixel_value\n0,0,inf\n", "NaN or infinite"),
+    ("x,y,pixel_value\n0,0,1\n0,0,0\n", "more than once"),
+    ("x,y,pixel_value\n0,0,1\n3,3,0\n", "missing"),
+    ("x,y,pixel_value\n-1,0,1\n", "whole numbers from 0"),
+])
+def test_bad_csvs(tmp_path, capsys, text, message):
+    (tmp_path / "p.csv").write_text(text)
+    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "p.csv", "--out", tmp_path / "run", *FAST], message)
+
+
+# -- checkpoints and models ----------------------------------------------------------------------------
+@pytest.fixture
+def run_folder(tmp_path, capsys):
+    picture = make_picture(tmp_path / "disc.png")
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 20, *FAST)
+    assert code == 0, err
+    return tmp_path / "run"
+
+
+def rewrite(path, change):
+    with np.load(path) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    change(meta, arrays)
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    with open(path, "wb") as file:
+        np.savez(file, **arrays)
+
+
+@pytest.mark.parametrize("damage,message", [
+    ("truncate", "truncated or corrupt"),
+    ("random", "truncated or corrupt"),
+    ("architecture", "do not fit"),
+    ("newer", "upgrade ironlearn"),
+])
+def test_damaged_models(run_folder, tmp_path, capsys, damage, message):
+    model = run_folder / "model.npz"
+    if damage == "truncate":
+        model.write_bytes(model.read_bytes()[:300])
+    elif damage == "random":
+        model.write_bytes(np.random.default_rng(0).bytes(5000))
+    elif damage == "architecture":
+        rewrite(model, lambda meta, arrays: meta["architecture"]["layers"][-1].update(out_features=3))
+    else:
+        rewrite(model, lambda meta, arrays: meta.update(version=7))
+    for command in (["render", model, "--size", 16, "-o", tmp_path / "r.png"], ["info", model]):
+        expect_clean_failure(capsys, tmp_path, command, message)
+
+
+def test_damaged_checkpoint_on_resume(run_folder, tmp_path, capsys):
+    ckpt = run_folder / "checkpoint.npz"
+    ckpt.write_bytes(ckpt.read_bytes()[:1000])
+    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
+                                            "--steps", 40], "truncated or corrupt")
+
+
+def test_resume_from_another_image(run_folder, tmp_path, capsys):
+    other = make_picture(tmp_path / "other.png", size=40)
+    expect_clean_failure(capsys, tmp_path, ["fit", other, "--out", run_folder, "--resume", "--steps", 40],
+                         "not the image")
+
+
+# -- options -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("extra,message", [
+    (["--steps", "0"], "--steps"),
+    (["--steps", "-3"], "--steps"),
+    (["--steps", "1e12"], "--steps"),
+    (["--steps", "99999999999"], "beyond what makes sense"),
+    (["--time-budget", "0"], "--time-budget"),
+    (["--lr", "-1"], "--lr"),
+    (["--lr", "1000"], "beyond what makes sense"),
+    (["--lr", "nan"], "--lr"),
+    (["--size", "0"], "size"),
+    (["--size", "100000"], "more than ironlearn reads"),
+    (["--width", "100000"], "beyond what makes sense"),
+    (["--table-log2", "40"], "6..24"),
+    (["--batch-size", "-1"], "--batch-size"),
+    (["--model", "nope"], "--model"),
+    (["--mode", "cmyk"], "--mode"),
+    (["--device", "tpu"], "--device"),
+    (["--resume", "--force"], "contradict"),
+    (["--model", "classic", "--depth", "3"], "does not apply"),
+    (["--model", "hashgrid", "--w0", "3"], "does not apply"),
+])
+def test_bad_options(tmp_path, capsys, extra, message):
+    picture = make_picture(tmp_path / "disc.png")
+    expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", tmp_path / "run", *extra], message)
+
+
+def test_output_path_that_is_a_file(tmp_path, capsys):
+    picture = make_picture(tmp_path / "disc.png")
+    (tmp_path / "taken").write_text("mine")
+    expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", tmp_path / "taken"], "is a file")
+    expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", tmp_path / "taken" / "run"], "output folder")
+    expect_clean_failure(capsys, tmp_path, ["encode", picture, "-o", tmp_path / "taken" / "p.csv"], "does not exist")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_output_folder_not_writable(tmp_path, capsys):
+    picture = make_picture(tmp_path / "disc.png")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", locked / "run"], "cannot create")
+    finally:
+        locked.chmod(0o700)
+
+
+# -- a full disk ----------------------------------------------------------------------------------
+def test_disk_full_keeps_the_previous_checkpoint(run_folder, tmp_path, capsys, monkeypatch):
+    before = (run_folder / "checkpoint.npz").read_bytes()
+    real_savez = np.savez
+
+    def full(file, **arrays):
+        real_savez(file, **arrays)  # the bytes go out...
+        raise OSError(errno.ENOSPC, "No space left on device")  # ...and the disk fills before the end
+
+    monkeypatch.setattr(np, "savez", full)
+    err = expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
+                                                  "--steps", 40, "--checkpoint-every", 5, "--quiet"],
+                               "No space left on device")
+    assert "checkpoint.npz" in err
+    monkeypatch.undo()
+    assert (run_folder / "checkpoint.npz").read_bytes() == before
+    assert not [p for p in os.listdir(run_folder) if p.endswith(".tmp")]
+
+
+# -- divergence -------------------------------------------------------------------------------
+def poison_steps(monkeypatch, bad):
+    """Make the loss NaN at the steps for which ``bad(step, attempt)`` is true."""
+    real_step = Trainer.train_step
+    seen = {"attempts": 0, "last": -1}
+
+    def step(self):
+        real_step(self)
+        if self.step <= seen["last"]:
+            seen["attempts"] += 1  # the trainer rolled back
+        seen["last"] = self.step
+        if bad(self.step, seen["attempts"]):
+            self._loss = self._loss * np.float32("nan")
+
+    monkeypatch.setattr(Trainer, "train_step", step)
+
+
+def test_divergence_rolls_back_and_retries(tmp_path, capsys, monkeypatch):
+    picture = make_picture(tmp_path / "disc.png")
+    poison_steps(monkeypatch, lambda step, attempts: step == 33 and attempts == 0)
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 60,
+                           "--checkpoint-every", 10, "--device", "cpu", "--lr", "0.01")
+    assert code == 0, err
+    assert "rolled back to step 30" in err and "retrying with learning rate 0.003" in err
+    model = load_checkpoint(tmp_path / "run" / "model.npz")
+    assert model.step == 60 and model.settings["lr"] == pytest.approx(0.003)
+
+
+def test_persistent_divergence_stops_clearly_and_keeps_the_last_good_checkpoint(tmp_path, capsys, monkeypatch):
+    picture = make_picture(tmp_path / "disc.png")
+    poison_steps(monkeypatch, lambda step, attempts: step > 25)
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 60,
+                           "--checkpoint-every", 10, "--device", "cpu")
+    assert code == 1 and "diverged" in err and "last good checkpoint is kept" in err
+    assert err.count("rolled back") == 3 and "Traceback" not in err
+    kept = load_checkpoint(tmp_path / "run" / "checkpoint.npz")
+    assert kept.step == 20 and all(np.isfinite(v).all() for v in kept.model.named_parameters().values())
+
+
+def test_a_learning_rate_far_too_high_is_survived_or_reported(tmp_path, capsys):
+    picture = make_picture(tmp_path / "disc.png")
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--model", "siren", "--lr", "5",
+                           "--steps", 80, "--checkpoint-every", 10, *FAST[:3])
+    assert code in (0, 1) and "Traceback" not in err
+    if code == 0:
+        assert json.loads((tmp_path / "run" / "metrics.json").read_text())["psnr_db"] > 0
+    else:
+        assert "diverged" in err and load_checkpoint(tmp_path / "run" / "checkpoint.npz").step >= 0
+
+
+# -- kills at random moments ------------------------------------------------------------------------
+KILLS = 20
+
+
+def test_sigkill_at_random_moments_never_loses_the_run(tmp_path):
+    picture = make_picture(tmp_path / "disc.png")
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    base = [sys.executable, "-m", "ironlearn", "fit", str(picture), "--out", str(out)]
+    rng = random.Random(0)
+    last_step, resumed, torn_writes = 0, 0, 0
+    for kill in range(KILLS):
+        ckpt = out / "checkpoint.npz"
+        # A checkpoint (and the history and frames beside it) every step, so kills land mid-write.
+        # No --quiet: the "fitting ..." line tells when training starts.
+        args = ["--resume", "--device", "cpu"] if ckpt.exists() else [
+            "--steps", "1000000", "--checkpoint-every", "1", "--device", "cpu", "--width", "16"]
+        proc = subprocess.Popen(base + args, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            line = proc.stderr.readline()
+            assert line.startswith("fitting"), line + proc.stderr.read()
+            time.sleep(rng.uniform(0.05, 0.6))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        resumed += "--resume" in args
+        torn_writes += any(name.endswith(".tmp") for name in os.listdir(out))
+        if ckpt.exists():
+            step = load_checkpoint(ckpt).step  # never corrupt
+            assert step >= last_step
+            last_step = step
+    assert resumed >= KILLS - 2 and last_step > 0
+    print(f"{KILLS} kills, {torn_writes} of them mid-write, last checkpoint at step {last_step}")
+    assert torn_writes >= 3  # the kills did land during writes
+    done = subprocess.run(base + ["--resume", "--steps", str(last_step + 10), "--quiet"], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert load_checkpoint(out / "model.npz").step == last_step + 10
+    assert not [name for name in os.listdir(out) if name.endswith(".tmp")]
