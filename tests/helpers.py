@@ -1,5 +1,7 @@
 """Small pictures and a way to run the command in-process."""
 
+import json
+
 import numpy as np
 from PIL import Image
 
@@ -27,3 +29,14 @@ def run_cli(capsys, *args):
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def rewrite_meta(path, change):
+    """Edit a saved checkpoint's metadata in place: ``change(meta, arrays)``."""
+    with np.load(path) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    change(meta, arrays)
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    with open(path, "wb") as file:
+        np.savez(file, **arrays)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import make_picture, run_cli
+from helpers import make_picture, rewrite_meta, run_cli
 from ironlearn.train import Trainer, load_checkpoint
 
 FAST = ["--device", "cpu", "--quiet", "--width", "16", "--depth", "1"]
@@ -128,16 +128,6 @@ def run_folder(tmp_path, capsys):
     return tmp_path / "run"
 
 
-def rewrite(path, change):
-    with np.load(path) as archive:
-        arrays = {k: archive[k] for k in archive.files}
-    meta = json.loads(arrays["meta"].tobytes())
-    change(meta, arrays)
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
-    with open(path, "wb") as file:
-        np.savez(file, **arrays)
-
-
 @pytest.mark.parametrize("damage,message", [
     ("truncate", "truncated or corrupt"),
     ("random", "truncated or corrupt"),
@@ -151,9 +141,9 @@ def test_damaged_models(run_folder, tmp_path, capsys, damage, message):
     elif damage == "random":
         model.write_bytes(np.random.default_rng(0).bytes(5000))
     elif damage == "architecture":
-        rewrite(model, lambda meta, arrays: meta["architecture"]["layers"][-1].update(out_features=3))
+        rewrite_meta(model, lambda meta, arrays: meta["architecture"]["layers"][-1].update(out_features=3))
     else:
-        rewrite(model, lambda meta, arrays: meta.update(version=7))
+        rewrite_meta(model, lambda meta, arrays: meta.update(version=7))
     for command in (["render", model, "--size", 16, "-o", tmp_path / "r.png"], ["info", model]):
         expect_clean_failure(capsys, tmp_path, command, message)
 

@@ -1,5 +1,4 @@
 import errno
-import json
 import os
 
 import numpy as np
@@ -7,6 +6,7 @@ import pytest
 
 from ironlearn.nn import mlp, siren
 from ironlearn.optim import Adam, cosine
+from helpers import rewrite_meta
 from ironlearn.train import CheckpointError, checkpoint
 
 
@@ -84,15 +84,6 @@ def test_damaged_files_raise_a_clear_error(saved, damage):
         path.unlink()
     with pytest.raises(CheckpointError, match=str(path.name)):
         checkpoint.load(path)
-
-
-def rewrite_meta(path, change):
-    with np.load(path) as archive:
-        arrays = {k: archive[k] for k in archive.files}
-    meta = json.loads(arrays["meta"].tobytes())
-    change(meta, arrays)
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
-    np.savez(path, **arrays)
 
 
 def test_newer_format_is_refused(saved):
