@@ -68,6 +68,8 @@ class FourierFeatures(Layer):
         return grad_z @ self.buffers["projection"].T
 
 
+LOOKUP_CACHE = 3  # the training batch and the two tiles of a time-lapse frame
+
 # Primes from Instant-NGP's spatial hash; the first dimension is not multiplied.
 _HASH_PRIMES = (1, 2654435761)
 
@@ -111,7 +113,9 @@ class HashGrid(Layer):
         table = rng.uniform(-1e-4, 1e-4, size=(sum(self.sizes), features)).astype(np.float32)
         self.params = {"table": table}
         self.grads = {"table": np.zeros_like(table)}
-        self._lookup_for = None  # (input array, indices, weights, fractions): reused while x is the same
+        # Recent lookups, newest last: (input array, indices, weights, fractions).  A few are kept so
+        # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
+        self._lookups = []
 
     @staticmethod
     def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int):
@@ -133,9 +137,9 @@ class HashGrid(Layer):
         Full-batch training feeds the same coordinate array every step, so the
         result is cached against it (coordinates are constants, tables are not).
         """
-        cached = self._lookup_for
-        if cached is not None and cached[0] is x:
-            return cached[1:]
+        for cached in self._lookups:
+            if cached[0] is x:
+                return cached[1:]
         xp = get_array_module(x)
         n = len(x)
         unit = (x + 1) * 0.5  # [-1, 1] -> [0, 1]
@@ -154,7 +158,7 @@ class HashGrid(Layer):
             weights[2, :, level] = (1 - fx) * fy
             weights[3, :, level] = fx * fy
             fractions[0, :, level], fractions[1, :, level] = fx, fy
-        self._lookup_for = (x, indices, weights, fractions)
+        self._lookups = self._lookups[-(LOOKUP_CACHE - 1):] + [(x, indices, weights, fractions)]
         return indices, weights, fractions
 
     def _index(self, xp, level, ix, iy):
@@ -216,5 +220,5 @@ class HashGrid(Layer):
         return grad
 
     def to(self, backend) -> "HashGrid":
-        self._lookup_for = None
+        self._lookups = []
         return super().to(backend)
