@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from helpers import make_picture, run_cli
-from ironlearn.backend import Backend
+from ironlearn.backend import Backend, cuda_available
 from ironlearn.cli import main
 from ironlearn.image import load_picture, psnr, render
 from ironlearn.presets import DEFAULT_PRESET, PRESETS
@@ -216,3 +216,17 @@ def test_sigint_saves_a_resumable_checkpoint(tmp_path, picture):
                           capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert load_checkpoint(out / "model.npz").step == step + 5
+
+
+@pytest.mark.skipif(cuda_available(), reason="a GPU is present")
+def test_cuda_without_a_gpu_is_one_line_and_creates_nothing(tmp_path, picture, capsys):
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--device", "cuda")
+    assert code == 2 and "device 'cuda' needs CuPy" in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_auto_device_falls_back_with_a_notice(tmp_path, picture, capsys):
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 5, "--width", "8")
+    assert code == 0, err
+    if not cuda_available():
+        assert "running on the CPU" in err.splitlines()[0]

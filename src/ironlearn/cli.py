@@ -17,7 +17,7 @@ from .backend import BackendError, get_backend
 from .fit import FitOptions, Interrupted, UsageError, fit
 from .image.io import MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, write_pixel_csv
 from .image.render import MAX_RENDER_SIDE, render_png
-from .presets import PRESETS
+from .presets import DEFAULT_PRESET, PRESETS
 from .train import CheckpointError, DivergenceError, load_checkpoint
 
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
@@ -64,7 +64,8 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"ironlearn {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    models = ", ".join(f"{name} ({p.summary})" for name, p in PRESETS.items())
+    models = "; ".join(f"{name}: {p.summary}" + (" (default)" if name == DEFAULT_PRESET else "")
+                       for name, p in PRESETS.items())
     fit_p = commands.add_parser("fit", help="fit a network to an image or pixel CSV",
                                 description="Fit a network to an image (PNG, JPEG, WebP, BMP, ...) or a pixel CSV "
                                             "(x,y,pixel_value; binary 1 = black), writing a resumable run folder.")

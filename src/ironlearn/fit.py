@@ -106,7 +106,8 @@ def fingerprint(picture: Picture) -> str:
 
 
 # -- the run folder ---------------------------------------------------------------------------
-def prepare_out(out: str, *, resume: bool, force: bool) -> None:
+def prepare_out(out: str, *, resume: bool, force: bool, create: bool = True) -> None:
+    """Check that ``out`` can take this run (and, with ``create``, make the folder)."""
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
     ckpt = os.path.join(out, "checkpoint.npz")
@@ -117,6 +118,16 @@ def prepare_out(out: str, *, resume: bool, force: bool) -> None:
     if os.path.exists(ckpt) and not force:
         raise UsageError(f"{out} already holds a run; use --resume to continue it, --force to start over, "
                          "or --out for another folder")
+    parent = os.path.abspath(out)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot create the output folder {out}: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot create the output folder {out}: {parent} is not writable; "
+                         "choose another with --out")
+    if not create:
+        return
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
@@ -354,15 +365,16 @@ def fit(opt: FitOptions, *, log=print) -> dict:
         raise UsageError(f"{opt.input} is not the image the run in {opt.out} was trained on "
                          f"({saved.settings.get('input')}); use --force to start a new run")
     if not opt.resume:
-        prepare_out(opt.out, resume=False, force=opt.force)
-    remove_stale_temporaries(opt.out)
-
+        prepare_out(opt.out, resume=False, force=opt.force, create=False)
     preset = PRESETS[opt.model or DEFAULT_PRESET]
     try:
         model_options = preset.resolve(opt.preset_options())
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     backend = get_backend(opt.device, notify=None if opt.quiet else log)
+    if not opt.resume:  # only now, when nothing above can fail, touch the folder
+        prepare_out(opt.out, resume=False, force=opt.force)
+    remove_stale_temporaries(opt.out)
     lr = opt.lr if opt.lr is not None else preset.lr
     lr_min = opt.lr_min if opt.lr_min is not None else preset.lr_min
     points = picture.width * picture.height

@@ -103,3 +103,5 @@ PRESETS["hashgrid"] = Preset(
     defaults={"width": 32, "depth": 2, "levels": None, "features": None, "log2_table_size": None,
               "coarsest": None, "finest": None})
 DEFAULT_PRESET = "hashgrid"
+# The default first, then the rest from fastest-learning to the baselines (the order --help lists).
+PRESETS = {name: PRESETS[name] for name in ("hashgrid", "siren", "fourier", "mlp", "classic")}
