@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from .image.timelapse import Snapshots
 from .nn import mse
 from .optim import Adam, constant, cosine
 from .presets import DEFAULT_PRESET, PRESETS
-from .train import Callback, Checkpointer, DivergenceError, Trainer, checkpoint
+from .train import Callback, Checkpointer, DivergenceError, History, Trainer, checkpoint
 from .train.checkpoint import atomic_write
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
@@ -137,8 +137,8 @@ def prepare_out(out: str, *, resume: bool, force: bool, create: bool = True) -> 
 
 
 # -- callbacks specific to fitting an image ----------------------------------------------------
-class Recorder(Callback):
-    """Keeps the history rows (step, loss, psnr, lr, seconds) and writes ``history.csv``.
+class Recorder(History):
+    """The history rows (step, loss, psnr, lr, seconds), written to ``history.csv``.
 
     ``psnr`` comes from the step's own loss: exact for full-batch training, an
     estimate from the batch with mini-batches.
@@ -146,21 +146,11 @@ class Recorder(Callback):
 
     def __init__(self, every: int):
         super().__init__(max(1, every))
-        self.rows: list[dict] = []
 
-    def step(self, trainer) -> None:
-        if self.rows and self.rows[-1]["step"] == trainer.step:
-            return
+    def row(self, trainer) -> dict:
         loss = trainer.loss
-        self.rows.append({"step": trainer.step, "loss": loss, "psnr": round(metrics.psnr_from_mse(loss), 4),
-                          "lr": trainer.lr, "seconds": round(trainer.train_seconds, 4)})
-
-    def end(self, trainer, error) -> None:
-        if error is None and trainer.step > 0:
-            try:
-                self.step(trainer)
-            except DivergenceError:
-                pass
+        return {"step": trainer.step, "loss": loss, "psnr": round(metrics.psnr_from_mse(loss), 4),
+                "lr": trainer.lr, "seconds": round(trainer.train_seconds, 4)}
 
     def write(self, path) -> None:
         buffer = io.StringIO()
@@ -269,7 +259,7 @@ def _calibrate(model, loss, x, y, batch_size, seed) -> float:
                       seed=seed, check_every=0)
     trainer.run(2)
     trainer.loss  # noqa: B018  (a sync, so the timing below is real on a GPU)
-    t0, start = time.perf_counter(), trainer.train_seconds
+    t0 = time.perf_counter()
     trainer.run(CALIBRATION_STEPS)
     trainer.loss  # noqa: B018
     return max((time.perf_counter() - t0) / (CALIBRATION_STEPS - 2), 1e-6)

@@ -2,7 +2,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ironlearn.backend import Backend
 from ironlearn.image.render import render, render_png
 from ironlearn.image.timelapse import Snapshots, write_gif
 from ironlearn.nn import siren

@@ -47,10 +47,12 @@ class History(Callback):
         self.rows: list[dict] = []
 
     def step(self, trainer) -> None:
-        if self.rows and self.rows[-1]["step"] == trainer.step:
-            return
-        self.rows.append({"step": trainer.step, "loss": trainer.loss, "lr": trainer.lr,
-                          "seconds": trainer.train_seconds})
+        if not (self.rows and self.rows[-1]["step"] == trainer.step):
+            self.rows.append(self.row(trainer))
+
+    def row(self, trainer) -> dict:
+        """One record; subclasses add columns."""
+        return {"step": trainer.step, "loss": trainer.loss, "lr": trainer.lr, "seconds": trainer.train_seconds}
 
     def end(self, trainer, error) -> None:
         if error is None and trainer.step > 0:
