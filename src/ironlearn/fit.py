@@ -268,7 +268,10 @@ def _calibrate(model, loss, x, y, batch_size, seed) -> float:
 def _schedule(kind: str, lr: float, lr_min: float, total: int):
     if kind == "constant":
         return constant(lr)
-    return cosine(lr, min(lr_min, lr), total, warmup_steps=min(total // 50, 100))
+    # At least 50 warm-up steps (a quarter of very short runs): Adam's first steps at the full rate
+    # cost a 5 s hash-grid fit of the drawing 7 dB (40.3 against 47.8 dB, measured).
+    warmup = min(total // 4, max(50, min(total // 50, 100)))
+    return cosine(lr, min(lr_min, lr), total, warmup_steps=warmup)
 
 
 def _check_options(opt: FitOptions) -> None:
