@@ -17,8 +17,10 @@ import io
 import json
 import math
 import os
+import shlex
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -132,8 +134,6 @@ def prepare_out(out: str, *, resume: bool, force: bool, create: bool = True) -> 
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create the output folder {out}: {exc.strerror}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise UsageError(f"the output folder {out} is not writable; choose another with --out")
 
 
 # -- callbacks specific to fitting an image ----------------------------------------------------
@@ -496,19 +496,11 @@ def remove_stale_temporaries(out: str) -> None:
 
 
 def _main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 
 def resume_command(opt: FitOptions) -> str:
-    return f"ironlearn fit {_quote(opt.input)} --out {_quote(opt.out)} --resume"
-
-
-def _quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
+    return f"ironlearn fit {shlex.quote(opt.input)} --out {shlex.quote(opt.out)} --resume"
 
 
 def write_outputs(out, trainer, picture, backend, settings, recorder, snapshots) -> dict:

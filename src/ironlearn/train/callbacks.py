@@ -7,8 +7,6 @@ None).  Only callbacks read the loss back to the host.
 
 from __future__ import annotations
 
-import math
-
 from . import checkpoint
 from .trainer import DivergenceError
 
@@ -75,9 +73,7 @@ class Checkpointer(Callback):
     def step(self, trainer) -> None:
         if self.saved_step == trainer.step:
             return
-        loss = trainer.loss  # raises DivergenceError before a bad state is written
-        if loss is not None and not math.isfinite(loss):
-            return
+        trainer.loss  # noqa: B018  raises DivergenceError before a bad state is written
         settings = self.settings(trainer) if callable(self.settings) else self.settings
         checkpoint.save(self.path, trainer.model, trainer.optimizer, seed=trainer.seed, settings=settings)
         self.saved_step = trainer.step

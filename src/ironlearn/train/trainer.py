@@ -124,28 +124,26 @@ class Trainer:
         error = None
         # Overflow shows up as a non-finite loss, which is checked and reported below;
         # NumPy's own warnings would only repeat it less clearly.
-        errstate = np.errstate(over="ignore", invalid="ignore")
-        try:
-            errstate.__enter__()
-            while (steps is None or self.step < steps) and not self._stop_requested and (
-                    time_budget is None or self.train_seconds - started_at < time_budget):
-                t0 = time.perf_counter()
-                self.train_step()
-                self.train_seconds += time.perf_counter() - t0
-                step = self.step
-                if self.check_every and step % self.check_every == 0:
-                    self.loss  # noqa: B018  (reading it checks for NaN/inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            try:
+                while (steps is None or self.step < steps) and not self._stop_requested and (
+                        time_budget is None or self.train_seconds - started_at < time_budget):
+                    t0 = time.perf_counter()
+                    self.train_step()
+                    self.train_seconds += time.perf_counter() - t0
+                    step = self.step
+                    if self.check_every and step % self.check_every == 0:
+                        self.loss  # noqa: B018  (reading it checks for NaN/inf)
+                    for callback in self.callbacks:
+                        if callback.every and step % callback.every == 0:
+                            callback.step(self)
+                self.loss  # noqa: B018  never finish "successfully" on NaN
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
                 for callback in self.callbacks:
-                    if callback.every and step % callback.every == 0:
-                        callback.step(self)
-            self.loss  # noqa: B018  never finish "successfully" on NaN
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            errstate.__exit__(None, None, None)
-            for callback in self.callbacks:
-                callback.end(self, error)
+                    callback.end(self, error)
         return self
 
     def request_stop(self) -> None:
