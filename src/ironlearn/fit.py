@@ -36,7 +36,7 @@ from .nn import mse
 from .optim import Adam, constant, cosine
 from .presets import DEFAULT_PRESET, PRESETS
 from .train import Callback, Checkpointer, DivergenceError, History, Trainer, checkpoint
-from .train.checkpoint import atomic_write
+from .files import atomic_write, remove_stale_temporaries
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 CALIBRATION_STEPS = 6
@@ -367,7 +367,7 @@ def fit(opt: FitOptions, *, log=print) -> dict:
     backend = get_backend(opt.device, notify=None if opt.quiet else log)
     if not opt.resume:  # only now, when nothing above can fail, touch the folder
         prepare_out(opt.out, resume=False, force=opt.force)
-    remove_stale_temporaries(opt.out)
+    remove_stale_temporaries(opt.out, OUTPUT_NAMES)
     lr = opt.lr if opt.lr is not None else preset.lr
     lr_min = opt.lr_min if opt.lr_min is not None else preset.lr_min
     points = picture.width * picture.height
@@ -481,18 +481,8 @@ def fit(opt: FitOptions, *, log=print) -> dict:
         raise Interrupted(trainer.step, resume_command(opt))
 
     result = write_outputs(opt.out, trainer, picture, backend, settings, recorder, snapshots)
-    remove_stale_temporaries(opt.out)
+    remove_stale_temporaries(opt.out, OUTPUT_NAMES)
     return result
-
-
-def remove_stale_temporaries(out: str) -> None:
-    """Delete temporary files that a killed process left mid-write (``.<name>.<random>.tmp``)."""
-    for entry in os.listdir(out):
-        if entry.endswith(".tmp") and any(entry.startswith(f".{name}.") for name in OUTPUT_NAMES):
-            try:
-                os.unlink(os.path.join(out, entry))
-            except OSError:
-                pass
 
 
 def _main_thread() -> bool:

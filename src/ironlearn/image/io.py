@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ..train.checkpoint import atomic_write
+from ..files import atomic_write
 
 MODES = ("binary", "gray", "rgb")
 MIN_SIDE = 4

@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 
-from ..train.checkpoint import atomic_write
+from ..files import atomic_write
 from .coords import pixel_grid
 from .io import to_uint8
 

@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from ..train.callbacks import Callback
-from ..train.checkpoint import atomic_write
+from ..files import atomic_write
 from .io import to_uint8
 from .render import render
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..files import atomic_write
 from ..nn.model import Sequential
 from ..optim import schedules
 from ..optim.optimizers import OPTIMIZERS
@@ -36,40 +36,6 @@ class CheckpointError(ValueError):
 
 def _host(array) -> np.ndarray:
     return array.get() if hasattr(array, "get") else np.asarray(array)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path, write) -> None:
-    """Call ``write(file)`` on a temporary file beside ``path``, then move it into place.
-
-    On any failure the temporary file is removed and ``path`` is untouched.
-    """
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, path) from None
-    try:
-        with os.fdopen(fd, "wb") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError) and exc.filename is None:
-            raise OSError(exc.errno, exc.strerror, path) from None  # name the file the user knows
-        raise
 
 
 def save(path, model, optimizer=None, *, step: int | None = None, seed: int | None = None,

@@ -1,0 +1,77 @@
+"""Writing files so that a crash never leaves half of one.
+
+Every file ironlearn writes goes through :func:`atomic_write`: a temporary file
+in the same folder (``.<name>.<random>.tmp``), flushed and synced, then moved
+into place with ``os.replace``.  A process killed mid-write leaves the previous
+file intact and, at worst, a temporary that :func:`remove_stale_temporaries`
+clears later.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+TMP_SUFFIX = ".tmp"
+
+
+def _tmp_prefix(name: str) -> str:
+    return f".{name}."
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path, write) -> None:
+    """Call ``write(file)`` on a temporary file beside ``path``, then move it into place.
+
+    On any failure the temporary file is removed and ``path`` is untouched; an
+    ``OSError`` names ``path`` (the file the user knows), not the temporary.
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_tmp_prefix(os.path.basename(path)), suffix=TMP_SUFFIX)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, path) from None
+    try:
+        with os.fdopen(fd, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, path) from None
+        raise
+
+
+def write_bytes(path, data: bytes) -> None:
+    """:func:`atomic_write` of ``data``."""
+    atomic_write(path, lambda file: file.write(data))
+
+
+def remove_stale_temporaries(folder, names) -> list[str]:
+    """Delete the temporaries of ``names`` that a killed process left in ``folder``.
+
+    Only files :func:`atomic_write` could have made for one of ``names`` are
+    touched; returns the names removed.
+    """
+    removed = []
+    prefixes = tuple(_tmp_prefix(name) for name in names)
+    for entry in os.listdir(folder):
+        if entry.endswith(TMP_SUFFIX) and entry.startswith(prefixes):
+            try:
+                os.unlink(os.path.join(folder, entry))
+                removed.append(entry)
+            except OSError:
+                pass
+    return removed
