@@ -10,13 +10,12 @@ import numpy as np
 from PIL import Image
 
 from ironlearn.backend import Backend
-from ironlearn.fit import _calibrate, _schedule
+from ironlearn.fitting import PRESETS, calibrate
 from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.coords import pixel_grid
 from ironlearn.image.io import Picture
 from ironlearn.nn import mse
-from ironlearn.optim import Adam
-from ironlearn.presets import PRESETS
+from ironlearn.optim import Adam, warmup_cosine
 from ironlearn.train import Callback, Trainer
 
 
@@ -68,14 +67,14 @@ def timed_fit(preset_name: str, picture: Picture, seconds: float, marks, seed: i
     calibrated cosine schedule); returns (model, {mark: (psnr, step)}, steps, train seconds)."""
     backend = Backend("cpu")
     preset = PRESETS[preset_name]
-    model = preset.build(picture.channels, picture.width, picture.height, preset.resolve(options or {}),
-                         np.random.default_rng(seed))
+    resolved = preset.resolve(options or {}, picture.width, picture.height, picture.channels)
+    model = preset.build(picture.channels, resolved, np.random.default_rng(seed))
     points = picture.width * picture.height
     x = backend.asarray(pixel_grid(picture.width, picture.height))
     y = backend.asarray(picture.pixels.reshape(points, picture.channels))
     batch = preset.batch_size if preset.batch_size and preset.batch_size < points else None
-    total = max(10, int(seconds / _calibrate(model, mse, x, y, batch, seed)))
-    optimizer = Adam(model.named_parameters(), lr=_schedule("cosine", preset.lr, preset.lr_min, total))
+    total = max(10, int(seconds / calibrate(model, x, y, batch, seed)))
+    optimizer = Adam(model.named_parameters(), lr=warmup_cosine(preset.lr, preset.lr_min, total))
     recorder = Marks(marks, picture, backend)
     trainer = Trainer(model, optimizer, mse, x, y, batch_size=batch, seed=seed, callbacks=[recorder],
                       check_every=100)

@@ -15,7 +15,7 @@ import datetime
 
 from common import machine, sample_picture, skimage_picture, timed_fit
 
-from ironlearn.presets import PRESETS
+from ironlearn.fitting import PRESETS
 
 MARKS = (5, 15, 30, 60)
 

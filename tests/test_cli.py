@@ -14,7 +14,7 @@ from helpers import make_picture, run_cli
 from ironlearn.backend import Backend, cuda_available
 from ironlearn.cli import main
 from ironlearn.image import load_picture, psnr, render
-from ironlearn.presets import DEFAULT_PRESET, PRESETS
+from ironlearn.fitting import DEFAULT_PRESET, PRESETS
 from ironlearn.train import load_checkpoint
 
 QUICK = ["--quiet", "--device", "cpu", "--width", "32", "--depth", "2"]
@@ -61,8 +61,8 @@ def test_fit_writes_every_output(fitted, picture):
 def test_fit_beats_the_untrained_network(fitted, picture):
     target = load_picture(picture)
     preset = PRESETS[DEFAULT_PRESET]
-    options = preset.resolve({"width": 32, "depth": 2})
-    untrained = preset.build(1, 32, 32, options, np.random.default_rng(0))
+    options = preset.resolve({"width": 32, "depth": 2}, 32, 32, 1)
+    untrained = preset.build(1, options, np.random.default_rng(0))
     before = psnr(render(untrained, 32, 32, Backend("cpu")), target.pixels)
     after = json.loads((fitted / "metrics.json").read_text())["psnr_db"]
     assert after > before + 10, (before, after)

@@ -2,11 +2,13 @@
 
 Bad input of any kind ends with one line on stderr (what is wrong, what to do)
 and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130.
+:class:`ExitCode` lists every code; :func:`main` maps exceptions to them in one place.
 """
 
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import os
 import sys
@@ -14,13 +16,23 @@ from importlib import resources
 
 from . import __version__
 from .backend import BackendError, get_backend
-from .fit import FitOptions, Interrupted, UsageError, fit
-from .image.io import MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, write_pixel_csv
+from .fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
+from .fitting.presets import option_help
+from .image.io import (MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, scaled_size,
+                       write_pixel_csv)
 from .image.render import MAX_RENDER_SIDE, render_png
-from .presets import DEFAULT_PRESET, PRESETS
 from .train import CheckpointError, DivergenceError, load_checkpoint
 
-EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
+
+class ExitCode(enum.IntEnum):
+    """What ``ironlearn`` exits with."""
+
+    OK = 0
+    FAILED = 1  # the work itself failed (training diverged); the last good checkpoint is kept
+    USAGE = 2  # bad input: options, files, devices; nothing the user had was changed
+    INTERRUPTED = 130  # Ctrl-C; a fit saved its checkpoint and printed how to resume
+
+
 DEMO_SECONDS = 20.0  # the drawing passes 50 dB within 5 s; the rest makes a longer time-lapse
 
 
@@ -55,7 +67,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2) instead of a usage block."""
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> Parser:
@@ -76,19 +88,10 @@ def build_parser() -> Parser:
     fit_p.add_argument("--size", type=size_arg, metavar="N|WxH",
                        help="resize first: N for the longest side (aspect kept) or WxH")
     fit_p.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
-    fit_p.add_argument("--width", type=positive_int, help="hidden units per layer (all but classic)")
-    fit_p.add_argument("--depth", type=positive_int, help="hidden layers (all but classic)")
-    fit_p.add_argument("--w0", type=positive_float, help="sine frequency of siren (default 30)")
-    fit_p.add_argument("--sigma", type=positive_float, help="fourier: projection scale (default from the image size)")
-    fit_p.add_argument("--frequencies", type=positive_int, help="fourier: sin/cos pairs (default 64)")
-    fit_p.add_argument("--levels", type=positive_int, help="hashgrid: grid levels (default 4)")
-    fit_p.add_argument("--features", type=positive_int, help="hashgrid: features per vertex (default 2)")
-    fit_p.add_argument("--table-log2", type=positive_int, dest="log2_table_size", metavar="T",
-                       help="hashgrid: 2**T table rows per level (default: the largest that keeps the "
-                            "parameters within the pixel count)")
-    fit_p.add_argument("--coarsest", type=positive_int, help="hashgrid: cells per side of the first level")
-    fit_p.add_argument("--finest", type=positive_int, help="hashgrid: cells per side of the last level "
-                                                           "(default: the image's longest side)")
+    for option in OPTIONS.values():
+        convert = positive_int if option.type is int else positive_float
+        fit_p.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
+                           help=option_help(option.name))
     fit_p.add_argument("--steps", type=positive_int, metavar="N",
                        help="total steps of the run (with --resume: continue to step N)")
     fit_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
@@ -170,18 +173,13 @@ def _check_output(path: str, force: bool) -> None:
         raise UsageError(f"cannot write to {folder}; choose another output path")
 
 
-MODEL_OPTIONS = ("sigma", "frequencies", "levels", "features", "log2_table_size", "coarsest", "finest")
-
-
 def cmd_fit(args) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
-    model_options = {k: given.pop(k) for k in MODEL_OPTIONS if given[k] is not None}
-    for k in MODEL_OPTIONS:
-        given.pop(k, None)
-    options = FitOptions(**given, model_options=model_options)
+    model_options = {name: given.pop(name) for name in OPTIONS if given[name] is not None}
+    options = FitOptions(**{k: v for k, v in given.items() if k not in OPTIONS}, model_options=model_options)
     result = fit(options, log=say)
-    _report(result, options.out)
-    return 0
+    _report(result, options.run_folder)
+    return ExitCode.OK
 
 
 def _report(result: dict, out: str) -> None:
@@ -191,12 +189,7 @@ def _report(result: dict, out: str) -> None:
 
 
 def _render_size(size, settings: dict) -> tuple[int, int]:
-    if isinstance(size, tuple):
-        width, height = size
-    else:
-        trained_w, trained_h = settings.get("size", (size, size))
-        scale = size / max(trained_w, trained_h)
-        width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
+    width, height = scaled_size(*settings.get("size", (1, 1)), size)
     if max(width, height) > MAX_RENDER_SIDE:
         raise UsageError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
     return width, height
@@ -213,7 +206,7 @@ def cmd_render(args) -> int:
     channels = model.layers[-1].config().get("out_features") or model.layers[-2].config()["out_features"]
     render_png(model, args.output, width, height, backend, channels)
     say(f"wrote {args.output} ({width}x{height})")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_encode(args) -> int:
@@ -222,7 +215,7 @@ def cmd_encode(args) -> int:
     write_pixel_csv(args.output, picture)
     say(f"wrote {args.output}: {picture.width}x{picture.height} {picture.mode}, "
         f"{picture.width * picture.height:,} rows")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_decode(args) -> int:
@@ -230,14 +223,14 @@ def cmd_decode(args) -> int:
     pixels, mode = read_pixel_csv(args.csv)
     save_image(args.output, pixels)
     say(f"wrote {args.output}: {pixels.shape[1]}x{pixels.shape[0]} {mode}")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_info(args) -> int:
     saved = load_checkpoint(args.model)
     if args.json:
         print(json.dumps(saved.meta, indent=2))
-        return 0
+        return ExitCode.OK
     settings = saved.settings
     found = settings.get("metrics", {})
     lines = [f"{args.model}", repr(saved.model), f"parameters: {saved.model.num_parameters:,}",
@@ -256,7 +249,7 @@ def cmd_info(args) -> int:
     if memory:
         lines.append("GPU memory pool: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in memory.items()))
     print("\n".join(lines))
-    return 0
+    return ExitCode.OK
 
 
 def cmd_demo(args) -> int:
@@ -273,7 +266,7 @@ def cmd_demo(args) -> int:
     _report(result, args.out)
     say(f"also: {big} ({4 * result['width']}x{4 * result['height']}); try "
         f"'ironlearn render {args.out}/model.npz --size 1024 -o big.png'")
-    return 0
+    return ExitCode.OK
 
 
 def main(argv=None) -> int:
@@ -281,26 +274,27 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
         return args.func(args)
     except (InputError, UsageError, CheckpointError, BackendError) as exc:
         say(f"ironlearn {args.command}: error: {exc}")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except Interrupted as exc:
         say(str(exc))
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except DivergenceError as exc:
-        say(f"ironlearn {args.command}: error: {exc}; the last good checkpoint is kept")
-        return 1
+        say(f"ironlearn {args.command}: error: {exc}; try a lower learning rate, e.g. --lr {exc.lr / 10:.2g}; "
+            "the last good checkpoint is kept")
+        return ExitCode.FAILED
     except OSError as exc:  # disk full, permissions, a folder vanished: no traceback, nothing half-written
         where = f" {exc.filename}" if exc.filename else ""
         say(f"ironlearn {args.command}: error: could not write{where}: {exc.strerror or exc} "
             "(files written before are intact)")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         say("interrupted; the last checkpoint written is kept")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

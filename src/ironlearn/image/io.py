@@ -65,13 +65,16 @@ def parse_size(text: str) -> tuple[int, int] | int:
     return values[0] if len(values) == 1 else (values[0], values[1])
 
 
-def fit_size(width: int, height: int, size) -> tuple[int, int]:
-    """The ``(width, height)`` that ``size`` (N for the longest side, or (W, H)) asks for."""
+def scaled_size(width: int, height: int, size, *, enlarge: bool = True) -> tuple[int, int]:
+    """The ``(width, height)`` that ``size`` asks for: N scales the longest side to N, aspect kept;
+    ``(W, H)`` is taken as it is; None keeps the size.  With ``enlarge=False``, N never scales up."""
     if size is None:
         return width, height
     if isinstance(size, tuple):
         return size
     scale = size / max(width, height)
+    if not enlarge:
+        scale = min(scale, 1.0)
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
@@ -96,6 +99,8 @@ def _open(path: str) -> Image.Image:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise InputError(f"{path} declares an enormous size (a decompression bomb?); resize it first") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or copy it") from None
     except UnidentifiedImageError:
         raise InputError(f"{path} is not an image Pillow can read; give a PNG, JPEG, WebP, BMP, ... "
                          "or a pixel CSV (.csv)") from None
@@ -163,7 +168,7 @@ def load_picture(path, *, mode: str | None = None, size=None) -> Picture:
     height, width = pixels.shape[:2]
     if min(width, height) < MIN_SIDE:
         raise InputError(f"{path} is {width}x{height} pixels; ironlearn needs at least {MIN_SIDE}x{MIN_SIDE}")
-    target_w, target_h = fit_size(width, height, size)
+    target_w, target_h = scaled_size(width, height, size)
     if min(target_w, target_h) < MIN_SIDE:
         raise InputError(f"--size gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side")
     if target_w * target_h > MAX_PIXELS:
@@ -218,6 +223,8 @@ def read_pixel_csv(path) -> tuple[np.ndarray, str]:
     try:
         with open(path, newline="", encoding="utf-8") as file:
             rows = list(csv.reader(file))
+    except PermissionError:
+        raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or copy it") from None
     except (UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{path} is not a text CSV ({exc}); give a pixel CSV with header x,y,pixel_value") from None
     if not rows:

@@ -9,16 +9,11 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..train.callbacks import Callback
 from ..files import atomic_write
-from .io import to_uint8
+from .io import scaled_size, to_uint8
 from .render import render
 
 MAX_FRAMES = 100
 FRAME_SIDE = 192  # longest side of a time-lapse frame, in pixels
-
-
-def frame_size(width: int, height: int, side: int = FRAME_SIDE) -> tuple[int, int]:
-    scale = min(1.0, side / max(width, height))
-    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 class Snapshots(Callback):
@@ -31,7 +26,7 @@ class Snapshots(Callback):
 
     def __init__(self, every: int, width: int, height: int, backend, max_frames: int = MAX_FRAMES):
         super().__init__(max(1, every))
-        self.size = frame_size(width, height)
+        self.size = scaled_size(width, height, FRAME_SIDE, enlarge=False)
         self.backend, self.max_frames = backend, max_frames
         self.frames: list[np.ndarray] = []
         self.steps: list[int] = []

@@ -68,6 +68,9 @@ class FourierFeatures(Layer):
         return grad_z @ self.buffers["projection"].T
 
 
+#: Valid ``log2_table_size`` values: 64 to 16M rows per level.
+LOG2_TABLE_SIZES = range(6, 25)
+
 LOOKUP_CACHE = 3  # the training batch and the two tiles of a time-lapse frame
 
 # Primes from Instant-NGP's spatial hash; the first dimension is not multiplied.

@@ -3,9 +3,15 @@
 A callback runs ``step(trainer)`` every ``every`` steps and ``end(trainer, error)``
 once when :meth:`Trainer.run` returns or raises (``error`` is the exception, or
 None).  Only callbacks read the loss back to the host.
+
+*When* something happens is a trigger (:class:`Every`), *what* happens is the
+callback: the checkpointer saves, :class:`Rollback` keeps the same state in
+memory, :class:`Progress` draws a bar.
 """
 
 from __future__ import annotations
+
+import sys
 
 from . import checkpoint
 from .trainer import DivergenceError
@@ -26,15 +32,34 @@ class Callback:
         pass
 
 
-class LambdaCallback(Callback):
-    """Calls ``fn(trainer)`` every ``every`` steps."""
+class Every:
+    """A trigger: true every ``steps`` steps, or once ``seconds`` of training have passed since
+    it last fired, whichever comes first (either may be None).
 
-    def __init__(self, every: int, fn):
-        super().__init__(every)
-        self.fn = fn
+    ``since`` is the training time it counts seconds from (a resumed run's time so far).
+    Checking it costs nothing on the device: it reads the step and the clock only.
+    """
 
-    def step(self, trainer) -> None:
-        self.fn(trainer)
+    def __init__(self, steps: int | None = None, seconds: float | None = None, *, since: float = 0.0):
+        if steps is not None and steps < 1:
+            raise ValueError(f"steps must be at least 1 (got {steps})")
+        self.steps, self.seconds, self.fired_at = steps, seconds, since
+
+    def __call__(self, trainer) -> bool:
+        due = (self.steps is not None and trainer.step % self.steps == 0) or (
+            self.seconds is not None and trainer.train_seconds - self.fired_at >= self.seconds)
+        if due:
+            self.fired_at = trainer.train_seconds
+        return due
+
+    def __repr__(self) -> str:
+        return f"Every(steps={self.steps}, seconds={self.seconds})"
+
+
+def _saves_at_end(trainer, error) -> bool:
+    """The end-of-run rule shared by what saves state: after a finished run, a requested stop or
+    Ctrl-C, never after divergence or a failed write (the last good state stays)."""
+    return trainer.step > 0 and (error is None or isinstance(error, KeyboardInterrupt))
 
 
 class History(Callback):
@@ -50,7 +75,11 @@ class History(Callback):
 
     def row(self, trainer) -> dict:
         """One record; subclasses add columns."""
-        return {"step": trainer.step, "loss": trainer.loss, "lr": trainer.lr, "seconds": trainer.train_seconds}
+        return {"step": trainer.step, "loss": trainer.loss, "lr": trainer.last_lr, "seconds": trainer.train_seconds}
+
+    def forget_after(self, step: int) -> None:
+        """Drop rows after ``step`` (a run rolled back to it)."""
+        self.rows = [row for row in self.rows if row["step"] <= step]
 
     def end(self, trainer, error) -> None:
         if error is None and trainer.step > 0:
@@ -58,32 +87,112 @@ class History(Callback):
 
 
 class Checkpointer(Callback):
-    """Saves the model and optimizer to ``path`` every ``every`` steps and at the end.
+    """Saves the model and optimizer to ``path`` when ``trigger`` fires, and at the end of the run.
+
+    Parameters
+    ----------
+    path : str
+    every : int, optional
+        Shorthand for ``trigger=Every(every)``; ``0`` saves only at the end.
+    trigger : callable ``trainer -> bool``, optional
+    settings : dict or callable ``trainer -> dict``
+        Stored in the checkpoint's metadata.
+    then : iterable of callables ``trainer -> None``
+        Run after each successful save (files that belong beside the checkpoint).
 
     Nothing is saved once the loss is NaN/inf, so the file on disk is always the
-    last good state.  ``settings`` (a dict, or a callable ``trainer -> dict``) is
-    stored in the checkpoint's metadata.
+    last good state.  Ctrl-C (``KeyboardInterrupt``) still saves at the end.
     """
 
-    def __init__(self, path, every: int = 1000, *, settings=None, save_on_error: bool = True):
-        super().__init__(every)
-        self.path, self.settings, self.save_on_error = path, settings, save_on_error
+    def __init__(self, path, every: int = 1000, *, trigger=None, settings=None, then=()):
+        super().__init__(1 if trigger is not None else every)
+        self.path, self.trigger, self.settings, self.then = path, trigger, settings, list(then)
         self.saved_step = None
 
     def step(self, trainer) -> None:
+        if self.trigger is None or self.trigger(trainer):
+            self.save(trainer)
+
+    def save(self, trainer) -> None:
         if self.saved_step == trainer.step:
             return
         trainer.loss  # noqa: B018  raises DivergenceError before a bad state is written
         settings = self.settings(trainer) if callable(self.settings) else self.settings
         checkpoint.save(self.path, trainer.model, trainer.optimizer, seed=trainer.seed, settings=settings)
         self.saved_step = trainer.step
+        for action in self.then:
+            action(trainer)
 
     def end(self, trainer, error) -> None:
-        if trainer.step == 0 or isinstance(error, (DivergenceError, checkpoint.CheckpointError)):
-            return
-        if error is not None and not (self.save_on_error and isinstance(error, KeyboardInterrupt)):
+        if not _saves_at_end(trainer, error):
             return
         try:
-            self.step(trainer)
+            self.save(trainer)
         except DivergenceError:
             pass
+
+
+class Rollback(Callback):
+    """Keeps the model and optimizer state in memory when ``trigger`` fires, so that a run whose
+    loss diverges can :meth:`restore` it and go on (give it the checkpointer's trigger settings,
+    and it holds the state last written to disk)."""
+
+    def __init__(self, trigger):
+        super().__init__(1)
+        self.trigger = trigger
+        self.model_state = self.optimizer_state = None
+
+    def remember(self, trainer) -> None:
+        self.model_state = trainer.model.state_dict()
+        self.optimizer_state = trainer.optimizer.state_dict()
+
+    def step(self, trainer) -> None:
+        if self.trigger(trainer):
+            trainer.loss  # noqa: B018  never remember a diverged state
+            self.remember(trainer)
+
+    def restore(self, trainer) -> None:
+        trainer.model.load_state_dict(self.model_state)
+        trainer.optimizer.load_state_dict(self.optimizer_state)
+
+
+class Progress(Callback):
+    """A tqdm bar on a terminal; plain lines (about ten per run) otherwise or with ``plain``.
+
+    ``describe(trainer) -> str``, when given, adds to each update (a PSNR, say).
+    """
+
+    def __init__(self, total: int, start: int = 0, *, plain: bool, describe=None, stream=None):
+        self.total, self.plain, self.stream = total, plain, stream or sys.stderr
+        self.describe = describe
+        super().__init__(max(1, total // 10) if plain else max(1, total // 200))
+        self.bar = None
+        if not plain:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=start, unit="step", dynamic_ncols=True, file=self.stream,
+                            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+
+    def step(self, trainer) -> None:
+        loss = trainer.loss
+        parts = [self.describe(trainer)] if self.describe else []
+        if self.bar is not None:
+            self.bar.update(trainer.step - self.bar.n)
+            self.bar.set_postfix_str(", ".join([f"loss {loss:.3g}", *parts, f"lr {trainer.last_lr:.2g}"]),
+                                     refresh=False)
+        else:
+            rate = trainer.step / trainer.train_seconds if trainer.train_seconds else 0.0
+            print("  ".join([f"step {trainer.step}/{self.total}", f"loss {loss:.4g}", *parts,
+                             f"lr {trainer.last_lr:.2g}", f"{rate:.1f} steps/s", f"{trainer.train_seconds:.1f} s"]),
+                  file=self.stream, flush=True)
+
+    def end(self, trainer, error) -> None:
+        if isinstance(error, DivergenceError):
+            return  # the run may roll back and go on; whoever gives up closes the bar
+        if self.bar is not None and error is None:
+            self.bar.update(trainer.step - self.bar.n)
+        self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

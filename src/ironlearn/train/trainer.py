@@ -73,7 +73,7 @@ class Trainer:
         return self.optimizer.step_count
 
     @property
-    def lr(self) -> float:
+    def last_lr(self) -> float:
         """The learning rate of the last step taken."""
         return self.optimizer.schedule(max(self.step - 1, 0))
 
@@ -83,7 +83,7 @@ class Trainer:
         if self._loss_host is None and self._loss is not None:
             value = float(self._loss)
             if not math.isfinite(value) or value > self.max_loss:
-                raise DivergenceError(self.step, value, self.lr)
+                raise DivergenceError(self.step, value, self.last_lr)
             self._loss_host = value
         return self._loss_host
 

@@ -8,7 +8,7 @@ from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.coords import pixel_grid
 from ironlearn.nn import mse
 from ironlearn.optim import Adam, cosine
-from ironlearn.presets import PRESETS
+from ironlearn.fitting import PRESETS
 from ironlearn.train import Trainer
 
 # Steps each preset gets (about a second each on 2 cores) and the PSNR it must pass.
@@ -23,8 +23,8 @@ def picture(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_preset_learns_the_picture(name, picture, backend):
     preset = PRESETS[name]
-    options = preset.resolve({})
-    model = preset.build(1, picture.width, picture.height, options, np.random.default_rng(0)).to(backend)
+    options = preset.resolve({}, picture.width, picture.height, 1)
+    model = preset.build(1, options, np.random.default_rng(0)).to(backend)
     x = backend.asarray(pixel_grid(picture.width, picture.height))
     y = backend.asarray(picture.pixels.reshape(-1, 1))
     steps, margin = BUDGET[name]

@@ -1,0 +1,103 @@
+"""The run folder: what ``ironlearn fit`` writes there, the checks before it does, and its lock.
+
+| file | what it holds |
+| --- | --- |
+| ``checkpoint.npz`` | the latest state, written atomically; ``--resume`` continues from it |
+| ``model.npz`` | the final model with its architecture and metrics (for ``render``, ``info``, ``view``) |
+| ``reconstruction.png`` | the model redrawn at the training size |
+| ``timelapse.gif`` | the network learning, from static to the final picture |
+| ``frames.npz`` | the time-lapse frames so far, kept beside the checkpoint so a resume continues them |
+| ``loss.png``, ``history.csv`` | loss and PSNR against step |
+| ``metrics.json`` | PSNR, steps, seconds, parameters, ... |
+| ``.lock`` | held while a fit runs in the folder (an advisory lock: a killed process leaves none) |
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..files import remove_stale_temporaries
+from .options import UsageError
+
+CHECKPOINT, MODEL, FRAMES, HISTORY = "checkpoint.npz", "model.npz", "frames.npz", "history.csv"
+RECONSTRUCTION, TIMELAPSE, LOSS_PLOT, METRICS = "reconstruction.png", "timelapse.gif", "loss.png", "metrics.json"
+LOCK = ".lock"
+FILES = (CHECKPOINT, MODEL, RECONSTRUCTION, TIMELAPSE, FRAMES, LOSS_PLOT, HISTORY, METRICS)
+
+
+def check_resumable(out: str) -> str:
+    """The checkpoint path of the run in ``out``; UsageError when there is none."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
+    path = os.path.join(out, CHECKPOINT)
+    if not os.path.isfile(path):
+        raise UsageError(f"nothing to resume: {path} does not exist (drop --resume to start a new run)")
+    return path
+
+
+def check_new(out: str, *, force: bool) -> None:
+    """UsageError unless a new run can be started in ``out`` (created later, by :func:`create`)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
+    if os.path.exists(os.path.join(out, CHECKPOINT)) and not force:
+        raise UsageError(f"{out} already holds a run; use --resume to continue it, --force to start over, "
+                         "or --out for another folder")
+    parent = os.path.abspath(out)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot create the output folder {out}: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot create the output folder {out}: {parent} is not writable; "
+                         "choose another with --out")
+
+
+def create(out: str) -> None:
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the output folder {out}: {exc.strerror}") from None
+
+
+def clean(out: str) -> None:
+    """Remove what a killed fit left half-written in ``out``."""
+    remove_stale_temporaries(out, FILES)
+
+
+class RunLock:
+    """An exclusive advisory lock on ``out/.lock`` while a fit runs there.
+
+    The operating system drops the lock when the process ends, however it ends,
+    so a killed fit never leaves the folder locked.  A second fit gets a
+    UsageError naming the process that holds it.
+    """
+
+    def __init__(self, out: str):
+        self.path = os.path.join(out, LOCK)
+        self.file = None
+
+    def __enter__(self) -> "RunLock":
+        try:
+            import fcntl
+        except ImportError:  # not a POSIX system: no lock, as before
+            return self
+        file = open(self.path, "a+")
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            holder = file.read().strip() or "another process"
+            file.close()
+            raise UsageError(f"another fit is running in {os.path.dirname(self.path)} (process {holder}); "
+                             "wait for it to finish, or choose another --out") from None
+        file.seek(0)
+        file.truncate()
+        file.write(str(os.getpid()))
+        file.flush()
+        self.file = file
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.file is not None:
+            self.file.close()  # closing releases the lock
+            self.file = None

@@ -1,0 +1,107 @@
+"""What ``ironlearn fit`` accepts, and the checks that need no file: :class:`FitOptions`, :func:`validate`."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from .presets import OPTIONS, PRESETS
+
+SCHEDULES = ("cosine", "constant")
+# Upper bounds that catch typos (an extra zero or three) before they cost hours or all the memory;
+# the model options carry their own (presets.OPTIONS).
+LIMITS = {"steps": 10**9, "checkpoint_every": 10**9, "snapshot_every": 10**9, "time_budget": 30 * 86400,
+          "lr": 10.0}
+
+
+class UsageError(ValueError):
+    """Options that cannot work together; the message says which and what to do."""
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """Everything ``ironlearn fit`` accepts; ``None`` means "the preset's choice" (or, on
+    ``--resume``, "what the run used").
+
+    ``model_options`` holds the preset options (``width``, ``levels``, ...: the names of
+    :data:`ironlearn.fitting.presets.OPTIONS`); the rest are the run's own settings.
+    """
+
+    input: str
+    out: str | None = None
+    mode: str | None = None
+    size: object = None  # N (the longest side) or (W, H)
+    model: str | None = None
+    model_options: dict = field(default_factory=dict)
+    steps: int | None = None
+    time_budget: float | None = None
+    lr: float | None = None
+    lr_min: float | None = None
+    schedule: str | None = None  # cosine
+    batch_size: int | None = None  # 0 = full batch
+    seed: int | None = None  # 0
+    device: str = "auto"
+    checkpoint_every: int | None = None
+    snapshot_every: int | None = None
+    resume: bool = False
+    force: bool = False
+    quiet: bool = False
+
+    @property
+    def run_folder(self) -> str:
+        """``out``, or ``runs/<input name>``."""
+        return self.out or os.path.join("runs", os.path.splitext(os.path.basename(self.input))[0])
+
+
+def _flag(name: str) -> str:
+    return OPTIONS[name].flag if name in OPTIONS else "--" + name.replace("_", "-")
+
+
+def _check_positive(name: str, value, integer: bool) -> None:
+    if value is None:
+        return
+    if integer and value < 1:
+        raise UsageError(f"{_flag(name)} must be at least 1 (got {value})")
+    if not integer and not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"{_flag(name)} must be a positive number (got {value})")
+
+
+def _check_limits(options: FitOptions) -> None:
+    given = {name: getattr(options, name) for name in LIMITS}
+    limits = dict(LIMITS)
+    for name, value in options.model_options.items():
+        given[name], limits[name] = value, OPTIONS[name].limit
+    for name, value in given.items():
+        if value is not None and limits[name] is not None and value > limits[name]:
+            raise UsageError(f"{_flag(name)} {value:g} is beyond what makes sense "
+                             f"(at most {limits[name]:g}); check the value")
+
+
+def validate(options: FitOptions) -> None:
+    """Raise :class:`UsageError` for options that are wrong on their own (no file is read)."""
+    unknown = [name for name in options.model_options if name not in OPTIONS]
+    if unknown:
+        raise UsageError(f"unknown model option {unknown[0]!r}: use one of {', '.join(OPTIONS)}")
+    for name in ("steps", "checkpoint_every", "snapshot_every"):
+        _check_positive(name, getattr(options, name), integer=True)
+    for name in ("time_budget", "lr"):
+        _check_positive(name, getattr(options, name), integer=False)
+    for name, value in options.model_options.items():
+        _check_positive(name, value, integer=OPTIONS[name].type is int)
+    _check_limits(options)
+    for name, value in options.model_options.items():
+        valid = OPTIONS[name].choices
+        if value is not None and valid is not None and value not in valid:
+            raise UsageError(f"{_flag(name)} must lie in {valid[0]}..{valid[-1]} (got {value})")
+    if options.lr_min is not None and not (options.lr_min >= 0 and math.isfinite(options.lr_min)):
+        raise UsageError(f"--lr-min must be zero or a positive number (got {options.lr_min})")
+    if options.batch_size is not None and options.batch_size < 0:
+        raise UsageError(f"--batch-size must be positive, or 0 for the full batch (got {options.batch_size})")
+    if options.model is not None and options.model not in PRESETS:
+        raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")
+    if options.schedule not in (None, *SCHEDULES):
+        raise UsageError(f"unknown schedule {options.schedule!r}: use {' or '.join(SCHEDULES)}")
+    if options.resume and options.force:
+        raise UsageError("--resume and --force contradict each other: --resume continues the run, "
+                         "--force starts it over")

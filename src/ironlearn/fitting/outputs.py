@@ -1,0 +1,111 @@
+"""What a fit leaves in its run folder besides the checkpoint: history, plots, pictures, metrics."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+
+from ..files import atomic_write, write_bytes
+from ..image import metrics
+from ..image.io import save_image
+from ..image.render import render
+from ..train import History, checkpoint
+from . import folder
+
+HISTORY_COLUMNS = ["step", "loss", "psnr", "lr", "seconds"]
+
+
+class Recorder(History):
+    """The history rows (step, loss, psnr, lr, seconds), written to ``history.csv``.
+
+    ``psnr`` comes from the step's own loss: exact for full-batch training, an
+    estimate from the batch with mini-batches.
+    """
+
+    def __init__(self, every: int):
+        super().__init__(max(1, every))
+
+    def row(self, trainer) -> dict:
+        loss = trainer.loss
+        return {"step": trainer.step, "loss": loss, "psnr": round(metrics.psnr_from_mse(loss), 4),
+                "lr": trainer.last_lr, "seconds": round(trainer.train_seconds, 4)}
+
+    def write(self, path) -> None:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=HISTORY_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.rows)
+        write_bytes(path, buffer.getvalue().encode())
+
+    def restore(self, path, upto_step: int) -> None:
+        """Load the rows written before, up to ``upto_step`` (a lost history is not worth stopping for)."""
+        if not os.path.isfile(path):
+            return
+        try:
+            with open(path, newline="") as file:
+                rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(file)]
+        except (OSError, ValueError, TypeError):
+            return
+        self.rows = [{**row, "step": int(row["step"])} for row in rows if row["step"] <= upto_step]
+
+
+def run_metrics(plan, trainer, pixels, target, backend) -> dict:
+    """The numbers ``metrics.json`` holds, for the model's ``pixels`` against the ``target``."""
+    result = {
+        "psnr_db": round(metrics.psnr(pixels, target), 3),
+        "steps": trainer.step,
+        "seconds": round(trainer.train_seconds, 3),
+        "params": trainer.model.num_parameters,
+        "pixels": plan.width * plan.height,
+        "model": plan.model,
+        "model_options": plan.model_options,
+        "mode": plan.mode,
+        "width": plan.width,
+        "height": plan.height,
+        "device": backend.device,
+        "batch_size": plan.batch_size or 0,
+        "seed": plan.seed,
+        "final_loss": trainer.loss,
+    }
+    if plan.mode == "binary":
+        result["accuracy"] = round(metrics.binary_accuracy(pixels, target), 6)
+    result.update(backend.memory_stats())
+    return result
+
+
+def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
+    """model.npz, reconstruction.png, timelapse.gif, loss.png, history.csv and metrics.json;
+    returns the metrics."""
+    out, model = plan.out, trainer.model
+    pixels = render(model, plan.width, plan.height, backend)
+    result = run_metrics(plan, trainer, pixels, picture.pixels, backend)
+    settings = {**plan.settings(device=backend.device, train_seconds=trainer.train_seconds), "metrics": result}
+    checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
+    save_image(os.path.join(out, folder.RECONSTRUCTION), pixels)
+    snapshots.write_gif(os.path.join(out, folder.TIMELAPSE))
+    recorder.write(os.path.join(out, folder.HISTORY))
+    plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows)
+    write_bytes(os.path.join(out, folder.METRICS), (json.dumps(result, indent=2) + "\n").encode())
+    return result
+
+
+def plot_history(path, rows) -> None:
+    """Loss (log scale) and PSNR against step, side by side.
+
+    Draws on a bare :class:`~matplotlib.figure.Figure`, so the global backend (a notebook's,
+    say) is never touched.
+    """
+    from matplotlib.figure import Figure
+
+    steps = [r["step"] for r in rows]
+    figure = Figure(figsize=(9, 3.4), dpi=100, layout="constrained")
+    loss_ax, psnr_ax = figure.subplots(1, 2)
+    loss_ax.semilogy(steps, [r["loss"] for r in rows], color="tab:blue")
+    loss_ax.set(xlabel="step", ylabel="loss (MSE)", title="loss")
+    psnr_ax.plot(steps, [r["psnr"] for r in rows], color="tab:orange")
+    psnr_ax.set(xlabel="step", ylabel="PSNR (dB)", title="PSNR")
+    for ax in (loss_ax, psnr_ax):
+        ax.grid(True, alpha=0.3)
+    atomic_write(path, lambda file: figure.savefig(file, format="png"))

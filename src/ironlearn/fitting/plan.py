@@ -1,0 +1,190 @@
+"""The plan: every setting of a fit, resolved once, before anything is built or written.
+
+:func:`resume_options` merges a run's saved settings into the options given on
+``--resume``; :func:`make_plan` turns options and the picture into a frozen
+:class:`RunPlan`.  Both are pure: they read no file, mutate nothing, and raise
+:class:`UsageError` with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from dataclasses import dataclass
+
+from ..optim import constant, warmup_cosine
+from .options import FitOptions, UsageError
+from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
+
+DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
+MIN_STEPS = 10  # a time budget never plans fewer steps than this
+RETRY_LR_FACTOR = 0.3  # after divergence, the learning rate is multiplied by this and the run retried
+
+# Settings a resumed run must share with the run it continues (given differently, they are refused).
+_FIXED = ("model", "mode", "batch_size", "seed", "schedule")
+# Settings a resumed run takes from the run unless given again.
+_INHERITED = ("lr", "lr_min", "checkpoint_every", "snapshot_every")
+
+
+def fingerprint(picture) -> str:
+    """A digest of the pixels actually trained on (after resizing and mode conversion)."""
+    digest = hashlib.sha256(picture.pixels.tobytes())
+    digest.update(f"{picture.pixels.shape}{picture.mode}".encode())
+    return digest.hexdigest()[:16]
+
+
+def resume_options(options: FitOptions, saved: dict) -> FitOptions:
+    """``options`` with what ``--resume`` leaves unset taken from the run's ``saved`` settings.
+
+    Raises UsageError when a setting the run fixed is given with another value.
+    """
+    mismatches, changes = [], {}
+    for name in _FIXED:
+        given, was = getattr(options, name), saved.get(name)
+        if given is None:
+            changes[name] = was
+        elif given != was:
+            mismatches.append(f"--{name.replace('_', '-')} {given} (the run used {was})")
+    saved_model = saved.get("model_options", {})
+    for name, value in options.model_options.items():
+        if value is not None and saved_model.get(name) != value:
+            mismatches.append(f"{OPTIONS[name].flag} {value} (the run used {saved_model.get(name)})")
+    if mismatches:
+        raise UsageError(f"cannot resume with different settings: {'; '.join(mismatches)}; "
+                         "drop them, or use --force to start a new run")
+    changes["model_options"] = dict(saved_model)
+    changes.update({name: saved.get(name) for name in _INHERITED if getattr(options, name) is None})
+    if options.size is None:
+        changes["size"] = tuple(saved["size"])
+    if options.time_budget is None and options.steps is None:  # new --steps: run to them, not to the old budget
+        changes["time_budget"] = saved.get("time_budget")
+    return dataclasses.replace(options, **changes)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Every resolved setting of one fit.
+
+    ``steps`` and ``time_budget`` are totals for the run, across resumes; ``steps`` is None
+    until :meth:`calibrated` sets it from the measured speed.  ``start_step`` and
+    ``prior_seconds`` say where a resumed run stands.
+    """
+
+    input: str
+    out: str
+    fingerprint: str
+    mode: str
+    width: int
+    height: int
+    channels: int
+    model: str
+    model_options: dict
+    lr: float
+    lr_min: float
+    schedule: str
+    batch_size: int | None  # None: the full batch
+    seed: int
+    device: str
+    steps: int | None
+    time_budget: float | None
+    checkpoint_every: int | None = None  # as given; None: from the step count
+    snapshot_every: int | None = None
+    start_step: int = 0
+    prior_seconds: float = 0.0
+    resume: bool = False
+    force: bool = False
+    quiet: bool = False
+
+    @property
+    def preset(self):
+        return PRESETS[self.model]
+
+    # -- derived settings --------------------------------------------------------------------
+    @property
+    def remaining_seconds(self) -> float | None:
+        return None if self.time_budget is None else max(0.0, self.time_budget - self.prior_seconds)
+
+    @property
+    def nothing_left(self) -> bool:
+        """A resumed run that already reached its steps or its time budget."""
+        return self.steps is not None and (self.start_step >= self.steps or self.remaining_seconds == 0.0)
+
+    @property
+    def checkpoint_interval(self) -> int:
+        return self.checkpoint_every or max(50, self.steps // 20)
+
+    @property
+    def snapshot_interval(self) -> int:
+        return self.snapshot_every or max(1, self.steps // 99)
+
+    @property
+    def history_interval(self) -> int:
+        return max(1, self.steps // 500)
+
+    @property
+    def check_interval(self) -> int:
+        """Steps between NaN checks of the loss (each is a device sync on a GPU)."""
+        return max(1, min(100, self.steps // 20))
+
+    def make_schedule(self):
+        """The learning-rate schedule over the whole run."""
+        if self.schedule == "constant":
+            return constant(self.lr)
+        return warmup_cosine(self.lr, min(self.lr_min, self.lr), self.steps)
+
+    # -- the plan changes only by making a new one ---------------------------------------------
+    def calibrated(self, seconds_per_step: float) -> "RunPlan":
+        """This plan with as many steps as the time budget allows at ``seconds_per_step``."""
+        return dataclasses.replace(self, steps=max(MIN_STEPS, int(self.time_budget / seconds_per_step)))
+
+    def gentler(self) -> "RunPlan":
+        """This plan with the learning rates lowered for a retry after divergence."""
+        return dataclasses.replace(self, lr=self.lr * RETRY_LR_FACTOR, lr_min=self.lr_min * RETRY_LR_FACTOR)
+
+    def settings(self, *, device: str, train_seconds: float) -> dict:
+        """What a checkpoint stores, so that ``--resume`` can rebuild this plan."""
+        return {"input": os.path.abspath(self.input), "fingerprint": self.fingerprint, "mode": self.mode,
+                "size": [self.width, self.height], "model": self.model, "model_options": self.model_options,
+                "lr": self.lr, "lr_min": self.lr_min, "schedule": self.schedule, "batch_size": self.batch_size or 0,
+                "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "device": device,
+                "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
+                "train_seconds": train_seconds}
+
+
+def _batch_size(options: FitOptions, preset, points: int) -> int | None:
+    batch = preset.batch_size if options.batch_size is None else (options.batch_size or None)
+    return None if batch is not None and batch >= points else batch
+
+
+def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_step: int = 0) -> RunPlan:
+    """Resolve ``options`` (already merged with :func:`resume_options` on ``--resume``) for ``picture``.
+
+    ``saved`` is the run's saved settings on ``--resume`` (its image and step count).
+    """
+    print_ = fingerprint(picture)
+    if saved is not None and saved.get("fingerprint") != print_:
+        raise UsageError(f"{options.input} is not the image the run in {options.run_folder} was trained on "
+                         f"({saved.get('input')}); use --force to start a new run")
+    preset = PRESETS[options.model or DEFAULT_PRESET]
+    try:
+        model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.channels)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    time_budget = options.time_budget
+    if options.steps is not None:
+        steps = options.steps
+    elif saved is not None:
+        steps = int(saved["steps"])
+    else:
+        steps, time_budget = None, time_budget or DEFAULT_TIME_BUDGET
+    return RunPlan(
+        input=options.input, out=options.run_folder, fingerprint=print_, mode=picture.mode,
+        width=picture.width, height=picture.height, channels=picture.channels, model=preset.name,
+        model_options=model_options, lr=preset.lr if options.lr is None else options.lr,
+        lr_min=preset.lr_min if options.lr_min is None else options.lr_min, schedule=options.schedule or "cosine",
+        batch_size=_batch_size(options, preset, picture.width * picture.height),
+        seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,
+        time_budget=time_budget, checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
+        start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
+        resume=options.resume, force=options.force, quiet=options.quiet)

@@ -1,0 +1,166 @@
+"""Image-fitting presets: a network and the training settings that suit it, sized from the picture.
+
+Every option a preset reads is declared once, in :data:`OPTIONS`, with its type,
+its flag and its help; each preset states its defaults.  The command's flags and
+their help text, :class:`~ironlearn.fitting.FitOptions` and the resume check are
+all derived from these two places.
+
+Sizing is pure: :meth:`Preset.resolve` turns the user's options and the picture's
+size into the concrete numbers the network is built from (and saved with).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..nn import presets as nets
+from ..nn.encodings import LOG2_TABLE_SIZES, HashGrid
+
+
+@dataclass(frozen=True)
+class Option:
+    """One model option: ``--flag`` on the command line, ``name`` in the code and the saved run."""
+
+    name: str
+    type: type
+    help: str
+    flag: str = ""
+    metavar: str | None = None
+    limit: float | None = None  # an upper bound that catches typos (an extra zero or three)
+    choices: range | None = None  # the only valid values, when they are few
+
+    def __post_init__(self):
+        if not self.flag:
+            object.__setattr__(self, "flag", "--" + self.name.replace("_", "-"))
+
+
+@dataclass(frozen=True)
+class Auto:
+    """A default chosen from the picture; ``rule`` says how, for ``--help``."""
+
+    rule: str
+
+
+OPTIONS = {o.name: o for o in (
+    Option("width", int, "hidden units per layer", limit=4096),
+    Option("depth", int, "hidden layers", limit=64),
+    Option("w0", float, "sine frequency", limit=1e4),
+    Option("sigma", float, "projection scale", limit=1e4),
+    Option("frequencies", int, "sin/cos pairs", limit=4096),
+    Option("levels", int, "grid levels", limit=32),
+    Option("features", int, "features per vertex", limit=16),
+    Option("log2_table_size", int, "2**T table rows per level", flag="--table-log2", metavar="T",
+           choices=LOG2_TABLE_SIZES),
+    Option("coarsest", int, "cells per side of the first level", limit=65536),
+    Option("finest", int, "cells per side of the last level", limit=65536),
+)}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How to fit a picture with one kind of network.
+
+    ``defaults`` names the options this preset reads, each with a value or an
+    :class:`Auto` rule; ``size`` fills the automatic ones from the picture;
+    ``network`` builds the model from the resolved options.
+    """
+
+    name: str
+    summary: str
+    network: Callable  # (channels, resolved options: dict, rng) -> Sequential
+    lr: float
+    lr_min: float
+    batch_size: int | None = None  # None: full batch
+    defaults: dict = field(default_factory=dict)
+    size: Callable | None = None  # (width_px, height_px, channels, options) -> options, Auto ones filled
+
+    @property
+    def options(self) -> tuple:
+        return tuple(self.defaults)
+
+    def resolve(self, options: dict, width_px: int, height_px: int, channels: int) -> dict:
+        """The options the network is built from: the user's (non-None) values over the
+        preset's defaults, automatic ones sized from the picture.
+
+        Raises ValueError for an option this preset does not take.
+        """
+        given = {k: v for k, v in options.items() if v is not None}
+        unknown = [k for k in given if k not in self.defaults]
+        if unknown:
+            takes = ", ".join(OPTIONS[o].flag for o in self.defaults) or "none"
+            raise ValueError(f"{OPTIONS[unknown[0]].flag} does not apply to --model {self.name} (it takes: {takes})")
+        merged = {k: given.get(k, None if isinstance(v, Auto) else v) for k, v in self.defaults.items()}
+        return self.size(width_px, height_px, channels, merged) if self.size else merged
+
+    def build(self, channels: int, resolved: dict, rng):
+        """The untrained network for ``resolved`` options (from :meth:`resolve`)."""
+        return self.network(channels, resolved, rng)
+
+
+def fourier_sigma(width_px: int, height_px: int) -> float:
+    """Projection scale from the picture size: about one cycle per 100 pixels of the longest side
+    (in cycles per unit of the [-1, 1] coordinates), between 1 and 10."""
+    return float(min(10.0, max(1.0, max(width_px, height_px) / 100)))
+
+
+def _size_fourier(width_px, height_px, channels, o):
+    return {**o, "sigma": o["sigma"] or fourier_sigma(width_px, height_px)}
+
+
+def hashgrid_size(width_px: int, height_px: int, channels: int, o: dict) -> dict:
+    """Grid settings for a picture: the finest level at the picture's resolution, and the largest
+    table (a power of two per level) that keeps the whole model within the pixel count."""
+    finest = o["finest"] or max(width_px, height_px)
+    coarsest = min(o["coarsest"] or max(2, min(16, finest // 16)), finest)
+    levels = o["levels"] or (4 if finest >= 4 * coarsest else 2)
+    features = o["features"] or 2
+    sized = {**o, "levels": levels, "features": features, "coarsest": coarsest, "finest": finest}
+    if o["log2_table_size"]:
+        return sized
+    width, depth = o["width"], o["depth"]
+    head = (levels * features + 1) * width + (depth - 1) * (width + 1) * width + (width + 1) * channels
+    budget = width_px * height_px - head
+    fitting = [t for t in LOG2_TABLE_SIZES
+               if sum(HashGrid.level_shapes(levels, t, coarsest, finest)[1]) * features <= budget]
+    return {**sized, "log2_table_size": max(fitting, default=LOG2_TABLE_SIZES[0])}
+
+
+PRESETS = {p.name: p for p in (
+    Preset("hashgrid", "multiresolution hash grid + two small ReLU layers",
+           lambda c, o, rng: nets.hashgrid(2, c, **o, rng=rng), lr=2e-2, lr_min=2e-4,
+           defaults={"width": 32, "depth": 2,
+                     "levels": Auto("4, or 2 when the finest level is under 4x the coarsest"),
+                     "features": 2,
+                     "log2_table_size": Auto("the largest that keeps the parameters within the pixel count"),
+                     "coarsest": Auto("the finest / 16, between 2 and 16"),
+                     "finest": Auto("the picture's longest side")},
+           size=hashgrid_size),
+    Preset("siren", "sine network (SIREN), w0 = 30", lambda c, o, rng: nets.siren(2, c, **o, rng=rng),
+           lr=1e-3, lr_min=1e-5, batch_size=8192, defaults={"width": 128, "depth": 3, "w0": 30.0}),
+    Preset("fourier", "random Fourier features + ReLU network", lambda c, o, rng: nets.fourier(2, c, **o, rng=rng),
+           lr=2e-3, lr_min=2e-5, batch_size=16384,
+           defaults={"width": 64, "depth": 2, "frequencies": 64,
+                     "sigma": Auto("one cycle per 100 pixels of the longest side, 1 to 10")},
+           size=_size_fourier),
+    Preset("mlp", "ReLU network on raw coordinates (a baseline)", lambda c, o, rng: nets.mlp(2, c, **o, rng=rng),
+           lr=1e-3, lr_min=1e-5, batch_size=8192, defaults={"width": 128, "depth": 3}),
+    Preset("classic", "the original Iron Learn network (tanh, 99k parameters)",
+           lambda c, o, rng: nets.classic(2, c, rng=rng), lr=1e-3, lr_min=1e-5, batch_size=8192),
+)}
+#: The first preset is the default; the rest go from fastest-learning to the baselines (--help's order).
+DEFAULT_PRESET = "hashgrid"
+
+
+def option_help(name: str) -> str:
+    """``--help`` text for a model option: what it is, which presets take it, and their defaults."""
+    takers = [p for p in PRESETS.values() if name in p.defaults]
+    defaults = {p.name: p.defaults[name] for p in takers}
+    if len(set(map(str, defaults.values()))) == 1:
+        value = next(iter(defaults.values()))
+        default = value.rule if isinstance(value, Auto) else f"{value:g}"
+    else:
+        default = ", ".join(f"{p} {v.rule if isinstance(v, Auto) else format(v, 'g')}" for p, v in defaults.items())
+    where = "all but " + ", ".join(p for p in PRESETS if p not in defaults) if len(takers) > 2 else \
+        " and ".join(defaults)
+    return f"{where}: {OPTIONS[name].help} (default: {default})"

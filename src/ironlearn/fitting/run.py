@@ -1,0 +1,254 @@
+"""The fit job, in the order it runs: load, plan, build, train, write outputs.
+
+:func:`fit` is what ``ironlearn fit`` runs once its arguments are parsed; it is
+usable from Python too.  Each step below is a small function; only :func:`fit`
+strings them together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backend import get_backend
+from ..image import metrics
+from ..image.coords import pixel_grid
+from ..image.io import load_picture
+from ..image.timelapse import Snapshots
+from ..nn import mse
+from ..optim import Adam
+from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
+from . import folder
+from .options import FitOptions, UsageError, validate
+from .outputs import Recorder, write_outputs
+from .plan import RunPlan, make_plan, resume_options
+
+CALIBRATION_STEPS = 6
+MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
+CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
+MAX_LOSS = 1e3  # an MSE on [0, 1] pixels above this is an explosion, not training
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the checkpoint is saved; ``resume_command`` continues the run."""
+
+    def __init__(self, step: int, resume_command: str):
+        self.step, self.resume_command = step, resume_command
+        super().__init__(f"interrupted at step {step}; checkpoint saved. Resume with:\n  {resume_command}")
+
+
+def fit(options: FitOptions, *, log=print) -> dict:
+    """Run the fit described by ``options``; returns the metrics written to ``metrics.json``.
+
+    Raises
+    ------
+    UsageError, InputError, CheckpointError, BackendError
+        Bad options or files (the CLI turns them into exit code 2).
+    Interrupted
+        After Ctrl-C, once the checkpoint is saved.
+    DivergenceError
+        When the loss stays non-finite after the retries (the last good checkpoint is kept).
+    """
+    validate(options)
+    if not options.resume:
+        return _fit(options, None, log)
+    path = folder.check_resumable(options.run_folder)
+    with folder.RunLock(options.run_folder):  # before reading: a fit running there would change the file
+        return _fit(options, checkpoint.load(path), log)
+
+
+def _fit(options: FitOptions, saved, log) -> dict:
+    if saved is not None:
+        options = resume_options(options, saved.settings)
+    picture = load_picture(options.input, mode=options.mode, size=options.size)
+    plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
+    if not plan.resume:
+        folder.check_new(plan.out, force=plan.force)
+    backend = get_backend(plan.device, notify=None if plan.quiet else log)
+    if plan.resume:
+        return _run(plan, picture, saved, backend, log)
+    folder.create(plan.out)  # only now, when nothing above can fail, touch the disk
+    with folder.RunLock(plan.out):
+        folder.check_new(plan.out, force=plan.force)  # again: another fit may have begun here meanwhile
+        return _run(plan, picture, None, backend, log)
+
+
+def _run(plan: RunPlan, picture, saved, backend, log) -> dict:
+    folder.clean(plan.out)
+    job = build(plan, picture, saved, backend)
+    if job.plan.nothing_left:
+        log(nothing_left_message(job.plan))
+    else:
+        if not plan.quiet:
+            log(start_message(job))
+        train(job, log)
+    result = write_outputs(job.plan, job.trainer, picture, backend, job.recorder, job.snapshots)
+    folder.clean(plan.out)
+    return result
+
+
+# -- build -------------------------------------------------------------------------------------
+@dataclass
+class Job:
+    """A fit ready to train: the plan (replaced, never edited, on a retry) and what it built."""
+
+    plan: RunPlan
+    backend: object
+    trainer: Trainer
+    recorder: Recorder
+    snapshots: Snapshots
+    rollback: Rollback
+
+    def settings(self, trainer) -> dict:
+        return self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds)
+
+    def retry_gentler(self) -> None:
+        """Back to the state last saved, with lower learning rates (saved with the run from now on)."""
+        self.rollback.restore(self.trainer)
+        self.plan = self.plan.gentler()
+        self.trainer.optimizer.schedule = self.plan.make_schedule()
+        self.recorder.forget_after(self.trainer.step)
+        self.snapshots.forget_after(self.trainer.step)
+
+
+def build(plan: RunPlan, picture, saved, backend) -> Job:
+    """The model, data, optimizer, trainer and callbacks for ``plan`` (calibrating its step count
+    when only a time budget was given)."""
+    model = (saved.model if saved is not None else new_model(plan)).to(backend)
+    x = backend.asarray(pixel_grid(plan.width, plan.height))
+    y = backend.asarray(picture.pixels.reshape(-1, plan.channels))
+    if plan.steps is None:
+        plan = plan.calibrated(calibrate(model, x, y, plan.batch_size, plan.seed))
+    params = model.named_parameters()
+    optimizer = saved.optimizer(params) if saved is not None else Adam(params)
+    optimizer.schedule = plan.make_schedule()
+    trainer = Trainer(model, optimizer, mse, x, y, batch_size=plan.batch_size, seed=plan.seed,
+                      check_every=plan.check_interval, max_loss=MAX_LOSS)
+    trainer.train_seconds = plan.prior_seconds
+    recorder, snapshots = _records(plan, model, backend)
+    rollback = Rollback(_save_trigger(plan))
+    rollback.remember(trainer)
+    job = Job(plan, backend, trainer, recorder, snapshots, rollback)
+    checkpointer = Checkpointer(
+        os.path.join(plan.out, folder.CHECKPOINT), trigger=_save_trigger(plan), settings=job.settings,
+        then=[lambda _: recorder.write(os.path.join(plan.out, folder.HISTORY)),
+              lambda _: snapshots.save(os.path.join(plan.out, folder.FRAMES))])
+    trainer.callbacks = [recorder, snapshots, checkpointer, rollback]
+    return job
+
+
+def new_model(plan: RunPlan):
+    try:
+        return plan.preset.build(plan.channels, plan.model_options, np.random.default_rng(plan.seed))
+    except ValueError as exc:
+        raise UsageError(f"cannot build --model {plan.model}: {exc}") from None
+
+
+def _save_trigger(plan: RunPlan) -> Every:
+    return Every(plan.checkpoint_interval, CHECKPOINT_SECONDS, since=plan.prior_seconds)
+
+
+def _records(plan: RunPlan, model, backend) -> tuple[Recorder, Snapshots]:
+    """The history and the time-lapse, continued from the run folder on a resume."""
+    recorder = Recorder(plan.history_interval)
+    snapshots = Snapshots(plan.snapshot_interval, plan.width, plan.height, backend)
+    if plan.resume:
+        recorder.restore(os.path.join(plan.out, folder.HISTORY), plan.start_step)
+        snapshots.restore(os.path.join(plan.out, folder.FRAMES), plan.start_step)
+    if not snapshots.frames:
+        snapshots.capture(model, plan.start_step)
+    return recorder, snapshots
+
+
+def calibrate(model, x, y, batch_size: int | None, seed: int, loss=mse) -> float:
+    """Seconds per training step of ``model`` on ``(x, y)``, measured on a throwaway copy
+    (the real run starts untouched)."""
+    probe = copy.deepcopy(model)
+    trainer = Trainer(probe, Adam(probe.named_parameters(), lr=1e-9), loss, x, y, batch_size=batch_size,
+                      seed=seed, check_every=0)
+    trainer.run(2)
+    trainer.loss  # noqa: B018  (a sync, so the timing below is real on a GPU)
+    t0 = time.perf_counter()
+    trainer.run(CALIBRATION_STEPS)
+    trainer.loss  # noqa: B018
+    return max((time.perf_counter() - t0) / (CALIBRATION_STEPS - 2), 1e-6)
+
+
+# -- train -------------------------------------------------------------------------------------
+def train(job: Job, log) -> None:
+    """Train to the plan's steps or time budget; after divergence, roll back and retry more gently.
+
+    Raises Interrupted after Ctrl-C (the checkpoint is saved) and DivergenceError when the
+    retries run out.
+    """
+    trainer = job.trainer
+    progress = Progress(job.plan.steps, job.plan.start_step, plain=job.plan.quiet or not sys.stderr.isatty(),
+                        describe=lambda t: f"PSNR {metrics.psnr_from_mse(t.loss):.2f} dB")
+    trainer.callbacks.append(progress)
+    with stop_on_sigint(trainer) as interrupted:
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                trainer.run(job.plan.steps, time_budget=job.plan.remaining_seconds)
+                break
+            except DivergenceError as exc:
+                if attempt == MAX_RETRIES:
+                    progress.close()
+                    raise DivergenceError(exc.step, exc.loss, exc.lr) from None
+                job.retry_gentler()
+                log(f"loss became {exc.loss:.3g} at step {exc.step}; rolled back to step {trainer.step}, "
+                    f"retrying with learning rate {job.plan.lr:.3g} ({attempt + 1} of {MAX_RETRIES})")
+    if interrupted:
+        raise Interrupted(trainer.step, resume_command(job.plan))
+
+
+@contextlib.contextmanager
+def stop_on_sigint(trainer):
+    """While inside: the first Ctrl-C lets the step in flight finish and stops the run (which then
+    saves); a second one stops at once.  Yields a list that is non-empty once Ctrl-C came."""
+    interrupted = []
+
+    def on_sigint(signum, frame):
+        if interrupted:
+            raise KeyboardInterrupt
+        interrupted.append(signum)
+        trainer.request_stop()
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# -- what the user reads -----------------------------------------------------------------------
+def start_message(job: Job) -> str:
+    plan = job.plan
+    budget = f" or {plan.time_budget:g} s" if plan.time_budget else ""
+    return (f"fitting {plan.input} ({plan.width}x{plan.height} {plan.mode}) with {plan.model}, "
+            f"{job.trainer.model.num_parameters:,} parameters, on {job.backend.device}; "
+            f"{plan.steps:,} steps{budget} -> {plan.out}")
+
+
+def nothing_left_message(plan: RunPlan) -> str:
+    if plan.start_step >= plan.steps:
+        where = f"it is at step {plan.start_step:,} and was asked for {plan.steps:,}"
+    else:
+        where = f"it has trained {plan.prior_seconds:.1f} s of its {plan.time_budget:g} s budget"
+    return (f"nothing left to train in {plan.out}: {where}; outputs written again "
+            f"(give --steps above {plan.start_step:,} to train further)")
+
+
+def resume_command(plan: RunPlan) -> str:
+    return f"ironlearn fit {shlex.quote(plan.input)} --out {shlex.quote(plan.out)} --resume"
