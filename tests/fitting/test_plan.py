@@ -1,0 +1,150 @@
+"""The plan step on its own: pure functions from options (and a saved run) to a frozen RunPlan."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ironlearn.fitting import FitOptions, UsageError, make_plan, resume_options
+from ironlearn.fitting.options import validate
+from ironlearn.fitting.plan import DEFAULT_TIME_BUDGET, fingerprint
+from ironlearn.fitting.presets import PRESETS, hashgrid_size
+from ironlearn.image.io import Picture
+from ironlearn.nn import HashGrid
+from ironlearn.nn.encodings import LOG2_TABLE_SIZES
+from ironlearn.optim import warmup_steps
+
+
+def picture(width=64, height=48, channels=1, mode="gray"):
+    pixels = np.random.default_rng(0).uniform(size=(height, width, channels)).astype(np.float32)
+    return Picture(pixels=pixels, mode=mode, source="p.png")
+
+
+def saved_settings(pic, **changes):
+    plan = make_plan(FitOptions("p.png", out="run", steps=100, batch_size=300), pic)
+    return {**plan.settings(device="cpu", train_seconds=12.5), **changes}
+
+
+def test_plan_resolves_every_default():
+    plan = make_plan(FitOptions("p.png"), picture())
+    assert plan.model == "hashgrid" and plan.seed == 0 and plan.schedule == "cosine"
+    assert plan.lr == PRESETS["hashgrid"].lr and plan.batch_size is None
+    assert plan.steps is None and plan.time_budget == DEFAULT_TIME_BUDGET  # calibrated later
+    assert plan.out == "runs/p" and plan.start_step == 0 and plan.prior_seconds == 0.0
+    assert plan.model_options["finest"] == 64 and plan.model_options["log2_table_size"] in LOG2_TABLE_SIZES
+
+
+def test_plan_is_frozen_and_never_mutates_its_input():
+    options = FitOptions("p.png", model_options={"width": 8})
+    before = dataclasses.asdict(options)
+    plan = make_plan(options, picture())
+    assert dataclasses.asdict(options) == before
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.lr = 1.0
+    gentler = plan.gentler()
+    assert gentler.lr == pytest.approx(0.3 * plan.lr) and plan.lr == PRESETS["hashgrid"].lr
+
+
+def test_a_batch_as_large_as_the_picture_is_the_full_batch():
+    assert make_plan(FitOptions("p.png", model="siren"), picture(32, 32)).batch_size is None  # 8192 >= 1024
+    assert make_plan(FitOptions("p.png", batch_size=100), picture(32, 32)).batch_size == 100
+    assert make_plan(FitOptions("p.png", model="siren", batch_size=0), picture(200, 200)).batch_size is None
+
+
+def test_calibration_fills_the_steps_from_the_time_budget():
+    plan = make_plan(FitOptions("p.png", time_budget=10), picture())
+    assert plan.calibrated(0.01).steps == 1000
+    assert plan.calibrated(100.0).steps == 10  # never fewer than MIN_STEPS
+
+
+def test_the_schedule_warms_up_by_the_policy_then_anneals():
+    plan = dataclasses.replace(make_plan(FitOptions("p.png"), picture()), steps=4000)
+    schedule = plan.make_schedule()
+    assert schedule.warmup_steps == warmup_steps(4000) == 80
+    assert schedule(0) < schedule(79) == pytest.approx(plan.lr) and schedule(3999) < plan.lr / 10
+    constant = dataclasses.replace(plan, schedule="constant").make_schedule()
+    assert constant(0) == constant(3999) == plan.lr
+
+
+def test_hashgrid_sizing_stays_within_the_pixel_count():
+    # 32x32 is too small for even the smallest table plus the head: it gets the smallest table.
+    assert PRESETS["hashgrid"].resolve({}, 32, 32, 3)["log2_table_size"] == LOG2_TABLE_SIZES[0]
+    for width, height in ((200, 200), (256, 256), (640, 480)):
+        options = PRESETS["hashgrid"].resolve({}, width, height, 3)
+        model = PRESETS["hashgrid"].build(3, options, np.random.default_rng(0))
+        assert model.num_parameters <= width * height
+        assert options["finest"] == max(width, height)
+        # The next table size up would break the budget (the largest that fits was chosen).
+        if options["log2_table_size"] < LOG2_TABLE_SIZES[-1]:
+            bigger = {**options, "log2_table_size": options["log2_table_size"] + 1}
+            assert PRESETS["hashgrid"].build(3, bigger, np.random.default_rng(0)).num_parameters > width * height
+
+
+def test_hashgrid_sizing_keeps_what_the_user_gave():
+    given = {"width": 32, "depth": 2, "levels": 3, "features": 4, "log2_table_size": 10, "coarsest": 8,
+             "finest": 64}
+    assert hashgrid_size(500, 500, 1, given) == given
+    levels = HashGrid.level_shapes(3, 10, 8, 64)[0]
+    assert levels[0] == 8 and levels[-1] == 64
+
+
+def test_options_a_preset_does_not_take_are_refused():
+    with pytest.raises(UsageError, match="--w0 does not apply to --model hashgrid"):
+        make_plan(FitOptions("p.png", model_options={"w0": 3.0}), picture())
+
+
+def test_validate_checks_ranges_with_the_flag_names():
+    for options, message in ((FitOptions("p", model_options={"log2_table_size": 40}), "--table-log2 must lie in 6..24"),
+                             (FitOptions("p", steps=0), "--steps must be at least 1"),
+                             (FitOptions("p", model_options={"width": 10**5}), "beyond what makes sense"),
+                             (FitOptions("p", resume=True, force=True), "contradict")):
+        with pytest.raises(UsageError, match=message):
+            validate(options)
+
+
+# -- the resume merge ----------------------------------------------------------------------------
+def test_resume_takes_unset_settings_from_the_run():
+    pic = picture()
+    saved = saved_settings(pic, lr=0.006)  # a run that had to lower its rate
+    merged = resume_options(FitOptions("p.png", out="run", resume=True), saved)
+    assert merged.lr == 0.006 and merged.batch_size == 300 and merged.seed == 0 and merged.size == (64, 48)
+    assert merged.model_options == saved["model_options"]
+    plan = make_plan(merged, pic, saved, start_step=40)
+    assert plan.steps == 100 and plan.start_step == 40 and plan.prior_seconds == 12.5 and plan.lr == 0.006
+
+
+def test_resume_refuses_settings_that_differ_and_names_them():
+    pic = picture()
+    saved = saved_settings(pic)
+    with pytest.raises(UsageError, match=r"--model siren \(the run used hashgrid\).*--levels 7"):
+        resume_options(FitOptions("p.png", model="siren", model_options={"levels": 7}), saved)
+    with pytest.raises(UsageError, match="not the image"):
+        make_plan(resume_options(FitOptions("q.png", resume=True), saved), picture(channels=3, mode="rgb"), saved)
+
+
+def test_new_steps_on_resume_drop_the_old_time_budget():
+    pic = picture()
+    saved = saved_settings(pic, time_budget=30.0)
+    assert resume_options(FitOptions("p.png"), saved).time_budget == 30.0
+    assert resume_options(FitOptions("p.png", steps=500), saved).time_budget is None
+
+
+@pytest.mark.parametrize("options,start,seconds,left", [
+    (FitOptions("p.png"), 100, 0.0, False),                       # finished run: nothing left
+    (FitOptions("p.png", steps=80), 100, 0.0, False),             # asked for fewer steps than done
+    (FitOptions("p.png", time_budget=10.0), 50, 12.0, False),     # its time budget is spent
+    (FitOptions("p.png", steps=150), 100, 0.0, True),
+    (FitOptions("p.png", time_budget=20.0), 50, 12.0, True),
+])
+def test_a_resumed_run_knows_when_nothing_is_left(options, start, seconds, left):
+    pic = picture()
+    saved = saved_settings(pic, train_seconds=seconds)
+    plan = make_plan(resume_options(dataclasses.replace(options, resume=True), saved), pic, saved, start_step=start)
+    assert plan.nothing_left is not left
+
+
+def test_fingerprint_follows_the_pixels():
+    a, b = picture(), picture()
+    assert fingerprint(a) == fingerprint(b)
+    b.pixels[0, 0, 0] += 0.5
+    assert fingerprint(a) != fingerprint(b)

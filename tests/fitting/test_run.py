@@ -1,0 +1,118 @@
+"""The fit job's steps: resuming with nothing left, the run-folder lock, outputs, exit codes."""
+
+import json
+import shutil
+
+import matplotlib
+import pytest
+from PIL import Image
+
+from helpers import make_picture, run_cli
+from ironlearn.cli import ExitCode, main
+from ironlearn.fitting import folder
+from ironlearn.fitting.outputs import plot_history
+from ironlearn.image import InputError, load_picture
+from ironlearn.train import load_checkpoint
+
+QUICK = ["--quiet", "--device", "cpu", "--width", "16", "--depth", "1"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """Two finished runs: ``run`` reached its 30 steps, ``timed`` its 0.3 s time budget."""
+    base = tmp_path_factory.mktemp("finished")
+    picture = make_picture(base / "disc.png")
+    assert main(["fit", str(picture), "--out", str(base / "run"), "--steps", "30", *QUICK]) == 0
+    assert main(["fit", str(picture), "--out", str(base / "timed"), "--steps", "100000", "--time-budget", "0.3",
+                 *QUICK]) == 0
+    return base
+
+
+@pytest.fixture
+def run(finished_run, tmp_path):
+    shutil.copytree(finished_run, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "run"
+
+
+@pytest.mark.parametrize("name,extra,expected", [
+    ("run", [], "is at step 30 and was asked for 30"),                  # a finished run, resumed as it is
+    ("run", ["--steps", "20"], "is at step 30 and was asked for 20"),   # fewer steps than it has done
+    ("timed", [], "of its 0.3 s budget"),                               # its time budget is spent
+    ("timed", ["--time-budget", "0.1"], "of its 0.1 s budget"),         # a smaller budget than it used
+])
+def test_a_resume_with_nothing_left_writes_the_outputs_and_says_so(run, capsys, name, extra, expected):
+    run = run.parent / name
+    steps = load_checkpoint(run / "checkpoint.npz").step
+    (run / "metrics.json").unlink()
+    code, _, err = run_cli(capsys, "fit", run.parent / "disc.png", "--out", run, "--resume", "--quiet", *extra)
+    assert code == ExitCode.OK, err
+    lines = err.strip().splitlines()
+    assert expected in lines[0] and "nothing left to train" in lines[0] and "Traceback" not in err
+    assert json.loads((run / "metrics.json").read_text())["steps"] == steps
+    assert load_checkpoint(run / "checkpoint.npz").step == steps
+
+
+def test_a_second_fit_in_a_locked_folder_is_refused(run, capsys):
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    with folder.RunLock(str(run)):
+        for args in (["--resume", "--steps", 60], ["--force", "--steps", 5]):
+            code, _, err = run_cli(capsys, "fit", run.parent / "disc.png", "--out", run, *args, *QUICK)
+            assert code == ExitCode.USAGE and "another fit is running" in err and err.count("\n") == 1, err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    # Released when its holder ends (here: leaves the block), so the next fit goes ahead.
+    assert run_cli(capsys, "fit", run.parent / "disc.png", "--out", run, "--resume", "--steps", 35, *QUICK)[0] == 0
+
+
+def test_a_killed_holder_leaves_no_stale_lock(run, capsys):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from ironlearn.fitting.folder import RunLock\n"
+                               f"with RunLock({str(run)!r}):\n print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, _, err = run_cli(capsys, "fit", run.parent / "disc.png", "--out", run, "--resume", "--steps", 35, *QUICK)
+        assert code == ExitCode.USAGE and f"process {holder.pid}" in err
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run_cli(capsys, "fit", run.parent / "disc.png", "--out", run, "--resume", "--steps", 35, *QUICK)[0] == 0
+
+
+def test_the_run_folder_lists_every_file_fit_writes(run):
+    written = {p.name for p in run.iterdir()}
+    assert written == set(folder.FILES) | {folder.LOCK}
+
+
+def test_plot_history_leaves_the_matplotlib_backend_alone(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("plot_history switched the global matplotlib backend")
+
+    monkeypatch.setattr(matplotlib, "use", refuse)
+    rows = [{"step": s, "loss": 1.0 / s, "psnr": 10.0 + s} for s in range(1, 20)]
+    plot_history(tmp_path / "loss.png", rows)
+    with Image.open(tmp_path / "loss.png") as image:
+        assert image.size[0] > 100
+
+
+def test_an_unreadable_file_says_permission_denied(tmp_path, monkeypatch):
+    picture = make_picture(tmp_path / "disc.png")
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Image, "open", denied)
+    with pytest.raises(InputError, match="permission denied"):
+        load_picture(picture)
+    monkeypatch.undo()
+    csv = tmp_path / "p.csv"
+    csv.write_text("x,y,pixel_value\n0,0,1\n")
+    monkeypatch.setattr("builtins.open", denied)
+    with pytest.raises(InputError, match="permission denied"):
+        load_picture(csv)
+
+
+def test_exit_codes_are_one_enum():
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 130]
+    assert [c.name for c in ExitCode] == ["OK", "FAILED", "USAGE", "INTERRUPTED"]
