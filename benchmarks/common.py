@@ -37,7 +37,7 @@ def skimage_picture(name: str, size: int, mode: str) -> Picture:
     image = Image.fromarray(array).resize((size, size), Image.LANCZOS)
     pixels = np.asarray(image, np.float32) / 255.0
     pixels = pixels[..., None] if pixels.ndim == 2 else pixels
-    return Picture(pixels=pixels if mode != "gray" or pixels.shape[2] == 1 else pixels.mean(-1, keepdims=True),
+    return Picture(values=pixels if mode != "gray" or pixels.shape[2] == 1 else pixels.mean(-1, keepdims=True),
                    mode=mode, source=name)
 
 

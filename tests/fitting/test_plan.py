@@ -17,7 +17,7 @@ from ironlearn.optim import warmup_steps
 
 def picture(width=64, height=48, channels=1, mode="gray"):
     pixels = np.random.default_rng(0).uniform(size=(height, width, channels)).astype(np.float32)
-    return Picture(pixels=pixels, mode=mode, source="p.png")
+    return Picture(values=pixels, mode=mode, source="p.png")
 
 
 def saved_settings(pic, **changes):
@@ -146,5 +146,5 @@ def test_a_resumed_run_knows_when_nothing_is_left(options, start, seconds, left)
 def test_fingerprint_follows_the_pixels():
     a, b = picture(), picture()
     assert fingerprint(a) == fingerprint(b)
-    b.pixels[0, 0, 0] += 0.5
+    b.values[0, 0, 0] += 0.5
     assert fingerprint(a) != fingerprint(b)

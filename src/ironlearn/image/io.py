@@ -22,7 +22,7 @@ from ..files import atomic_write
 
 MODES = ("binary", "gray", "rgb")
 MIN_SIDE = 4
-#: Declared sizes above this are refused before decoding (decompression bombs).
+#: Declared sizes above this are refused before decoding (decompression bombs); ``--max-pixels`` raises it.
 MAX_PIXELS = 100_000_000
 CSV_SUFFIXES = (".csv", ".txt")
 
@@ -33,23 +33,38 @@ class InputError(ValueError):
 
 @dataclass
 class Picture:
-    """A picture ready to fit: ``pixels`` ``(h, w, c)`` float32 in [0, 1] (1 = white)."""
+    """A picture ready to fit, kept as compactly as its mode allows.
 
-    pixels: np.ndarray
+    ``values`` is ``(h, w, c)``: uint8 (0-255) for an 8-bit file used as it is, float32
+    (0-1) where resizing, a colour conversion or a 16-bit file needs the precision.
+    :attr:`pixels` and :meth:`band` give float32 intensities in [0, 1] (1 = white).
+    """
+
+    values: np.ndarray
     mode: str
     source: str
 
     @property
     def height(self) -> int:
-        return self.pixels.shape[0]
+        return self.values.shape[0]
 
     @property
     def width(self) -> int:
-        return self.pixels.shape[1]
+        return self.values.shape[1]
 
     @property
     def channels(self) -> int:
-        return self.pixels.shape[2]
+        return self.values.shape[2]
+
+    def band(self, rows: slice = slice(None)) -> np.ndarray:
+        """Rows ``rows`` as float32 intensities in [0, 1]: ``(n_rows, w, c)``."""
+        values = self.values[rows]
+        return values.astype(np.float32) / np.float32(255.0) if values.dtype == np.uint8 else values
+
+    @property
+    def pixels(self) -> np.ndarray:
+        """The whole picture as float32 in [0, 1] (a copy for uint8 pictures: mind large ones)."""
+        return self.band()
 
 
 # -- sizes -----------------------------------------------------------------------------
@@ -79,26 +94,35 @@ def scaled_size(width: int, height: int, size, *, enlarge: bool = True) -> tuple
 
 
 # -- images ------------------------------------------------------------------------------
-def _open(path: str) -> Image.Image:
+def _megapixels(pixels: int) -> str:
+    return f"{pixels / 1e6:g} MP"
+
+
+def _open(path: str, max_pixels: int = MAX_PIXELS) -> Image.Image:
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
     if os.path.isdir(path):
         raise InputError(f"{path} is a folder; give an image or pixel CSV file")
     if os.path.getsize(path) == 0:
         raise InputError(f"{path} is empty; give an image file (PNG, JPEG, WebP, BMP, ...)")
+    guard = Image.MAX_IMAGE_PIXELS
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            # Pillow's decompression-bomb guard, set to our own limit: it checks the declared size
+            # before decoding; past twice the limit Pillow refuses, past it we do (below).
+            Image.MAX_IMAGE_PIXELS = max_pixels
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(path)
             width, height = image.size
-            if width * height > MAX_PIXELS:
+            if width * height > max_pixels:
                 raise InputError(f"{path} declares {width}x{height} pixels, more than ironlearn reads "
-                                 f"({MAX_PIXELS // 1_000_000} MP); resize it first")
+                                 f"({_megapixels(max_pixels)}); resize it first, or raise --max-pixels")
             image.load()
     except InputError:
         raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise InputError(f"{path} declares an enormous size (a decompression bomb?); resize it first") from None
+    except Image.DecompressionBombError:
+        raise InputError(f"{path} declares an enormous size (a decompression bomb?); resize it first, "
+                         "or raise --max-pixels") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or copy it") from None
     except UnidentifiedImageError:
@@ -106,76 +130,87 @@ def _open(path: str) -> Image.Image:
                          "or a pixel CSV (.csv)") from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise InputError(f"{path}: the image is truncated or corrupt ({exc}); re-export it") from None
+    finally:
+        Image.MAX_IMAGE_PIXELS = guard
     return image
 
 
-def _to_float(image: Image.Image) -> np.ndarray:
-    """Any Pillow image (palette, alpha, CMYK, 16-bit, animated) -> (h, w, 1 or 3) in [0, 1]."""
-    image = ImageOps.exif_transpose(image)  # also returns frame 0 of an animation
+def _decode(image: Image.Image) -> np.ndarray:
+    """Any Pillow image (palette, alpha, CMYK, 16-bit, animated) -> (h, w, 1 or 3): uint8 0-255
+    for 8-bit images, float32 in [0, 1] for 16-bit and float ones (their precision kept)."""
+    image = ImageOps.exif_transpose(image)  # upright as the camera meant; frame 0 of an animation
     if image.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
-        values = np.asarray(image, dtype=np.float64)
+        values = np.asarray(image, dtype=np.float32)
         peak = 65535.0 if image.mode.startswith("I;16") or values.max(initial=0) > 255 else 255.0
-        return np.clip(values / peak, 0, 1).astype(np.float32)[..., None]
+        values /= np.float32(peak)
+        return np.clip(values, 0, 1, out=values)[..., None]
     has_alpha = image.mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in image.info
     if has_alpha:
         rgba = image.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         image = Image.alpha_composite(background, rgba).convert("RGB")
     elif image.mode in ("1", "L"):
-        return (np.asarray(image.convert("L"), np.float32) / 255.0)[..., None]
+        return np.asarray(image.convert("L"))[..., None]
     else:
         image = image.convert("RGB")
-    rgb = np.asarray(image, np.float32) / 255.0
+    rgb = np.asarray(image)
     if np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 1], rgb[..., 2]):
         return rgb[..., :1].copy()
     return rgb
 
 
-def _resize(pixels: np.ndarray, width: int, height: int) -> np.ndarray:
-    if (width, height) == (pixels.shape[1], pixels.shape[0]):
-        return pixels
+def _as_float(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float32) / np.float32(255.0) if values.dtype == np.uint8 else values
+
+
+def _resize(values: np.ndarray, width: int, height: int) -> np.ndarray:
+    if (width, height) == (values.shape[1], values.shape[0]):
+        return values
+    pixels = _as_float(values)
     channels = [np.asarray(Image.fromarray(pixels[..., c], "F").resize((width, height), Image.LANCZOS))
                 for c in range(pixels.shape[2])]
     return np.clip(np.stack(channels, axis=-1), 0, 1).astype(np.float32)
 
 
-def to_mode(pixels: np.ndarray, mode: str) -> np.ndarray:
-    """Convert ``(h, w, c)`` intensities to ``mode``; binary thresholds at 128/255 like the original."""
+def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
+    """Convert ``(h, w, c)`` values (uint8 or float32) to ``mode``, keeping uint8 where no arithmetic
+    is needed; binary thresholds at 128/255 like the original (and is stored as uint8 0 or 255)."""
     if mode == "rgb":
-        return pixels if pixels.shape[2] == 3 else np.repeat(pixels, 3, axis=2)
-    gray = pixels if pixels.shape[2] == 1 else (pixels @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]
+        return values if values.shape[2] == 3 else np.repeat(values, 3, axis=2)
+    gray = values if values.shape[2] == 1 else \
+        (_as_float(values) @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]
     if mode == "binary":
-        return (gray >= 128 / 255).astype(np.float32)
-    return gray.astype(np.float32)
+        return np.where(_as_float(gray) >= np.float32(128 / 255), np.uint8(255), np.uint8(0))
+    return gray
 
 
-def load_picture(path, *, mode: str | None = None, size=None) -> Picture:
+def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = MAX_PIXELS) -> Picture:
     """Read an image or pixel CSV, resized to ``size`` and converted to ``mode``.
 
     ``mode`` None means rgb for colour images, gray otherwise (binary for a
-    binary CSV).  ``size`` is N (longest side, aspect kept) or (W, H).
+    binary CSV).  ``size`` is N (longest side, aspect kept) or (W, H).  Files that
+    declare more than ``max_pixels`` are refused before they are decoded.
     """
     path = os.fspath(path)
     if mode is not None and mode not in MODES:
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if path.lower().endswith(CSV_SUFFIXES):
-        pixels, csv_mode = read_pixel_csv(path)
+        values, csv_mode = read_pixel_csv(path)
         mode = mode or csv_mode
     else:
-        image = _open(path)
-        pixels = _to_float(image)
-        mode = mode or ("rgb" if pixels.shape[2] == 3 else "gray")
-    height, width = pixels.shape[:2]
+        values = _decode(_open(path, max_pixels))
+        mode = mode or ("rgb" if values.shape[2] == 3 else "gray")
+    height, width = values.shape[:2]
     if min(width, height) < MIN_SIDE:
         raise InputError(f"{path} is {width}x{height} pixels; ironlearn needs at least {MIN_SIDE}x{MIN_SIDE}")
     target_w, target_h = scaled_size(width, height, size)
     if min(target_w, target_h) < MIN_SIDE:
         raise InputError(f"--size gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side")
-    if target_w * target_h > MAX_PIXELS:
+    if target_w * target_h > max_pixels:
         raise InputError(f"--size gives {target_w}x{target_h} pixels, more than ironlearn reads "
-                         f"({MAX_PIXELS // 1_000_000} MP); choose a smaller size")
-    pixels = to_mode(_resize(pixels, target_w, target_h), mode)
-    return Picture(pixels=np.ascontiguousarray(pixels), mode=mode, source=path)
+                         f"({_megapixels(max_pixels)}); choose a smaller size or raise --max-pixels")
+    values = to_mode(_resize(values, target_w, target_h), mode)
+    return Picture(values=np.ascontiguousarray(values), mode=mode, source=path)
 
 
 def to_uint8(pixels: np.ndarray) -> np.ndarray:
@@ -199,7 +234,7 @@ def write_pixel_csv(path, picture: Picture) -> None:
     height, width = picture.height, picture.width
     ys, xs = np.divmod(np.arange(height * width), width)
     if picture.mode == "binary":
-        header, values = "x,y,pixel_value", (picture.pixels[..., 0] < 0.5).astype(np.int64).reshape(-1, 1)
+        header, values = "x,y,pixel_value", (picture.band()[..., 0] < 0.5).astype(np.int64).reshape(-1, 1)
     elif picture.mode == "gray":
         header, values = "x,y,pixel_value", to_uint8(picture.pixels).astype(np.int64).reshape(-1, 1)
     else:

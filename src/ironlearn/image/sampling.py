@@ -1,0 +1,159 @@
+"""Training batches drawn from a picture of any size: positions anywhere inside it, targets
+interpolated from its pixels.
+
+A picture fitted only at its pixel centres leaves the network free between them,
+and a hash grid fills that freedom with a checkerboard that shows in every render
+larger than the picture.  Sampling continuous positions, with targets from a
+reconstruction filter, asks the network for a continuous picture instead (as
+Instant-NGP and tiny-cuda-nn train on images).  At a pixel centre every filter
+here returns the pixel itself.
+
+Each batch is a pure function of ``(seed, step)``: positions come from a
+counter-based hash computed with the array module itself, so a resumed run draws
+the same batches, on the CPU or the GPU, with no host<->device copy.  Memory is
+the picture (kept once, as it was loaded: uint8 or float32) plus one batch; cost
+per step depends on the batch only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import get_array_module
+
+FILTERS = ("bicubic", "bilinear", "centres")
+
+_GOLDEN, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def _mix64(xp, z):
+    """splitmix64's finaliser: a bijection of uint64 whose output bits all depend on every input bit."""
+    z = (z ^ (z >> xp.uint64(30))) * xp.uint64(_MIX1)
+    z = (z ^ (z >> xp.uint64(27))) * xp.uint64(_MIX2)
+    return z ^ (z >> xp.uint64(31))
+
+
+def uniform(xp, seed: int, step: int, shape) -> "np.ndarray":
+    """Uniform float32 numbers in [0, 1) that depend only on ``(seed, step)`` and the position in
+    ``shape``: the same on NumPy and CuPy, and different for every step."""
+    count = int(np.prod(shape))
+    key = int(_mix64(np, np.array([(seed * _GOLDEN + step) % 2**64], dtype=np.uint64))[0])
+    z = xp.arange(count, dtype=xp.uint64) ^ xp.uint64(key)
+    bits = _mix64(xp, z * xp.uint64(_GOLDEN)) >> xp.uint64(40)  # 24 bits: exact in float32
+    return (bits.astype(xp.float32) * np.float32(2.0 ** -24)).reshape(shape)
+
+
+def _keys_weights(t):
+    """Keys' cubic convolution (a = -0.5, the "bicubic" of Pillow and OpenCV) at offsets
+    ``1 + t, t, 1 - t, 2 - t`` from the four taps; ``t`` in [0, 1)."""
+    t2, t3 = t * t, t * t * t
+    return (-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1, -1.5 * t3 + 2 * t2 + 0.5 * t, 0.5 * t3 - 0.5 * t2)
+
+
+def _taps(u, n: int, kind: str, xp):
+    """Indices ``(k, m)`` and weights ``(k, m)`` along one axis for positions ``u`` in pixel units
+    (pixel ``i`` covers ``[i, i + 1)``), clamped at the edges."""
+    u = u - 0.5  # pixel centres at whole numbers
+    base = xp.floor(u)
+    t = u - base
+    base = base.astype(xp.int64)
+    if kind == "bilinear":
+        offsets, weights = (0, 1), (1 - t, t)
+    else:
+        offsets, weights = (-1, 0, 1, 2), _keys_weights(t)
+    index = xp.stack([xp.clip(base + o, 0, n - 1) for o in offsets])
+    return index, xp.stack(weights)
+
+
+class PictureSampler:
+    """Batches of ``(coordinates (n, 2) in [-1, 1], targets (n, channels) in [0, 1])``.
+
+    Parameters
+    ----------
+    values : array ``(height, width, channels)``, uint8 (0-255) or float32 (0-1)
+        The picture, on the device it trains on.  It is read, never copied.
+    batch_size : int
+    seed : int
+    kind : {"bicubic", "bilinear", "centres"}
+        The reconstruction filter between pixels; ``centres`` samples whole pixels only
+        (the picture as a set of points, as full-batch training sees it).
+    """
+
+    def __init__(self, values, batch_size: int, seed: int = 0, kind: str = "bicubic"):
+        if kind not in FILTERS:
+            raise ValueError(f"unknown filter {kind!r}: use one of {', '.join(FILTERS)}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
+        self.values, self.batch_size, self.seed, self.kind = values, int(batch_size), int(seed), kind
+        self.height, self.width, self.channels = values.shape
+        self.scale = np.float32(1 / 255) if values.dtype == np.uint8 else np.float32(1)
+        xp = get_array_module(values)
+        itemsize = values.dtype.itemsize * self.channels
+        # Whole pixels as one-item records: NumPy gathers those ~10x faster than rows of a 2-D array.
+        self._rows = values.reshape(-1).view(np.dtype((np.void, itemsize))) if xp is np else \
+            values.reshape(-1, self.channels)
+
+    @property
+    def pixels(self) -> int:
+        return self.width * self.height
+
+    def __call__(self, step: int):
+        """The batch of ``step``."""
+        px, py = self.positions(step)
+        if self.kind == "centres":
+            xp = get_array_module(px)
+            px, py = xp.floor(px) + np.float32(0.5), xp.floor(py) + np.float32(0.5)
+        return self.coordinates(px, py), self.targets(px, py)
+
+    def positions(self, step: int):
+        """Pixel-unit positions ``(px, py)`` of the batch of ``step``, uniform over the picture.
+
+        Stratified in scan order: sample ``i`` lies in the ``i``-th of ``batch_size`` equal
+        stretches of the picture read row by row, at a random point of it and a random height
+        within its row.  That covers the picture more evenly than independent draws, and the
+        batch reads the picture (and the hash tables) in memory order, which makes the gathers
+        several times faster on a large picture than random order (measured: 56 -> 23 ms for
+        65,536 bicubic samples of a 12-megapixel picture, with the layout below).
+        """
+        xp = get_array_module(self.values)
+        u = uniform(xp, self.seed, step, (2, self.batch_size))
+        stretch = self.pixels / self.batch_size
+        along = (xp.arange(self.batch_size, dtype=xp.float64) + u[0]) * stretch  # float64: exact past 2**24
+        row = xp.minimum(xp.floor(along / self.width), self.height - 1)
+        px = (along - row * self.width).astype(xp.float32)
+        py = row.astype(xp.float32) + u[1]
+        return xp.minimum(px, np.float32(np.nextafter(self.width, 0))), py
+
+    def coordinates(self, px, py):
+        """Pixel-unit positions -> network inputs in [-1, 1] (``x = 2 px / width - 1``)."""
+        xp = get_array_module(px)
+        coords = xp.empty((len(px), 2), dtype=np.float32)
+        coords[:, 0] = px * np.float32(2 / self.width) - np.float32(1)
+        coords[:, 1] = py * np.float32(2 / self.height) - np.float32(1)
+        return coords
+
+    def targets(self, px, py):
+        """The filtered picture at pixel-unit positions: ``(n, channels)`` float32 in [0, 1]."""
+        xp = get_array_module(px)
+        if self.kind == "centres":
+            cols, rows = xp.floor(px).astype(xp.int64), xp.floor(py).astype(xp.int64)
+            return self._gather(rows * self.width + cols) * self.scale
+        ix, wx = _taps(px, self.width, self.kind, xp)  # (k, n)
+        iy, wy = _taps(py, self.height, self.kind, xp)
+        k, n = ix.shape
+        # Sample-major (n, ky, kx): neighbouring samples read neighbouring memory.
+        flat = iy.T[:, :, None] * self.width + ix.T[:, None, :]
+        window = self._gather(flat.reshape(-1)).reshape(n, k, k, self.channels)
+        window *= wx.T[:, None, :, None]  # separable: filter along x, then along y
+        across = window.sum(axis=2)
+        across *= (wy.T * self.scale)[:, :, None]
+        out = across.sum(axis=1)
+        return xp.clip(out, 0, 1, out=out)  # cubic overshoot at hard edges
+
+    def _gather(self, flat):
+        xp = get_array_module(flat)
+        if xp is np:
+            picked = np.take(self._rows, flat).view(self.values.dtype).reshape(len(flat), self.channels)
+        else:
+            picked = self._rows[flat]
+        return picked.astype(np.float32)
