@@ -9,8 +9,7 @@ import os
 
 from ..files import atomic_write, write_bytes
 from ..image import metrics
-from ..image.io import save_image
-from ..image.render import render
+from ..image.render import render_png
 from ..train import History, checkpoint
 from . import folder
 
@@ -51,10 +50,10 @@ class Recorder(History):
         self.rows = [{**row, "step": int(row["step"])} for row in rows if row["step"] <= upto_step]
 
 
-def run_metrics(plan, trainer, pixels, target, backend) -> dict:
-    """The numbers ``metrics.json`` holds, for the model's ``pixels`` against the ``target``."""
+def run_metrics(plan, trainer, score, backend) -> dict:
+    """The numbers ``metrics.json`` holds; ``score`` compared the whole render with the picture."""
     result = {
-        "psnr_db": round(metrics.psnr(pixels, target), 3),
+        "psnr_db": round(score.psnr, 3),
         "steps": trainer.step,
         "seconds": round(trainer.train_seconds, 3),
         "params": trainer.model.num_parameters,
@@ -70,20 +69,25 @@ def run_metrics(plan, trainer, pixels, target, backend) -> dict:
         "final_loss": trainer.loss,
     }
     if plan.mode == "binary":
-        result["accuracy"] = round(metrics.binary_accuracy(pixels, target), 6)
+        result["accuracy"] = round(score.accuracy, 6)
     result.update(backend.memory_stats())
     return result
 
 
 def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     """model.npz, reconstruction.png, timelapse.gif, loss.png, history.csv and metrics.json;
-    returns the metrics."""
+    returns the metrics.
+
+    The reconstruction is rendered at full size in bands, streamed into its PNG and scored
+    against the picture on the way (the PSNR in metrics.json is exact, over every pixel).
+    """
     out, model = plan.out, trainer.model
-    pixels = render(model, plan.width, plan.height, backend)
-    result = run_metrics(plan, trainer, pixels, picture.pixels, backend)
+    score = metrics.BandScore(picture)
+    render_png(model, os.path.join(out, folder.RECONSTRUCTION), plan.width, plan.height, backend, plan.channels,
+               each=score.add, progress=not plan.quiet)
+    result = run_metrics(plan, trainer, score, backend)
     settings = {**plan.settings(device=backend.device, train_seconds=trainer.train_seconds), "metrics": result}
     checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
-    save_image(os.path.join(out, folder.RECONSTRUCTION), pixels)
     snapshots.write_gif(os.path.join(out, folder.TIMELAPSE))
     recorder.write(os.path.join(out, folder.HISTORY))
     plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows)

@@ -21,3 +21,29 @@ def psnr(pred, target) -> float:
 def binary_accuracy(pred, target) -> float:
     """Fraction of pixels on the right side of 0.5."""
     return float(np.mean((np.asarray(pred) > 0.5) == (np.asarray(target) > 0.5)))
+
+
+class BandScore:
+    """PSNR (and, for binary pictures, accuracy) of a render against ``picture``, accumulated band
+    by band, so that no more than one band is ever held in float32.  Exact: the same numbers as
+    :func:`psnr` and :func:`binary_accuracy` on the whole picture."""
+
+    def __init__(self, picture):
+        self.picture = picture
+        self.squared_error, self.correct, self.count = 0.0, 0, 0
+
+    def add(self, row_start: int, pixels) -> None:
+        """Score rendered rows ``row_start ...`` (``(rows, width, channels)`` in [0, 1])."""
+        target = self.picture.band(slice(row_start, row_start + len(pixels)))
+        pred = np.clip(np.asarray(pixels, np.float64), 0.0, 1.0)
+        self.squared_error += float(np.square(pred - target).sum())
+        self.correct += int(np.count_nonzero((pred > 0.5) == (target > 0.5)))
+        self.count += target.size
+
+    @property
+    def psnr(self) -> float:
+        return psnr_from_mse(self.squared_error / self.count)
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.count

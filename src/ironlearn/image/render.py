@@ -12,6 +12,7 @@ import struct
 import zlib
 
 import numpy as np
+from tqdm import tqdm
 
 from ..files import atomic_write
 from .coords import pixel_grid
@@ -68,10 +69,23 @@ def write_png_rows(file, width: int, height: int, channels: int, row_bands) -> N
 
 
 def render_png(model, path, width: int, height: int, backend, channels: int,
-               tile_points: int = TILE_POINTS) -> None:
-    """Render ``model`` at ``width x height`` straight into the PNG at ``path`` (atomically)."""
+               tile_points: int = TILE_POINTS, *, each=None, progress: bool = False) -> None:
+    """Render ``model`` at ``width x height`` straight into the PNG at ``path`` (atomically).
+
+    ``each(row_start, pixels)``, when given, sees every float32 band on its way to the file
+    (to score it against the picture, say).  ``progress`` shows a bar on stderr once the
+    render has taken more than two seconds.
+    """
+    def encoded(bar):
+        for start, pixels in bands(model, width, height, backend, tile_points):
+            if each is not None:
+                each(start, pixels)
+            bar.update(len(pixels))
+            yield to_uint8(pixels)
+
     def write(file):
-        write_png_rows(file, width, height, channels,
-                       (to_uint8(pixels) for _, pixels in bands(model, width, height, backend, tile_points)))
+        with tqdm(total=height, unit="row", delay=2.0, disable=not progress, leave=False,
+                  desc=f"rendering {width}x{height}") as bar:
+            write_png_rows(file, width, height, channels, encoded(bar))
 
     atomic_write(os.fspath(path), write)
