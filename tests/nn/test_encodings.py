@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from conftest import check_layer_gradients
+from helpers import check_layer_gradients
 from ironlearn.nn import FourierFeatures, HashGrid, Linear, Sequential
 from ironlearn.optim import Adam
 

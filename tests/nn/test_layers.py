@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import check_layer_gradients
+from helpers import check_layer_gradients
 from ironlearn.nn import Linear, ReLU, Sigmoid, Sine, Tanh
 from ironlearn.nn import init as initializers
 
