@@ -1,3 +1,6 @@
+import sys
+import types
+
 import numpy as np
 import pytest
 
@@ -47,3 +50,16 @@ def test_seeded_rng_repeats():
     a = be.Backend.rng(7).normal(size=4)
     b = be.Backend.rng(7).normal(size=4)
     np.testing.assert_array_equal(a, b)
+
+
+def test_cupy_is_resolved_once(monkeypatch):
+    # A stand-in CuPy that counts how often it is asked for its GPUs: get_array_module runs
+    # many times per step, and each ask is a CUDA runtime call.
+    asked = []
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: asked.append(1) or 1))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(be, "_cupy", None, raising=False)
+    device_array = type("ndarray", (), {"__module__": "cupy._core.core"})()
+    assert all(be.get_array_module(device_array) is fake for _ in range(5))
+    assert len(asked) == 1

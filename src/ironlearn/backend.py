@@ -25,7 +25,18 @@ class BackendError(RuntimeError):
     """A device was asked for that this machine cannot provide."""
 
 
+_cupy = None  # CuPy once imported and checked; get_array_module asks for it many times per step
+
+
 def _import_cupy():
+    """CuPy, imported and checked for a GPU once per process."""
+    global _cupy
+    if _cupy is None:
+        _cupy = _load_cupy()
+    return _cupy
+
+
+def _load_cupy():
     try:
         import cupy  # the only cupy import in ironlearn
     except Exception as exc:  # ImportError, or a broken CUDA install raising anything
