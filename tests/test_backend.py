@@ -46,12 +46,6 @@ def test_get_array_module_follows_the_array(backend):
     assert be.get_array_module(backend.asarray([1.0])) is backend.xp
 
 
-def test_seeded_rng_repeats():
-    a = be.Backend.rng(7).normal(size=4)
-    b = be.Backend.rng(7).normal(size=4)
-    np.testing.assert_array_equal(a, b)
-
-
 def test_cupy_is_resolved_once(monkeypatch):
     # A stand-in CuPy that counts how often it is asked for its GPUs: get_array_module runs
     # many times per step, and each ask is a CUDA runtime call.

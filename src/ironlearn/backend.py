@@ -106,12 +106,6 @@ class Backend:
         if self.device == "cuda":
             self.xp.cuda.get_current_stream().synchronize()
 
-    # -- randomness ---------------------------------------------------------------
-    @staticmethod
-    def rng(seed) -> np.random.Generator:
-        """A seeded host generator; initial values are drawn on the host, then copied once."""
-        return np.random.default_rng(seed)
-
     def memory_stats(self) -> dict:
         """Bytes held by CuPy's memory pool (empty on the CPU)."""
         if self.device != "cuda":

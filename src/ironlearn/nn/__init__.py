@@ -2,11 +2,11 @@
 
 from .encodings import FourierFeatures, HashGrid
 from .layers import ACTIVATIONS, LAYERS, Layer, Linear, ReLU, Sigmoid, Sine, Tanh, register
-from .losses import LOSSES, bce, mse
+from .losses import bce, mse
 from .model import Sequential
 from .presets import classic, fourier, hashgrid, mlp, siren
 
 __all__ = [
-    "ACTIVATIONS", "FourierFeatures", "HashGrid", "LAYERS", "LOSSES", "Layer", "Linear", "ReLU", "Sequential", "Sigmoid", "Sine",
+    "ACTIVATIONS", "FourierFeatures", "HashGrid", "LAYERS", "Layer", "Linear", "ReLU", "Sequential", "Sigmoid", "Sine",
     "Tanh", "bce", "classic", "fourier", "hashgrid", "mlp", "mse", "register", "siren",
 ]
