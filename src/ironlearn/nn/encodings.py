@@ -37,6 +37,8 @@ class FourierFeatures(Layer):
     ``B`` is a buffer: saved and loaded with the model, never trained.
     """
 
+    _cached = ("_out",)
+
     def __init__(self, in_features: int = 2, frequencies: int = 128, sigma: float = 10.0, *, rng):
         super().__init__()
         if frequencies < 1 or not sigma > 0:
@@ -97,6 +99,8 @@ class HashGrid(Layer):
     features)``, so the optimizers treat it like any other array.  Its gradient
     is scattered with ``bincount``, a vectorised sum per vertex.
     """
+
+    _cached = ("_x",)
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
                  finest: int = 512, *, rng):
