@@ -46,6 +46,25 @@ def test_get_array_module_follows_the_array(backend):
     assert be.get_array_module(backend.asarray([1.0])) is backend.xp
 
 
+def test_an_array_already_on_the_device_is_not_a_transfer(backend):
+    device = backend.asarray(np.ones(3))
+    before = backend.transfers
+    assert backend.asarray(device) is device  # same device and dtype: not even a copy
+    assert backend.transfers == before
+
+
+def test_module_level_conversions_follow_the_target(backend):
+    device = backend.asarray(np.zeros(3))
+    host = be.to_host(device)
+    assert type(host) is np.ndarray and host.dtype == np.float32
+    moved = be.asarray_like(device, np.array([1, 2, 3], np.float64))
+    assert be.get_array_module(moved) is backend.xp and moved.dtype == np.float32
+    back = be.asarray_like(np.zeros(1, np.float64), device)
+    assert type(back) is np.ndarray and back.dtype == np.float64
+    array = np.ones(2, np.float32)
+    assert be.to_host(array) is array and be.asarray_like(array, array) is array
+
+
 def test_cupy_is_resolved_once(monkeypatch):
     # A stand-in CuPy that counts how often it is asked for its GPUs: get_array_module runs
     # many times per step, and each ask is a CUDA runtime call.

@@ -50,10 +50,10 @@ class Layer:
         for name in self._cached:
             setattr(self, name, None)
         for name, value in self.params.items():
-            self.params[name] = backend.asarray(backend.to_host(value))
+            self.params[name] = backend.asarray(value)
             self.grads[name] = backend.xp.zeros_like(self.params[name])
         for name, value in self.buffers.items():
-            self.buffers[name] = backend.asarray(backend.to_host(value))
+            self.buffers[name] = backend.asarray(value)
         return self
 
     def __repr__(self) -> str:

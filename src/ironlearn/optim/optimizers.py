@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..backend import get_array_module
+from ..backend import asarray_like, get_array_module
 from .schedules import constant
 
 
@@ -86,7 +86,7 @@ class Optimizer:
             if tuple(value.shape) != tuple(param.shape):
                 raise ValueError(f"optimizer state {key!r} has shape {tuple(value.shape)}, parameter has {tuple(param.shape)}")
             buffer = get_array_module(param).zeros_like(param)
-            buffer[...] = value if type(value) is type(param) else get_array_module(param).asarray(value)
+            buffer[...] = asarray_like(param, value)
             self.slots[slot][name] = buffer
 
     def config(self) -> dict:

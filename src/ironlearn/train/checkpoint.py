@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backend import to_host
 from ..files import atomic_write
 from ..nn.model import Sequential
 from ..optim import schedules
@@ -32,10 +33,6 @@ FORMAT_VERSION = 1
 
 class CheckpointError(ValueError):
     """A checkpoint could not be written or read; the message says why and what to do."""
-
-
-def _host(array) -> np.ndarray:
-    return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
 def save(path, model, optimizer=None, *, step: int | None = None, seed: int | None = None,
@@ -50,7 +47,7 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
         When a parameter is NaN/inf (a diverged model is never saved over a good
         one) or the file cannot be written (disk full, permissions).
     """
-    arrays = {f"model/{name}": _host(value) for name, value in model.named_arrays().items()}
+    arrays = {f"model/{name}": to_host(value) for name, value in model.named_arrays().items()}
     bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
     if bad:
         raise CheckpointError(f"refusing to save {path}: {bad[0][6:]} holds NaN or inf values")
@@ -63,7 +60,7 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
         meta["optimizer"] = optimizer.config()
         if hasattr(optimizer.schedule, "config"):
             meta["schedule"] = optimizer.schedule.config()
-        arrays.update({f"optim/{key}": _host(value) for key, value in state.items()})
+        arrays.update({f"optim/{key}": to_host(value) for key, value in state.items()})
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
         atomic_write(path, lambda file: np.savez(file, **arrays))
