@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ironlearn.nn import mse, siren
-from ironlearn.optim import SGD, Adam, cosine
+from ironlearn.optim import SGD, Adam, constant, cosine
 from ironlearn.train import Callback, Checkpointer, DivergenceError, History, Trainer, load_checkpoint
 
 
@@ -77,7 +77,7 @@ def test_divergence_names_the_step_and_keeps_the_last_good_checkpoint(backend, t
     trainer.run(10)
     good = load_checkpoint(path)
     assert good.step == 10
-    trainer.optimizer.schedule = lambda step: 1e6  # a learning rate far too high
+    trainer.optimizer.schedule = constant(1e6)  # a learning rate far too high
     with pytest.raises(DivergenceError, match=r"diverged at step 1\d.*lower learning rate"):
         trainer.run(40)
     kept = load_checkpoint(path)
