@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from ironlearn.optim import Adam, constant, cosine
+from ironlearn.optim import Adam, constant, cosine, default_warmup_steps, warmup_cosine
 
 
 def test_constant():
@@ -48,3 +48,21 @@ def test_cosine_validates_at_once(kwargs, message):
         cosine(**kwargs)
     with pytest.raises(ValueError, match="positive"):
         constant(float("nan"))
+
+
+@pytest.mark.parametrize("total,warmup", [
+    (1, 0), (3, 0), (4, 1), (100, 25), (199, 49), (200, 50), (2500, 50), (2600, 52), (5000, 100), (10**7, 100),
+])
+def test_default_warmup_steps(total, warmup):
+    assert default_warmup_steps(total) == warmup
+
+
+def test_warmup_cosine_is_cosine_with_the_default_warm_up():
+    lr_max, lr_min, total = 2e-2, 2e-4, 1000
+    schedule = warmup_cosine(lr_max, lr_min, total)
+    assert schedule == cosine(lr_max, lr_min, total, warmup_steps=50)
+    assert schedule(0) == pytest.approx(lr_max / 50) and schedule(49) == pytest.approx(lr_max)
+    progress = (600 - 50) / (total - 50)
+    assert schedule(600) == pytest.approx(lr_min + (lr_max - lr_min) * (1 + math.cos(math.pi * progress)) / 2)
+    assert schedule(total) == pytest.approx(lr_min)
+    assert warmup_cosine(1e-3, 1e-5, 1).warmup_steps == 0  # a one-step run has no room to warm up

@@ -52,7 +52,7 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
     if optimizer is not None and not hasattr(optimizer.schedule, "config"):
         raise CheckpointError(f"refusing to save {path}: the learning-rate schedule {optimizer.schedule!r} cannot be "
                               "saved, so a resumed run could not continue it; build it with "
-                              "ironlearn.optim.constant or ironlearn.optim.cosine")
+                              "ironlearn.optim.constant, cosine or warmup_cosine")
     arrays = {f"model/{name}": to_host(value) for name, value in model.named_arrays().items()}
     bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
     if bad:
