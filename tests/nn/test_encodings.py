@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from helpers import check_layer_gradients
-from ironlearn.nn import FourierFeatures, HashGrid, Linear, Sequential
+from ironlearn.nn import LOG2_TABLE_SIZES, FourierFeatures, HashGrid, Linear, Sequential
 from ironlearn.optim import Adam
 
 
@@ -87,5 +87,8 @@ def test_lookup_cache_follows_the_input(rng):
 def test_bad_settings_are_refused(rng):
     with pytest.raises(ValueError, match="coarsest <= finest"):
         HashGrid(coarsest=64, finest=16, rng=rng)
+    for size in (LOG2_TABLE_SIZES[0] - 1, LOG2_TABLE_SIZES[-1] + 1):
+        with pytest.raises(ValueError, match=r"log2_table_size must lie in 6\.\.24 \(got"):
+            HashGrid(log2_table_size=size, rng=rng)
     with pytest.raises(ValueError, match="sigma"):
         FourierFeatures(2, 4, sigma=0, rng=rng)
