@@ -49,7 +49,8 @@ def test_callbacks_run_on_their_interval_and_at_the_end(backend):
     trainer = make_trainer(backend, callbacks=[history]).run(35)
     assert [row["step"] for row in history.rows] == [10, 20, 30, 35]
     assert history.rows[-1]["loss"] < history.rows[0]["loss"]
-    assert trainer.lr == pytest.approx(cosine(1e-3, 1e-5, 60)(34))
+    assert trainer.last_lr == pytest.approx(cosine(1e-3, 1e-5, 60)(34))  # step 35 ran at schedule(34)
+    assert trainer.optimizer.next_lr == pytest.approx(cosine(1e-3, 1e-5, 60)(35))
 
 
 def test_loss_is_read_back_only_when_asked(backend, monkeypatch):

@@ -39,13 +39,13 @@ class Optimizer:
         self._scratch = {}
 
     @property
-    def lr(self) -> float:
+    def next_lr(self) -> float:
         """The learning rate the next step will use."""
         return self.schedule(self.step_count)
 
     def step(self, grads: dict) -> None:
         """Apply one update from ``grads`` (same names as ``params``)."""
-        lr = self.lr
+        lr = self.next_lr
         self.step_count += 1
         for name, param in self.params.items():
             self._update(name, param, grads[name], lr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 
@@ -73,9 +74,15 @@ class Trainer:
         return self.optimizer.step_count
 
     @property
-    def lr(self) -> float:
-        """The learning rate of the last step taken."""
+    def last_lr(self) -> float:
+        """The learning rate the last step used (the optimizer's ``next_lr`` is the next one's)."""
         return self.optimizer.schedule(max(self.step - 1, 0))
+
+    @property
+    def lr(self) -> float:
+        """Deprecated name of :attr:`last_lr`, kept until fit and the History callback move over."""
+        warnings.warn("Trainer.lr is now Trainer.last_lr", DeprecationWarning, stacklevel=2)
+        return self.last_lr
 
     @property
     def loss(self) -> float:
@@ -83,7 +90,7 @@ class Trainer:
         if self._loss_host is None and self._loss is not None:
             value = float(self._loss)
             if not math.isfinite(value) or value > self.max_loss:
-                raise DivergenceError(self.step, value, self.lr)
+                raise DivergenceError(self.step, value, self.last_lr)
             self._loss_host = value
         return self._loss_host
 
