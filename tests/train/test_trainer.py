@@ -108,3 +108,10 @@ def test_argument_checks(backend):
         Trainer(model, Adam(model.named_parameters()), mse, x, y, batch_size=0)
     with pytest.raises(ValueError, match="steps, time_budget"):
         Trainer(model, Adam(model.named_parameters()), mse, x, y).run()
+
+
+def test_divergence_message_speaks_library_terms():
+    error = DivergenceError(12, float("nan"), 0.02)
+    assert str(error) == ("training diverged at step 12: loss nan at learning rate 0.02; "
+                          "give the optimizer a lower learning rate (e.g. 0.002)")
+    assert (error.step, error.lr) == (12, 0.02) and error.loss != error.loss  # the CLI words its own advice

@@ -12,15 +12,16 @@ from ..backend import get_array_module
 
 
 class DivergenceError(FloatingPointError):
-    """The loss became NaN or infinite, or exploded past the trainer's ``max_loss``."""
+    """The loss became NaN or infinite, or exploded past the trainer's ``max_loss``.
+
+    ``step``, ``loss`` and ``lr`` (the rate of the step that diverged) are kept, so
+    that a command can word its own advice (its flag for the learning rate).
+    """
 
     def __init__(self, step: int, loss: float, lr: float):
         self.step, self.loss, self.lr = step, loss, lr
-        super().__init__(
-            f"training diverged at step {step}: loss is {loss:.4g} (learning rate {lr:.3g}); "
-            "try a lower learning rate, e.g. --lr "
-            f"{lr / 10:.2g}"
-        )
+        super().__init__(f"training diverged at step {step}: loss {loss:.4g} at learning rate {lr:.3g}; "
+                         f"give the optimizer a lower learning rate (e.g. {lr / 10:.2g})")
 
 
 class Trainer:
