@@ -1,4 +1,7 @@
-"""The Sequential container and the model presets built from it."""
+"""The Sequential container: layers applied in order, their arrays named by walking them.
+
+The ready-made networks built from it live in :mod:`ironlearn.nn.presets`.
+"""
 
 from __future__ import annotations
 
