@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from ironlearn.backend import Backend
 from ironlearn.nn import mse, siren
 from ironlearn.optim import SGD, Adam, constant, cosine
 from ironlearn.train import Callback, Checkpointer, DivergenceError, History, Trainer, load_checkpoint
@@ -115,3 +116,38 @@ def test_divergence_message_speaks_library_terms():
     assert str(error) == ("training diverged at step 12: loss nan at learning rate 0.02; "
                           "give the optimizer a lower learning rate (e.g. 0.002)")
     assert (error.step, error.lr) == (12, 0.02) and error.loss != error.loss  # the CLI words its own advice
+
+
+class CountingBackend(Backend):
+    """Counts every call that could copy between host and device, crossing or not: on the CPU
+    nothing crosses, so the calls are what shows which code would copy on a GPU."""
+
+    def __init__(self, device):
+        super().__init__(device)
+        self.calls = 0
+
+    def asarray(self, array, dtype=None):
+        self.calls += 1
+        return super().asarray(array, dtype)
+
+    def to_host(self, array):
+        self.calls += 1
+        return super().to_host(array)
+
+
+@pytest.mark.parametrize("batch_size", [None, 16])
+def test_a_training_step_makes_no_transfers(backend, batch_size):
+    spy = CountingBackend(backend.device)
+    model = siren(2, 1, width=16, depth=2, rng=np.random.default_rng(0)).to(spy)
+    x, y = toy_problem(spy)  # 64 points: four mini-batches an epoch
+    trainer = Trainer(model, Adam(model.named_parameters()), mse, x, y, batch_size=batch_size, backend=spy)
+    copies = []
+    for _ in range(8):
+        before = spy.calls, spy.transfers
+        trainer.train_step()
+        copies.append((spy.calls - before[0], spy.transfers - before[1]))
+    if batch_size is None:
+        assert copies == [(0, 0)] * 8
+    else:  # each epoch's first step copies that epoch's batch order to the device, once
+        epoch_start = (1, 1 if backend.device == "cuda" else 0)
+        assert copies == [epoch_start, (0, 0), (0, 0), (0, 0)] * 2

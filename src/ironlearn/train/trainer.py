@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import Backend, get_array_module
 
 
 class DivergenceError(FloatingPointError):
@@ -39,7 +39,13 @@ class Trainer:
         Points per step; default (None) is the full batch.  Mini-batches walk a
         permutation of the points that is a pure function of ``(seed, epoch)``,
         so the seed and the step count are the whole random state: a resumed
-        run draws exactly the batches an uninterrupted one would.
+        run draws exactly the batches an uninterrupted one would.  It is drawn
+        on the host, like the initial weights, so a run draws the same batches
+        on either device.
+    backend : Backend, optional
+        The backend ``inputs`` live on; it copies each epoch's permutation to
+        the device (the only copy a training step makes, once an epoch, and
+        counted).  Default: a new one on the inputs' device.
     seed : int
     callbacks : iterable of Callback
         Each runs every ``callback.every`` steps and once at the end.
@@ -51,13 +57,16 @@ class Trainer:
     """
 
     def __init__(self, model, optimizer, loss, inputs, targets, *, batch_size=None, seed: int = 0,
-                 callbacks=(), check_every: int = 100, max_loss: float = math.inf):
+                 callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None):
         if len(inputs) != len(targets):
             raise ValueError(f"inputs and targets differ in length ({len(inputs)} vs {len(targets)})")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss
         self.inputs, self.targets = inputs, targets
+        if backend is None:
+            backend = Backend("cpu" if get_array_module(inputs) is np else "cuda", inputs.dtype)
+        self.backend = backend
         self.batch_size = None if batch_size is None or batch_size >= len(inputs) else int(batch_size)
         self.seed = int(seed)
         self.callbacks = list(callbacks)
@@ -105,7 +114,7 @@ class Trainer:
         if self._epoch_perm[0] != epoch:
             perm = np.random.default_rng([self.seed, epoch]).permutation(n)
             # One index copy per epoch, not per step.
-            self._epoch_perm = (epoch, get_array_module(self.inputs).asarray(perm))
+            self._epoch_perm = (epoch, self.backend.asarray(perm, dtype=np.int64))
         idx = self._epoch_perm[1][index * self.batch_size:(index + 1) * self.batch_size]
         return self.inputs[idx], self.targets[idx]
 
