@@ -2,6 +2,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ironlearn.optim import Adam, constant, cosine, default_warmup_steps, warmup_cosine
 
@@ -66,3 +68,18 @@ def test_warmup_cosine_is_cosine_with_the_default_warm_up():
     assert schedule(600) == pytest.approx(lr_min + (lr_max - lr_min) * (1 + math.cos(math.pi * progress)) / 2)
     assert schedule(total) == pytest.approx(lr_min)
     assert warmup_cosine(1e-3, 1e-5, 1).warmup_steps == 0  # a one-step run has no room to warm up
+
+
+@settings(max_examples=60, deadline=None)
+@given(lr_max=st.floats(1e-6, 10.0), fraction=st.floats(0.0, 1.0), total=st.integers(1, 3000),
+       warmup_share=st.floats(0.0, 0.99))
+def test_cosine_never_increases_after_warm_up(lr_max, fraction, total, warmup_share):
+    warmup = min(int(total * warmup_share), total - 1)
+    schedule = cosine(lr_max, lr_max * fraction, total, warmup)
+    rates = [schedule(step) for step in range(total + 3)]
+    after = rates[warmup:]
+    assert all(later <= earlier for earlier, later in zip(after, after[1:]))
+    assert all(0 < rate <= lr_max for rate in rates[:warmup])  # warm-up climbs to lr_max
+    ulp = 1e-15 * lr_max  # lr_min + (lr_max - lr_min) rounds back to lr_max only within an ulp
+    assert all(lr_max * fraction - ulp <= rate <= lr_max + ulp for rate in after)
+    assert rates[warmup] == pytest.approx(lr_max, rel=1e-15) and rates[-1] == lr_max * fraction

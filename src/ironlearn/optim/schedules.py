@@ -57,7 +57,7 @@ class Cosine:
 
     def __call__(self, step: int) -> float:
         if step < self.warmup_steps:
-            return self.lr_max * (step + 1) / self.warmup_steps
+            return self.lr_max * ((step + 1) / self.warmup_steps)  # so the peak is lr_max exactly
         progress = min(step - self.warmup_steps, self.decay_steps) / self.decay_steps
         return self.lr_min + 0.5 * (self.lr_max - self.lr_min) * (1.0 + math.cos(math.pi * progress))
 
