@@ -42,10 +42,6 @@ class Trainer:
         run draws exactly the batches an uninterrupted one would.  It is drawn
         on the host, like the initial weights, so a run draws the same batches
         on either device.
-    backend : Backend, optional
-        The backend ``inputs`` live on; it copies each epoch's permutation to
-        the device (the only copy a training step makes, once an epoch, and
-        counted).  Default: a new one on the inputs' device.
     seed : int
     callbacks : iterable of Callback
         Each runs every ``callback.every`` steps and once at the end.
@@ -54,6 +50,10 @@ class Trainer:
         callback asks for it (each read is a device sync on the GPU).
     max_loss : float
         A finite loss above this also counts as divergence (an explosion).
+    backend : Backend, optional
+        The backend ``inputs`` live on; it copies each epoch's permutation to
+        the device (the only copy a training step makes, once an epoch, and
+        counted).  Default: a new one on the inputs' device.
     """
 
     def __init__(self, model, optimizer, loss, inputs, targets, *, batch_size=None, seed: int = 0,
