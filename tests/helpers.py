@@ -1,11 +1,46 @@
-"""Small pictures and a way to run the command in-process."""
+"""Test helpers: finite-difference gradient checks, small pictures, the command run in-process."""
 
 import json
 
 import numpy as np
 from PIL import Image
 
-from ironlearn.cli import main
+from ironlearn.backend import Backend
+
+
+def numeric_grad(f, array, eps=1e-6):
+    """Central finite differences of scalar ``f()`` with respect to every entry of ``array`` (in place)."""
+    grad = np.zeros_like(array)
+    flat, gflat = array.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        up = f()
+        flat[i] = old - eps
+        down = f()
+        flat[i] = old
+        gflat[i] = (up - down) / (2 * eps)
+    return grad
+
+
+def check_layer_gradients(layer, x, rtol=1e-5, atol=1e-7):
+    """float64 finite-difference check of a layer's input and parameter gradients."""
+    layer.to(Backend("cpu", np.float64))
+    x = x.astype(np.float64)
+    out = layer.forward(x.copy())
+    upstream = np.random.default_rng(0).normal(size=out.shape)
+
+    def objective():
+        return float((layer.forward(x.copy()) * upstream).sum())
+
+    layer.forward(x.copy())
+    grad_in = layer.backward(upstream.copy())
+    analytic = {name: g.copy() for name, g in layer.grads.items()}
+    if grad_in is not None:
+        np.testing.assert_allclose(grad_in, numeric_grad(objective, x), rtol=rtol, atol=atol)
+    for name, param in layer.params.items():
+        np.testing.assert_allclose(analytic[name], numeric_grad(objective, param), rtol=rtol, atol=atol,
+                                   err_msg=f"gradient of {name}")
 
 
 def make_picture(path, size=32, colour=False):
@@ -23,6 +58,8 @@ def make_picture(path, size=32, colour=False):
 
 def run_cli(capsys, *args):
     """``ironlearn ARGS`` in this process; returns (exit code, stdout, stderr)."""
+    from ironlearn.cli import main  # imported here, so engine tests do not depend on the command
+
     try:
         code = main([str(a) for a in args])
     except SystemExit as exc:  # argparse's own errors

@@ -1,3 +1,6 @@
+import sys
+import types
+
 import numpy as np
 import pytest
 
@@ -43,7 +46,33 @@ def test_get_array_module_follows_the_array(backend):
     assert be.get_array_module(backend.asarray([1.0])) is backend.xp
 
 
-def test_seeded_rng_repeats():
-    a = be.Backend.rng(7).normal(size=4)
-    b = be.Backend.rng(7).normal(size=4)
-    np.testing.assert_array_equal(a, b)
+def test_an_array_already_on_the_device_is_not_a_transfer(backend):
+    device = backend.asarray(np.ones(3))
+    before = backend.transfers
+    assert backend.asarray(device) is device  # same device and dtype: not even a copy
+    assert backend.transfers == before
+
+
+def test_module_level_conversions_follow_the_target(backend):
+    device = backend.asarray(np.zeros(3))
+    host = be.to_host(device)
+    assert type(host) is np.ndarray and host.dtype == np.float32
+    moved = be.asarray_like(device, np.array([1, 2, 3], np.float64))
+    assert be.get_array_module(moved) is backend.xp and moved.dtype == np.float32
+    back = be.asarray_like(np.zeros(1, np.float64), device)
+    assert type(back) is np.ndarray and back.dtype == np.float64
+    array = np.ones(2, np.float32)
+    assert be.to_host(array) is array and be.asarray_like(array, array) is array
+
+
+def test_cupy_is_resolved_once(monkeypatch):
+    # A stand-in CuPy that counts how often it is asked for its GPUs: get_array_module runs
+    # many times per step, and each ask is a CUDA runtime call.
+    asked = []
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: asked.append(1) or 1))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(be, "_cupy", None, raising=False)
+    device_array = type("ndarray", (), {"__module__": "cupy._core.core"})()
+    assert all(be.get_array_module(device_array) is fake for _ in range(5))
+    assert len(asked) == 1

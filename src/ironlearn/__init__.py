@@ -2,11 +2,12 @@
 flagship job is learning an image as a function ``(x, y) -> pixel``."""
 
 from .backend import Backend, BackendError, get_backend
-from .nn import Sequential, classic, mlp, siren
-from .optim import SGD, Adam, constant, cosine
+from .nn import FourierFeatures, HashGrid, Sequential, classic, fourier, hashgrid, mlp, siren
+from .optim import SGD, Adam, constant, cosine, warmup_cosine
 from .train import Trainer, load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
 
-__all__ = ["Adam", "Backend", "BackendError", "SGD", "Sequential", "Trainer", "classic", "constant",
-           "cosine", "get_backend", "load_checkpoint", "mlp", "save_checkpoint", "siren", "__version__"]
+__all__ = ["Adam", "Backend", "BackendError", "FourierFeatures", "HashGrid", "SGD", "Sequential", "Trainer",
+           "classic", "constant", "cosine", "fourier", "get_backend", "hashgrid", "load_checkpoint", "mlp",
+           "save_checkpoint", "siren", "warmup_cosine", "__version__"]

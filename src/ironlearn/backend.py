@@ -5,10 +5,13 @@ Everything else in ironlearn receives ``xp`` from a :class:`Backend` (or from
 Only this module imports ``cupy``, and only when the ``cuda`` device is asked
 for, so importing ironlearn never touches a GPU.
 
-Host <-> device copies happen through :meth:`Backend.asarray` and
-:meth:`Backend.to_host` at I/O boundaries (loading data, saving checkpoints,
-rendering), never inside a training step.  Both count their transfers, so a
-test can prove that a step copies nothing.
+Host <-> device copies go one way: :func:`to_host` and :func:`asarray_like`
+here, which :meth:`Backend.to_host` and :meth:`Backend.asarray` wrap.  They
+happen at I/O boundaries (loading data, saving and loading checkpoints,
+rendering), never inside a training step.  The Backend methods count the
+copies that cross, so a test can prove that a step copies nothing; the
+module-level functions serve code that holds arrays but no Backend (saving
+and loading states) and count nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +28,18 @@ class BackendError(RuntimeError):
     """A device was asked for that this machine cannot provide."""
 
 
+_cupy = None  # CuPy once imported and checked; get_array_module asks for it many times per step
+
+
 def _import_cupy():
+    """CuPy, imported and checked for a GPU once per process."""
+    global _cupy
+    if _cupy is None:
+        _cupy = _load_cupy()
+    return _cupy
+
+
+def _load_cupy():
     try:
         import cupy  # the only cupy import in ironlearn
     except Exception as exc:  # ImportError, or a broken CUDA install raising anything
@@ -51,6 +65,33 @@ def cuda_available() -> bool:
     return True
 
 
+def _on_device(array) -> bool:
+    return type(array).__module__.split(".")[0] == "cupy"
+
+
+def get_array_module(array):
+    """``numpy`` or ``cupy``, whichever owns ``array`` (without importing cupy needlessly)."""
+    return _import_cupy() if _on_device(array) else np
+
+
+def to_host(array) -> np.ndarray:
+    """``array`` as a NumPy array: copied off the GPU when it lives there, else as it is (no copy)."""
+    return array.get() if _on_device(array) else np.asarray(array)
+
+
+def _convert(xp, array, dtype):
+    # NumPy refuses to read CuPy memory implicitly, and CuPy reads host memory by copying it.
+    return np.asarray(to_host(array), dtype=dtype) if xp is np else xp.asarray(array, dtype=dtype)
+
+
+def asarray_like(like, array):
+    """``array`` on ``like``'s device (NumPy or CuPy) with ``like``'s dtype.
+
+    Copies only when it must: across devices, or to change the dtype.
+    """
+    return _convert(get_array_module(like), array, like.dtype)
+
+
 class Backend:
     """An array module (NumPy or CuPy) with ironlearn's dtype policy.
 
@@ -69,37 +110,29 @@ class Backend:
         self.device = device
         self.dtype = np.dtype(dtype)
         self.xp = _import_cupy() if device == "cuda" else np
-        self.transfers = 0  # host<->device copies made through this backend
+        self.transfers = 0  # copies that crossed between host and device through this backend
 
     def __repr__(self) -> str:
         return f"Backend(device={self.device!r}, dtype={self.dtype.name})"
 
     # -- transfers: the only ways data crosses between host and device ----------
     def asarray(self, array, dtype=None):
-        """Copy host data to this backend's device, as ``dtype`` (default: the backend's)."""
-        dtype = self.dtype if dtype is None else dtype
-        if self.device == "cuda":
+        """``array`` (host data, or an array on either device) on this backend's device, as
+        ``dtype`` (default: the backend's); counted when it crosses."""
+        if _on_device(array) != (self.device == "cuda"):
             self.transfers += 1
-            return self.xp.asarray(np.asarray(array), dtype=dtype)
-        return np.asarray(array, dtype=dtype)
+        return _convert(self.xp, array, self.dtype if dtype is None else dtype)
 
     def to_host(self, array) -> np.ndarray:
-        """A NumPy copy (or view, on the CPU) of ``array``."""
-        if self.device == "cuda" and not isinstance(array, np.ndarray):
+        """A NumPy copy of a device array (counted), or a host array as it is."""
+        if _on_device(array):
             self.transfers += 1
-            return self.xp.asnumpy(array)
-        return np.asarray(array)
+        return to_host(array)
 
     def synchronize(self) -> None:
         """Wait for queued device work; time GPU code only after this."""
         if self.device == "cuda":
             self.xp.cuda.get_current_stream().synchronize()
-
-    # -- randomness ---------------------------------------------------------------
-    @staticmethod
-    def rng(seed) -> np.random.Generator:
-        """A seeded host generator; initial values are drawn on the host, then copied once."""
-        return np.random.default_rng(seed)
 
     def memory_stats(self) -> dict:
         """Bytes held by CuPy's memory pool (empty on the CPU)."""
@@ -125,9 +158,3 @@ def get_backend(device: str = "cpu", *, notify=None) -> Backend:
         return Backend("cpu")
     return Backend(device)
 
-
-def get_array_module(array):
-    """``numpy`` or ``cupy``, whichever owns ``array`` (without importing cupy needlessly)."""
-    if type(array).__module__.split(".")[0] == "cupy":
-        return _import_cupy()
-    return np

@@ -284,8 +284,8 @@ def main(argv=None) -> int:
         say(str(exc))
         return ExitCode.INTERRUPTED
     except DivergenceError as exc:
-        say(f"ironlearn {args.command}: error: {exc}; try a lower learning rate, e.g. --lr {exc.lr / 10:.2g}; "
-            "the last good checkpoint is kept")
+        say(f"ironlearn {args.command}: error: training diverged at step {exc.step}: loss {exc.loss:.4g} at "
+            f"learning rate {exc.lr:.3g}; try a lower one, e.g. --lr {exc.lr / 10:.2g}; the last good checkpoint is kept")
         return ExitCode.FAILED
     except OSError as exc:  # disk full, permissions, a folder vanished: no traceback, nothing half-written
         where = f" {exc.filename}" if exc.filename else ""

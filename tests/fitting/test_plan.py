@@ -12,7 +12,7 @@ from ironlearn.fitting.presets import PRESETS, hashgrid_size
 from ironlearn.image.io import Picture
 from ironlearn.nn import HashGrid
 from ironlearn.nn.encodings import LOG2_TABLE_SIZES
-from ironlearn.optim import warmup_steps
+from ironlearn.optim import default_warmup_steps
 
 
 def picture(width=64, height=48, channels=1, mode="gray"):
@@ -60,7 +60,7 @@ def test_calibration_fills_the_steps_from_the_time_budget():
 def test_the_schedule_warms_up_by_the_policy_then_anneals():
     plan = dataclasses.replace(make_plan(FitOptions("p.png"), picture()), steps=4000)
     schedule = plan.make_schedule()
-    assert schedule.warmup_steps == warmup_steps(4000) == 80
+    assert schedule.warmup_steps == default_warmup_steps(4000) == 80
     assert schedule(0) < schedule(79) == pytest.approx(plan.lr) and schedule(3999) < plan.lr / 10
     constant = dataclasses.replace(plan, schedule="constant").make_schedule()
     assert constant(0) == constant(3999) == plan.lr

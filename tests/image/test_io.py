@@ -1,9 +1,15 @@
+import re
+
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from PIL import Image
 
 from ironlearn.image.coords import axis, pixel_grid
-from ironlearn.image.io import InputError, load_picture, parse_size, read_pixel_csv, write_pixel_csv
+from ironlearn.image.io import (MODES, InputError, Picture, load_picture, parse_size, read_pixel_csv,
+                                write_pixel_csv)
 
 
 def test_pixel_centres_span_minus_one_to_one():
@@ -76,3 +82,58 @@ def test_bad_csv_is_named(tmp_path, text, message):
     (tmp_path / "bad.csv").write_text(text)
     with pytest.raises(InputError, match=message):
         read_pixel_csv(tmp_path / "bad.csv")
+
+
+# -- properties --------------------------------------------------------------------------------
+sides = st.integers(1, 10**6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(width=sides, height=sides, separator=st.sampled_from("xX"))
+def test_parse_size_round_trips(width, height, separator):
+    assert parse_size(str(width)) == width
+    assert parse_size(f"{width}{separator}{height}") == (width, height)
+
+
+def _int_could_take(char):
+    # int() accepts Unicode decimal digits, surrounding whitespace, a sign and underscores.
+    return char.isdecimal() or char.isspace() or char in "+-_xX"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text().filter(lambda text: not all(_int_could_take(c) for c in text)))
+def test_parse_size_rejects_junk(text):
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("0123456789xX+-_ \u0663"), max_size=8))
+def test_parse_size_accepts_exactly_n_or_w_x_h(text):
+    wanted = re.fullmatch(r"([0-9]+)(?:[xX]([0-9]+))?", text)
+    if wanted and all(int(side) > 0 for side in wanted.groups() if side is not None):
+        parse_size(text)
+    else:
+        with pytest.raises(ValueError):
+            parse_size(text)
+
+
+@st.composite
+def pictures(draw):
+    mode = draw(st.sampled_from(MODES))
+    height, width = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    top = 1 if mode == "binary" else 255
+    levels = draw(arrays(np.int64, (height, width, 3 if mode == "rgb" else 1), elements=st.integers(0, top)))
+    # The format's own ambiguity: a gray file holding only 0 and 1 reads back as a binary drawing.
+    assume(mode != "gray" or levels.max() > 1)
+    return Picture((levels / top).astype(np.float32), mode, "drawn")
+
+
+@settings(max_examples=60, deadline=None)
+@given(picture=pictures())
+def test_pixel_csv_round_trips(tmp_path_factory, picture):
+    path = tmp_path_factory.mktemp("csv") / "p.csv"
+    write_pixel_csv(path, picture)
+    pixels, mode = read_pixel_csv(path)
+    assert mode == picture.mode
+    np.testing.assert_array_equal(pixels, picture.pixels)

@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conftest import check_layer_gradients
-from ironlearn.nn import FourierFeatures, HashGrid, Linear, Sequential
+from helpers import check_layer_gradients
+from ironlearn.nn import LOG2_TABLE_SIZES, FourierFeatures, HashGrid, Linear, Sequential
 from ironlearn.optim import Adam
 
 
@@ -87,5 +89,24 @@ def test_lookup_cache_follows_the_input(rng):
 def test_bad_settings_are_refused(rng):
     with pytest.raises(ValueError, match="coarsest <= finest"):
         HashGrid(coarsest=64, finest=16, rng=rng)
+    for size in (LOG2_TABLE_SIZES[0] - 1, LOG2_TABLE_SIZES[-1] + 1):
+        with pytest.raises(ValueError, match=r"log2_table_size must lie in 6\.\.24 \(got"):
+            HashGrid(log2_table_size=size, rng=rng)
     with pytest.raises(ValueError, match="sigma"):
         FourierFeatures(2, 4, sigma=0, rng=rng)
+
+
+coordinates = st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1)), min_size=1, max_size=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(points=coordinates, levels=st.integers(1, 6), log2_table_size=st.sampled_from(LOG2_TABLE_SIZES),
+       coarsest=st.integers(1, 64), growth=st.integers(0, 192))
+def test_hash_grid_reads_only_inside_each_level_of_its_table(points, levels, log2_table_size, coarsest, growth):
+    # finest stays <= 256, so even 2**24-row settings allocate at most 257**2 rows a level.
+    grid = HashGrid(levels, 1, log2_table_size, coarsest, coarsest + growth, rng=np.random.default_rng(0))
+    indices, weights, _ = grid._lookup(np.array(points, np.float32))
+    level_of_row = np.repeat(np.arange(levels), grid.sizes)
+    assert indices.min() >= 0 and indices.max() < grid.params["table"].shape[0]
+    assert (level_of_row[indices] == np.arange(levels)).all()  # no level reads another's rows
+    np.testing.assert_allclose(weights.sum(axis=0), 1.0, rtol=1e-6)

@@ -3,7 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from conftest import check_layer_gradients
+from helpers import check_layer_gradients
+from ironlearn.backend import Backend, get_array_module
 from ironlearn.nn import Linear, ReLU, Sigmoid, Sine, Tanh
 from ironlearn.nn import init as initializers
 
@@ -55,3 +56,20 @@ def test_unknown_init_is_refused(rng):
 def test_repr_shows_constructor_arguments(rng):
     assert repr(Linear(2, 3, rng=rng, init="he")) == "Linear(in_features=2, out_features=3, init='he')"
     assert repr(Sine(15)) == "Sine(w0=15.0)"
+
+
+def test_to_drops_what_forward_cached_on_the_old_backend(rng, backend):
+    # Linear keeps a ones-vector between steps: a model moved CPU -> GPU with the same batch
+    # size would otherwise hand the old NumPy vector to CuPy.
+    layer = Linear(3, 2, rng=rng)
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    layer.forward(x)
+    layer.backward(np.ones((4, 2), np.float32))
+    old_ones = layer._ones_cache
+    target = Backend(backend.device, np.float64)
+    layer.to(target)
+    assert layer._ones_cache is not old_ones and layer._x is None
+    layer.forward(target.asarray(x))
+    grad_in = layer.backward(target.asarray(np.ones((4, 2))))
+    for array in (grad_in, *layer.grads.values()):
+        assert get_array_module(array) is target.xp and array.dtype == np.float64

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from conftest import numeric_grad
+from helpers import numeric_grad
 from ironlearn.nn import bce, mse
 
 

@@ -70,3 +70,16 @@ def test_preset_arguments_are_checked():
         mlp(2, 1, activation="swish", rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="at least 1"):
         siren(2, 1, depth=0, rng=np.random.default_rng(0))
+
+
+def test_the_package_exports_every_network_builder():
+    import inspect
+
+    import ironlearn
+    from ironlearn.nn import presets
+
+    builders = {name for name, fn in vars(presets).items()
+                if inspect.isfunction(fn) and fn.__module__ == presets.__name__ and not name.startswith("_")}
+    assert builders == {"classic", "fourier", "hashgrid", "mlp", "siren"}
+    for name in builders | {"FourierFeatures", "HashGrid"}:
+        assert name in ironlearn.__all__ and getattr(ironlearn, name) is getattr(ironlearn.nn, name)

@@ -50,7 +50,7 @@ def test_minimises_rosenbrock(cls, kwargs, steps):
 def test_state_dict_resumes_the_same_trajectory():
     straight, _ = minimise(Adam, rosenbrock_grad, [-1.5, 2.0], 200, lr=1e-2)
     half, opt = minimise(Adam, rosenbrock_grad, [-1.5, 2.0], 100, lr=1e-2)
-    state = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in opt.state_dict().items()}
+    state = opt.state_dict()
     params = {"p": half.copy()}
     resumed = Adam(params, lr=1e-2)
     resumed.load_state_dict(state)
@@ -66,3 +66,49 @@ def test_bad_arguments_are_refused():
         Adam({}, betas=(0.9, 1.0))
     with pytest.raises(ValueError, match="unknown entry"):
         Adam({"p": np.zeros(2, np.float32)}).load_state_dict({"step": 1, "m.q": np.zeros(2)})
+
+
+def test_state_dict_is_a_copy():
+    params = {"p": np.zeros(2, np.float32)}
+    opt = Adam(params, lr=0.1)
+    opt.step({"p": np.ones(2, np.float32)})
+    state = opt.state_dict()
+    saved = {k: np.copy(v) for k, v in state.items()}
+    opt.step({"p": np.ones(2, np.float32)})
+    for key, value in saved.items():
+        np.testing.assert_array_equal(state[key], value, err_msg=key)
+
+
+def test_loading_is_strict_about_what_is_missing():
+    params = {"p": np.zeros(2, np.float32), "q": np.zeros(3, np.float32)}
+    trained = Adam(params, lr=0.1)
+    trained.step({"p": np.ones(2, np.float32), "q": np.ones(3, np.float32)})
+    full = trained.state_dict()
+    for key in ("v.q", "step"):
+        partial = {k: v for k, v in full.items() if k != key}
+        with pytest.raises(ValueError, match=f"'{key}'"):
+            Adam(params).load_state_dict(partial)
+    with pytest.raises(ValueError, match="'m.p'"):  # moments lost after the first step: not a fresh start
+        Adam(params).load_state_dict({"step": 1})
+
+
+def test_a_state_from_before_the_first_step_loads():
+    params = {"p": np.zeros(2, np.float32)}
+    fresh = Adam(params).state_dict()
+    assert fresh == {"step": 0}
+    opt = Adam(params)
+    opt.step({"p": np.ones(2, np.float32)})
+    opt.load_state_dict(fresh)
+    assert opt.step_count == 0 and opt.slots == {"m": {}, "v": {}}
+
+
+def test_plain_sgd_keeps_no_slots_and_refuses_momentum_state():
+    params = {"p": np.zeros(2, np.float32)}
+    plain = SGD(params, lr=0.1)
+    plain.step({"p": np.ones(2, np.float32)})
+    assert plain.state_dict() == {"step": 1}
+    SGD(params, lr=0.1).load_state_dict(plain.state_dict())
+    heavy = SGD(params, lr=0.1, momentum=0.9)
+    heavy.step({"p": np.ones(2, np.float32)})
+    with pytest.raises(ValueError, match="unknown entry 'velocity.p'"):
+        SGD(params, lr=0.1).load_state_dict(heavy.state_dict())

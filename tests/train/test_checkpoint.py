@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ironlearn.nn import mlp, siren
-from ironlearn.optim import Adam, cosine
+from ironlearn.optim import Adam, constant, cosine
 from helpers import rewrite_meta
 from ironlearn.train import CheckpointError, checkpoint
 
@@ -105,3 +105,21 @@ def test_foreign_npz_is_refused(tmp_path):
     np.savez(path, a=np.zeros(3))
     with pytest.raises(CheckpointError, match="foreign.npz"):
         checkpoint.load(path)
+
+
+def test_a_schedule_that_cannot_be_saved_is_refused_at_save_time(tmp_path):
+    model = mlp(2, 1, width=4, depth=1, rng=np.random.default_rng(0))
+    opt = Adam(model.named_parameters(), lr=lambda step: 1e-3)  # no config(): it could not be rebuilt
+    with pytest.raises(CheckpointError, match="ironlearn.optim.constant"):
+        checkpoint.save(tmp_path / "x.npz", model, opt)
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_a_checkpoint_without_its_schedule_needs_one_given(saved):
+    path, _ = saved
+    rewrite_meta(path, lambda meta, arrays: meta.pop("schedule"))
+    ckpt = checkpoint.load(path)
+    with pytest.raises(CheckpointError, match="schedule"):
+        ckpt.optimizer(ckpt.model.named_parameters())
+    opt = ckpt.optimizer(ckpt.model.named_parameters(), schedule=constant(1e-4))
+    assert opt.schedule == constant(1e-4) and opt.step_count == 1

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
+from ironlearn.backend import Backend
 from ironlearn.nn import mse, siren
-from ironlearn.optim import SGD, Adam, cosine
+from ironlearn.optim import SGD, Adam, constant, cosine
 from ironlearn.train import Callback, Checkpointer, DivergenceError, History, Trainer, load_checkpoint
 
 
@@ -49,7 +50,8 @@ def test_callbacks_run_on_their_interval_and_at_the_end(backend):
     trainer = make_trainer(backend, callbacks=[history]).run(35)
     assert [row["step"] for row in history.rows] == [10, 20, 30, 35]
     assert history.rows[-1]["loss"] < history.rows[0]["loss"]
-    assert trainer.last_lr == pytest.approx(cosine(1e-3, 1e-5, 60)(34))
+    assert trainer.last_lr == pytest.approx(cosine(1e-3, 1e-5, 60)(34))  # step 35 ran at schedule(34)
+    assert trainer.optimizer.next_lr == pytest.approx(cosine(1e-3, 1e-5, 60)(35))
 
 
 def test_loss_is_read_back_only_when_asked(backend, monkeypatch):
@@ -77,7 +79,7 @@ def test_divergence_names_the_step_and_keeps_the_last_good_checkpoint(backend, t
     trainer.run(10)
     good = load_checkpoint(path)
     assert good.step == 10
-    trainer.optimizer.schedule = lambda step: 1e6  # a learning rate far too high
+    trainer.optimizer.schedule = constant(1e6)  # a learning rate far too high
     with pytest.raises(DivergenceError, match=r"diverged at step 1\d.*lower learning rate"):
         trainer.run(40)
     kept = load_checkpoint(path)
@@ -107,3 +109,45 @@ def test_argument_checks(backend):
         Trainer(model, Adam(model.named_parameters()), mse, x, y, batch_size=0)
     with pytest.raises(ValueError, match="steps, time_budget"):
         Trainer(model, Adam(model.named_parameters()), mse, x, y).run()
+
+
+def test_divergence_message_speaks_library_terms():
+    error = DivergenceError(12, float("nan"), 0.02)
+    assert str(error) == ("training diverged at step 12: loss nan at learning rate 0.02; "
+                          "give the optimizer a lower learning rate (e.g. 0.002)")
+    assert (error.step, error.lr) == (12, 0.02) and error.loss != error.loss  # the CLI words its own advice
+
+
+class CountingBackend(Backend):
+    """Counts every call that could copy between host and device, crossing or not: on the CPU
+    nothing crosses, so the calls are what shows which code would copy on a GPU."""
+
+    def __init__(self, device):
+        super().__init__(device)
+        self.calls = 0
+
+    def asarray(self, array, dtype=None):
+        self.calls += 1
+        return super().asarray(array, dtype)
+
+    def to_host(self, array):
+        self.calls += 1
+        return super().to_host(array)
+
+
+@pytest.mark.parametrize("batch_size", [None, 16])
+def test_a_training_step_makes_no_transfers(backend, batch_size):
+    spy = CountingBackend(backend.device)
+    model = siren(2, 1, width=16, depth=2, rng=np.random.default_rng(0)).to(spy)
+    x, y = toy_problem(spy)  # 64 points: four mini-batches an epoch
+    trainer = Trainer(model, Adam(model.named_parameters()), mse, x, y, batch_size=batch_size, backend=spy)
+    copies = []
+    for _ in range(8):
+        before = spy.calls, spy.transfers
+        trainer.train_step()
+        copies.append((spy.calls - before[0], spy.transfers - before[1]))
+    if batch_size is None:
+        assert copies == [(0, 0)] * 8
+    else:  # each epoch's first step copies that epoch's batch order to the device, once
+        epoch_start = (1, 1 if backend.device == "cuda" else 0)
+        assert copies == [epoch_start, (0, 0), (0, 0), (0, 0)] * 2

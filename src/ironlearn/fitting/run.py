@@ -128,9 +128,8 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
     y = backend.asarray(picture.pixels.reshape(-1, plan.channels))
     if plan.steps is None:
         plan = plan.calibrated(calibrate(model, x, y, plan.batch_size, plan.seed))
-    params = model.named_parameters()
-    optimizer = saved.optimizer(params) if saved is not None else Adam(params)
-    optimizer.schedule = plan.make_schedule()
+    params, schedule = model.named_parameters(), plan.make_schedule()
+    optimizer = saved.optimizer(params, schedule=schedule) if saved is not None else Adam(params, lr=schedule)
     trainer = Trainer(model, optimizer, mse, x, y, batch_size=plan.batch_size, seed=plan.seed,
                       check_every=plan.check_interval, max_loss=MAX_LOSS)
     trainer.train_seconds = plan.prior_seconds

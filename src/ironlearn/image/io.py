@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -70,12 +71,11 @@ class Picture:
 # -- sizes -----------------------------------------------------------------------------
 def parse_size(text: str) -> tuple[int, int] | int:
     """``"256"`` -> 256 (longest side); ``"640x480"`` -> (640, 480). Raises ValueError."""
-    parts = text.lower().split("x")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        raise ValueError(f"size {text!r} is not N or WxH (whole numbers)") from None
-    if len(values) not in (1, 2) or min(values) < 1:
+    match = re.fullmatch(r"([0-9]+)(?:[xX]([0-9]+))?", text)
+    if match is None:
+        raise ValueError(f"size {text!r} is not N or WxH (whole numbers)")
+    values = [int(v) for v in match.groups() if v is not None]
+    if min(values) < 1:
         raise ValueError(f"size {text!r} must be N or WxH with positive whole numbers")
     return values[0] if len(values) == 1 else (values[0], values[1])
 

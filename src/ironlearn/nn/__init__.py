@@ -1,12 +1,13 @@
 """Layers, losses, the Sequential container and model presets."""
 
-from .encodings import FourierFeatures, HashGrid
+from .encodings import LOG2_TABLE_SIZES, FourierFeatures, HashGrid
 from .layers import ACTIVATIONS, LAYERS, Layer, Linear, ReLU, Sigmoid, Sine, Tanh, register
-from .losses import LOSSES, bce, mse
+from .losses import bce, mse
 from .model import Sequential
 from .presets import classic, fourier, hashgrid, mlp, siren
 
 __all__ = [
-    "ACTIVATIONS", "FourierFeatures", "HashGrid", "LAYERS", "LOSSES", "Layer", "Linear", "ReLU", "Sequential", "Sigmoid", "Sine",
-    "Tanh", "bce", "classic", "fourier", "hashgrid", "mlp", "mse", "register", "siren",
+    "ACTIVATIONS", "FourierFeatures", "HashGrid", "LAYERS", "LOG2_TABLE_SIZES", "Layer", "Linear", "ReLU",
+    "Sequential", "Sigmoid", "Sine", "Tanh", "bce", "classic", "fourier", "hashgrid", "mlp", "mse", "register",
+    "siren",
 ]

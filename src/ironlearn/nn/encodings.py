@@ -37,6 +37,8 @@ class FourierFeatures(Layer):
     ``B`` is a buffer: saved and loaded with the model, never trained.
     """
 
+    _cached = ("_out",)
+
     def __init__(self, in_features: int = 2, frequencies: int = 128, sigma: float = 10.0, *, rng):
         super().__init__()
         if frequencies < 1 or not sigma > 0:
@@ -73,6 +75,11 @@ LOG2_TABLE_SIZES = range(6, 25)
 
 LOOKUP_CACHE = 3  # the training batch and the two tiles of a time-lapse frame
 
+#: The hash-table sizes :class:`HashGrid` accepts, as ``log2`` of the rows per level: 6..24.
+#: Fewer than 64 rows cannot hold even an 8x8-vertex level; 2**24 rows of two float32 features
+#: are 128 MiB a level, and Adam keeps two more tables like it.
+LOG2_TABLE_SIZES = range(6, 25)
+
 # Primes from Instant-NGP's spatial hash; the first dimension is not multiplied.
 _HASH_PRIMES = (1, 2654435761)
 
@@ -88,7 +95,7 @@ class HashGrid(Layer):
     features : int
         Features stored per grid vertex; the output has ``levels * features``.
     log2_table_size : int
-        At most ``2**log2_table_size`` vertices per level.  A level whose
+        At most ``2**log2_table_size`` vertices per level, one of :data:`LOG2_TABLE_SIZES`.  A level whose
         ``(res + 1)**2`` vertices fit is indexed densely (no collisions);
         finer levels are hashed into the table.
     coarsest, finest : int
@@ -101,13 +108,17 @@ class HashGrid(Layer):
     is scattered with ``bincount``, a vectorised sum per vertex.
     """
 
+    _cached = ("_x",)
+
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
                  finest: int = 512, *, rng):
         super().__init__()
-        if levels < 1 or features < 1 or not 1 <= coarsest <= finest or not 4 <= log2_table_size <= 26:
-            raise ValueError("HashGrid needs levels >= 1, features >= 1, 1 <= coarsest <= finest and "
-                             f"4 <= log2_table_size <= 26 (got {levels}, {features}, {coarsest}, {finest}, "
-                             f"{log2_table_size})")
+        if levels < 1 or features < 1 or not 1 <= coarsest <= finest:
+            raise ValueError("HashGrid needs levels >= 1, features >= 1 and 1 <= coarsest <= finest "
+                             f"(got {levels}, {features}, {coarsest}, {finest})")
+        if log2_table_size not in LOG2_TABLE_SIZES:
+            raise ValueError(f"log2_table_size must lie in {LOG2_TABLE_SIZES[0]}..{LOG2_TABLE_SIZES[-1]} "
+                             f"(got {log2_table_size})")
         self.levels, self.features, self.log2_table_size = levels, features, log2_table_size
         self.coarsest, self.finest = coarsest, finest
         self.resolutions, self.sizes = self.level_shapes(levels, log2_table_size, coarsest, finest)

@@ -26,6 +26,10 @@ from . import init as initializers
 class Layer:
     """Base class: a layer without parameters unless it fills ``self.params``."""
 
+    # Attributes that forward fills for backward (inputs, outputs, scratch vectors).  ``to()``
+    # drops them: they hold arrays of the old device and dtype.
+    _cached: tuple = ()
+
     def __init__(self):
         self.params: dict = {}
         self.grads: dict = {}
@@ -42,12 +46,14 @@ class Layer:
         return {}
 
     def to(self, backend) -> "Layer":
-        """Move parameters onto ``backend`` (and its dtype); gradients follow."""
+        """Move parameters onto ``backend`` (and its dtype); gradients follow, caches are dropped."""
+        for name in self._cached:
+            setattr(self, name, None)
         for name, value in self.params.items():
-            self.params[name] = backend.asarray(backend.to_host(value))
+            self.params[name] = backend.asarray(value)
             self.grads[name] = backend.xp.zeros_like(self.params[name])
         for name, value in self.buffers.items():
-            self.buffers[name] = backend.asarray(backend.to_host(value))
+            self.buffers[name] = backend.asarray(value)
         return self
 
     def __repr__(self) -> str:
@@ -71,6 +77,8 @@ class Linear(Layer):
     Shapes: weight ``(in_features, out_features)``, bias ``(out_features,)``.
     """
 
+    _cached = ("_x", "_ones_cache")
+
     def __init__(self, in_features: int, out_features: int, *, rng, init: str = "xavier", w0: float = 30.0):
         super().__init__()
         if init not in initializers.INITS:
@@ -84,7 +92,7 @@ class Linear(Layer):
             bias = np.zeros(out_features, np.float32)
         self.params = {"weight": weight, "bias": bias}
         self.grads = {"weight": np.zeros_like(weight), "bias": np.zeros_like(bias)}
-        self._x = None
+        self._x = self._ones_cache = None
 
     def config(self) -> dict:
         cfg = {"in_features": self.in_features, "out_features": self.out_features, "init": self.init}
@@ -111,7 +119,7 @@ class Linear(Layer):
         return grad_out @ self.params["weight"].T
 
     def _ones(self, xp, n, dtype):
-        ones = getattr(self, "_ones_cache", None)
+        ones = self._ones_cache
         if ones is None or len(ones) != n or ones.dtype != dtype:
             ones = self._ones_cache = xp.ones(n, dtype=dtype)
         return ones
@@ -119,6 +127,8 @@ class Linear(Layer):
 
 class Tanh(Layer):
     """``y = tanh(x)``; backward uses the cached output: ``1 - y**2``."""
+
+    _cached = ("_y",)
 
     def forward(self, x):
         self._y = get_array_module(x).tanh(x)
@@ -131,6 +141,8 @@ class Tanh(Layer):
 
 class Sigmoid(Layer):
     """``y = 1 / (1 + exp(-x))``, computed as ``(1 + tanh(x/2)) / 2`` so it never overflows."""
+
+    _cached = ("_y",)
 
     def forward(self, x):
         xp = get_array_module(x)
@@ -147,6 +159,8 @@ class Sigmoid(Layer):
 
 class ReLU(Layer):
     """``y = max(x, 0)``; backward passes gradient where the output is positive."""
+
+    _cached = ("_y",)
 
     def forward(self, x):
         self._y = get_array_module(x).maximum(x, 0)
@@ -165,6 +179,8 @@ class Sine(Layer):
     w0 : float
         Frequency; 30 is SIREN's default.
     """
+
+    _cached = ("_arg",)
 
     def __init__(self, w0: float = 30.0):
         super().__init__()

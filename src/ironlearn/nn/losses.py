@@ -38,5 +38,3 @@ def bce(pred, target, eps: float = 1e-7):
     grad *= 1.0 / pred.size
     return value, grad
 
-
-LOSSES = {"mse": mse, "bce": bce}

@@ -1,4 +1,7 @@
-"""The Sequential container and the model presets built from it."""
+"""The Sequential container: layers applied in order, their arrays named by walking them.
+
+The ready-made networks built from it live in :mod:`ironlearn.nn.presets`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import inspect
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import asarray_like
 from .layers import LAYERS
 
 
@@ -78,7 +81,7 @@ class Sequential:
             value = state[name]
             if tuple(value.shape) != tuple(target.shape):
                 raise ValueError(f"{name}: saved shape {tuple(value.shape)} does not match the model's {tuple(target.shape)}")
-            target[...] = value if type(value) is type(target) else _to_module_of(target, value)
+            target[...] = asarray_like(target, value)
 
     def to(self, backend) -> "Sequential":
         """Move every parameter onto ``backend`` (device and dtype), in place; returns self."""
@@ -113,9 +116,3 @@ class Sequential:
         body = "".join(f"\n  ({i}): {layer!r}" for i, layer in enumerate(self.layers))
         return f"Sequential({body}\n)  # {self.num_parameters:,} parameters"
 
-
-def _to_module_of(target, value):
-    """``value`` as an array of ``target``'s module (host -> device or device -> host)."""
-    if isinstance(target, np.ndarray):
-        return value.get() if hasattr(value, "get") else np.asarray(value)
-    return get_array_module(target).asarray(value)

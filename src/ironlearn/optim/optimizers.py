@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..backend import get_array_module
+from ..backend import asarray_like, get_array_module
 from .schedules import constant
 
 
@@ -29,7 +29,7 @@ class Optimizer:
     same trajectory and the same learning-rate curve.
     """
 
-    slot_names: tuple = ()
+    slot_names: tuple = ()  # the arrays this optimizer keeps per parameter
 
     def __init__(self, params: dict, lr=1e-3):
         self.params = params
@@ -39,13 +39,13 @@ class Optimizer:
         self._scratch = {}
 
     @property
-    def lr(self) -> float:
+    def next_lr(self) -> float:
         """The learning rate the next step will use."""
         return self.schedule(self.step_count)
 
     def step(self, grads: dict) -> None:
         """Apply one update from ``grads`` (same names as ``params``)."""
-        lr = self.lr
+        lr = self.next_lr
         self.step_count += 1
         for name, param in self.params.items():
             self._update(name, param, grads[name], lr)
@@ -66,28 +66,46 @@ class Optimizer:
 
     # -- state as plain data ---------------------------------------------------------
     def state_dict(self) -> dict:
-        """``{"step": int, "<slot>.<param name>": array, ...}`` (the arrays themselves)."""
+        """``{"step": int, "<slot>.<param name>": array, ...}``, the arrays copied (on their device)."""
         state = {"step": self.step_count}
         for slot, table in self.slots.items():
-            state.update({f"{slot}.{name}": value for name, value in table.items()})
+            state.update({f"{slot}.{name}": value.copy() for name, value in table.items()})
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore the step and slots; unknown keys or shapes raise ``ValueError``."""
-        self.step_count = int(state["step"])
-        self.slots = {slot: {} for slot in self.slot_names}
+        """Restore the step and slots from :meth:`state_dict`, copied onto the parameters' device.
+
+        Loading is strict: ``step`` is required; every other key must be
+        ``<slot>.<param name>`` for one of this optimizer's slots and parameters,
+        with the parameter's shape; and slots come all or nothing.  A state taken
+        before the first step holds none (slots are created on first use); any
+        later state holds every slot of every parameter, since one step updates
+        them all.  Anything else raises ``ValueError`` naming the first offending key,
+        and leaves the optimizer as it was.
+        """
+        if "step" not in state:
+            raise ValueError("optimizer state has no 'step'")
+        step = int(state["step"])
+        slots = {slot: {} for slot in self.slot_names}
         for key, value in state.items():
             if key == "step":
                 continue
             slot, _, name = key.partition(".")
-            if slot not in self.slots or name not in self.params:
+            if slot not in slots or name not in self.params:
                 raise ValueError(f"optimizer state has an unknown entry {key!r}")
             param = self.params[name]
             if tuple(value.shape) != tuple(param.shape):
                 raise ValueError(f"optimizer state {key!r} has shape {tuple(value.shape)}, parameter has {tuple(param.shape)}")
             buffer = get_array_module(param).zeros_like(param)
-            buffer[...] = value if type(value) is type(param) else get_array_module(param).asarray(value)
-            self.slots[slot][name] = buffer
+            buffer[...] = asarray_like(param, value)
+            slots[slot][name] = buffer
+        missing = [f"{slot}.{name}" for slot in self.slot_names for name in self.params if name not in slots[slot]]
+        fresh = step == 0 and not any(slots.values())
+        if missing and not fresh:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise ValueError(f"optimizer state at step {step} has no {missing[0]!r}{more}; a state taken "
+                             "after the first step holds every slot of every parameter")
+        self.step_count, self.slots = step, slots
 
     def config(self) -> dict:
         return {"type": type(self).__name__}
@@ -106,8 +124,10 @@ class SGD(Optimizer):
     def __init__(self, params: dict, lr=1e-2, momentum: float = 0.0):
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"momentum must lie in [0, 1) (got {momentum})")
-        super().__init__(params, lr)
         self.momentum = float(momentum)
+        if not self.momentum:
+            self.slot_names = ()  # plain SGD keeps nothing between steps
+        super().__init__(params, lr)
 
     def _update(self, name, param, grad, lr):
         direction = grad

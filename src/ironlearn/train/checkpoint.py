@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backend import to_host
 from ..files import atomic_write
 from ..nn.model import Sequential
 from ..optim import schedules
@@ -34,10 +35,6 @@ class CheckpointError(ValueError):
     """A checkpoint could not be written or read; the message says why and what to do."""
 
 
-def _host(array) -> np.ndarray:
-    return array.get() if hasattr(array, "get") else np.asarray(array)
-
-
 def save(path, model, optimizer=None, *, step: int | None = None, seed: int | None = None,
          settings: dict | None = None) -> None:
     """Write ``model`` (and ``optimizer``, when given) to ``path`` atomically.
@@ -48,9 +45,15 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
     ------
     CheckpointError
         When a parameter is NaN/inf (a diverged model is never saved over a good
-        one) or the file cannot be written (disk full, permissions).
+        one), the optimizer's schedule cannot be saved (a plain function: a
+        resumed run could not continue its curve) or the file cannot be written
+        (disk full, permissions).  Nothing is written then.
     """
-    arrays = {f"model/{name}": _host(value) for name, value in model.named_arrays().items()}
+    if optimizer is not None and not hasattr(optimizer.schedule, "config"):
+        raise CheckpointError(f"refusing to save {path}: the learning-rate schedule {optimizer.schedule!r} cannot be "
+                              "saved, so a resumed run could not continue it; build it with "
+                              "ironlearn.optim.constant, cosine or warmup_cosine")
+    arrays = {f"model/{name}": to_host(value) for name, value in model.named_arrays().items()}
     bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
     if bad:
         raise CheckpointError(f"refusing to save {path}: {bad[0][6:]} holds NaN or inf values")
@@ -61,9 +64,8 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
         optimizer_step = state.pop("step")
         meta["step"] = optimizer_step if step is None else step
         meta["optimizer"] = optimizer.config()
-        if hasattr(optimizer.schedule, "config"):
-            meta["schedule"] = optimizer.schedule.config()
-        arrays.update({f"optim/{key}": _host(value) for key, value in state.items()})
+        meta["schedule"] = optimizer.schedule.config()
+        arrays.update({f"optim/{key}": to_host(value) for key, value in state.items()})
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
         atomic_write(path, lambda file: np.savez(file, **arrays))
@@ -88,15 +90,28 @@ class Checkpoint:
     def settings(self) -> dict:
         return self.meta.get("settings", {})
 
-    def optimizer(self, params: dict):
-        """Rebuild the saved optimizer (and schedule) on ``params``, state restored."""
+    def optimizer(self, params: dict, schedule=None):
+        """Rebuild the saved optimizer on ``params``, its step and slots restored.
+
+        ``schedule`` replaces the saved learning-rate schedule (a resumed run may
+        train longer); by default the saved one is rebuilt.
+        """
+        if "optimizer" not in self.meta:
+            raise CheckpointError("this file holds a model without optimizer state; build a new optimizer")
+        if schedule is None:
+            if "schedule" not in self.meta:
+                raise CheckpointError("this checkpoint does not record its learning-rate schedule; "
+                                      "pass one: checkpoint.optimizer(params, schedule=...)")
+            schedule = schedules.from_config(self.meta["schedule"])
         config = dict(self.meta["optimizer"])
         cls = OPTIMIZERS[config.pop("type").lower()]
         if "betas" in config:
             config["betas"] = tuple(config["betas"])
-        lr = schedules.from_config(self.meta["schedule"]) if "schedule" in self.meta else 1e-3
-        optimizer = cls(params, lr=lr, **config)
-        optimizer.load_state_dict({"step": self.step, **self.optimizer_state})
+        optimizer = cls(params, lr=schedule, **config)
+        try:
+            optimizer.load_state_dict({"step": self.step, **self.optimizer_state})
+        except ValueError as exc:
+            raise CheckpointError(f"the saved optimizer state does not fit these parameters ({exc})") from None
         return optimizer
 
 

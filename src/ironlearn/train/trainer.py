@@ -7,19 +7,20 @@ import time
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import Backend, get_array_module
 
 
 class DivergenceError(FloatingPointError):
-    """The loss became NaN or infinite, or exploded past the trainer's ``max_loss``."""
+    """The loss became NaN or infinite, or exploded past the trainer's ``max_loss``.
+
+    ``step``, ``loss`` and ``lr`` (the rate of the step that diverged) are kept, so
+    that a command can word its own advice (its flag for the learning rate).
+    """
 
     def __init__(self, step: int, loss: float, lr: float):
         self.step, self.loss, self.lr = step, loss, lr
-        super().__init__(
-            f"training diverged at step {step}: loss is {loss:.4g} (learning rate {lr:.3g}); "
-            "try a lower learning rate, e.g. --lr "
-            f"{lr / 10:.2g}"
-        )
+        super().__init__(f"training diverged at step {step}: loss {loss:.4g} at learning rate {lr:.3g}; "
+                         f"give the optimizer a lower learning rate (e.g. {lr / 10:.2g})")
 
 
 class Trainer:
@@ -37,7 +38,9 @@ class Trainer:
         Points per step; default (None) is the full batch.  Mini-batches walk a
         permutation of the points that is a pure function of ``(seed, epoch)``,
         so the seed and the step count are the whole random state: a resumed
-        run draws exactly the batches an uninterrupted one would.
+        run draws exactly the batches an uninterrupted one would.  It is drawn
+        on the host, like the initial weights, so a run draws the same batches
+        on either device.
     seed : int
     callbacks : iterable of Callback
         Each runs every ``callback.every`` steps and once at the end.
@@ -46,16 +49,23 @@ class Trainer:
         callback asks for it (each read is a device sync on the GPU).
     max_loss : float
         A finite loss above this also counts as divergence (an explosion).
+    backend : Backend, optional
+        The backend ``inputs`` live on; it copies each epoch's permutation to
+        the device (the only copy a training step makes, once an epoch, and
+        counted).  Default: a new one on the inputs' device.
     """
 
     def __init__(self, model, optimizer, loss, inputs, targets, *, batch_size=None, seed: int = 0,
-                 callbacks=(), check_every: int = 100, max_loss: float = math.inf):
+                 callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None):
         if len(inputs) != len(targets):
             raise ValueError(f"inputs and targets differ in length ({len(inputs)} vs {len(targets)})")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss
         self.inputs, self.targets = inputs, targets
+        if backend is None:
+            backend = Backend("cpu" if get_array_module(inputs) is np else "cuda", inputs.dtype)
+        self.backend = backend
         self.batch_size = None if batch_size is None or batch_size >= len(inputs) else int(batch_size)
         self.seed = int(seed)
         self.callbacks = list(callbacks)
@@ -74,7 +84,7 @@ class Trainer:
 
     @property
     def last_lr(self) -> float:
-        """The learning rate of the last step taken."""
+        """The learning rate the last step used (the optimizer's ``next_lr`` is the next one's)."""
         return self.optimizer.schedule(max(self.step - 1, 0))
 
     @property
@@ -97,7 +107,7 @@ class Trainer:
         if self._epoch_perm[0] != epoch:
             perm = np.random.default_rng([self.seed, epoch]).permutation(n)
             # One index copy per epoch, not per step.
-            self._epoch_perm = (epoch, get_array_module(self.inputs).asarray(perm))
+            self._epoch_perm = (epoch, self.backend.asarray(perm, dtype=np.int64))
         idx = self._epoch_perm[1][index * self.batch_size:(index + 1) * self.batch_size]
         return self.inputs[idx], self.targets[idx]
 
