@@ -10,12 +10,12 @@ import numpy as np
 from PIL import Image
 
 from ironlearn.backend import Backend
-from ironlearn.fitting import PRESETS, calibrate
+from ironlearn.fitting import FitOptions, calibrate, make_plan
+from ironlearn.fitting.run import new_model, training_data
 from ironlearn.image import load_picture, psnr, render
-from ironlearn.image.coords import pixel_grid
 from ironlearn.image.io import Picture
 from ironlearn.nn import mse
-from ironlearn.optim import Adam, warmup_cosine
+from ironlearn.optim import Adam
 from ironlearn.train import Callback, Trainer
 
 
@@ -62,23 +62,21 @@ class Marks(Callback):
             self.reached[self.pending.pop(0)] = (self.evaluate(trainer.model), trainer.step)
 
 
-def timed_fit(preset_name: str, picture: Picture, seconds: float, marks, seed: int = 0, options=None):
-    """Fit as ``ironlearn fit --model NAME --time-budget SECONDS`` does (same presets, the same
-    calibrated cosine schedule); returns (model, {mark: (psnr, step)}, steps, train seconds)."""
+def timed_fit(preset_name: str, picture: Picture, seconds: float, marks, seed: int = 0, options=None, **settings):
+    """Fit as ``ironlearn fit --model NAME --time-budget SECONDS`` does (the same plan, data and
+    calibrated schedule); returns (model, {mark: (psnr, step)}, steps, train seconds).
+
+    ``settings`` are further FitOptions (``filter="centres"``, ``batch_size=0``, ...)."""
     backend = Backend("cpu")
-    preset = PRESETS[preset_name]
-    resolved = preset.resolve(options or {}, picture.width, picture.height, picture.channels)
-    model = preset.build(picture.channels, resolved, np.random.default_rng(seed))
-    points = picture.width * picture.height
-    x = backend.asarray(pixel_grid(picture.width, picture.height))
-    y = backend.asarray(picture.pixels.reshape(points, picture.channels))
-    batch = preset.batch_size if preset.batch_size and preset.batch_size < points else None
-    total = max(10, int(seconds / calibrate(model, x, y, batch, seed)))
-    optimizer = Adam(model.named_parameters(), lr=warmup_cosine(preset.lr, preset.lr_min, total))
+    plan = make_plan(FitOptions("benchmark", model=preset_name, model_options=options or {}, seed=seed,
+                                time_budget=seconds, **settings), picture)
+    model = new_model(plan).to(backend)
+    data = training_data(plan, picture, backend)
+    plan = plan.calibrated(calibrate(model, data))
+    optimizer = Adam(model.named_parameters(), lr=plan.make_schedule())
     recorder = Marks(marks, picture, backend)
-    trainer = Trainer(model, optimizer, mse, x, y, batch_size=batch, seed=seed, callbacks=[recorder],
-                      check_every=100)
-    trainer.run(total, time_budget=seconds)
+    trainer = Trainer(model, optimizer, mse, **data, callbacks=[recorder], check_every=100, backend=backend)
+    trainer.run(plan.steps, time_budget=seconds)
     for mark in recorder.pending:  # finished before the mark: its final quality holds there
-        recorder.reached[mark] = (recorder.evaluate(model), trainer.step)
-    return model, recorder.reached, trainer.step, trainer.train_seconds
+        recorder.reached[mark] = (recorder.evaluate(trainer.model), trainer.step)
+    return trainer.model, recorder.reached, trainer.step, trainer.train_seconds

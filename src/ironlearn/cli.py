@@ -21,6 +21,7 @@ from .fitting.presets import option_help
 from .image.io import (MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, scaled_size,
                        write_pixel_csv)
 from .image.render import MAX_RENDER_SIDE, render_png
+from .image.sampling import FILTERS
 from .train import CheckpointError, DivergenceError, load_checkpoint
 
 
@@ -101,6 +102,8 @@ def build_parser() -> Parser:
     fit_p.add_argument("--schedule", choices=["cosine", "constant"], help="learning-rate schedule (default cosine)")
     fit_p.add_argument("--batch-size", type=count, metavar="N", help="points per step; 0 = full batch "
                                                                      "(default: the preset's)")
+    fit_p.add_argument("--filter", choices=FILTERS, help="targets between pixel centres: bicubic (default), "
+                                                          "bilinear, or centres (whole pixels only)")
     fit_p.add_argument("--seed", type=count, help="random seed (default 0)")
     fit_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
                        help="where to train (default auto: the GPU when CuPy sees one)")

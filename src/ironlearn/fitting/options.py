@@ -6,6 +6,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from ..image.sampling import FILTERS
 from .presets import OPTIONS, PRESETS
 
 SCHEDULES = ("cosine", "constant")
@@ -40,6 +41,7 @@ class FitOptions:
     lr_min: float | None = None
     schedule: str | None = None  # cosine
     batch_size: int | None = None  # 0 = full batch
+    filter: str | None = None  # bicubic
     seed: int | None = None  # 0
     device: str = "auto"
     checkpoint_every: int | None = None
@@ -100,6 +102,8 @@ def validate(options: FitOptions) -> None:
         raise UsageError(f"--batch-size must be positive, or 0 for the full batch (got {options.batch_size})")
     if options.model is not None and options.model not in PRESETS:
         raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")
+    if options.filter not in (None, *FILTERS):
+        raise UsageError(f"unknown filter {options.filter!r}: use one of {', '.join(FILTERS)}")
     if options.schedule not in (None, *SCHEDULES):
         raise UsageError(f"unknown schedule {options.schedule!r}: use {' or '.join(SCHEDULES)}")
     if options.resume and options.force:

@@ -22,7 +22,9 @@ MIN_STEPS = 10  # a time budget never plans fewer steps than this
 RETRY_LR_FACTOR = 0.3  # after divergence, the learning rate is multiplied by this and the run retried
 
 # Settings a resumed run must share with the run it continues (given differently, they are refused).
-_FIXED = ("model", "mode", "batch_size", "seed", "schedule")
+_FIXED = ("model", "mode", "batch_size", "seed", "schedule", "filter")
+# What runs saved before a setting existed were trained with.
+_BEFORE = {"filter": "centres"}
 # Settings a resumed run takes from the run unless given again.
 _INHERITED = ("lr", "lr_min", "checkpoint_every", "snapshot_every")
 
@@ -47,7 +49,7 @@ def resume_options(options: FitOptions, saved: dict) -> FitOptions:
     """
     mismatches, changes = [], {}
     for name in _FIXED:
-        given, was = getattr(options, name), saved.get(name)
+        given, was = getattr(options, name), saved.get(name, _BEFORE.get(name))
         if given is None:
             changes[name] = was
         elif given != was:
@@ -90,6 +92,7 @@ class RunPlan:
     lr_min: float
     schedule: str
     batch_size: int | None  # None: the full batch
+    filter: str  # how targets are read between pixel centres (image.sampling.FILTERS)
     seed: int
     device: str
     steps: int | None
@@ -152,7 +155,7 @@ class RunPlan:
         """What a checkpoint stores, so that ``--resume`` can rebuild this plan."""
         return {"input": os.path.abspath(self.input), "fingerprint": self.fingerprint, "mode": self.mode,
                 "size": [self.width, self.height], "model": self.model, "model_options": self.model_options,
-                "lr": self.lr, "lr_min": self.lr_min, "schedule": self.schedule, "batch_size": self.batch_size or 0,
+                "lr": self.lr, "lr_min": self.lr_min, "schedule": self.schedule, "batch_size": self.batch_size or 0, "filter": self.filter,
                 "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "device": device,
                 "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
                 "train_seconds": train_seconds}
@@ -190,6 +193,7 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         model_options=model_options, lr=preset.lr if options.lr is None else options.lr,
         lr_min=preset.lr_min if options.lr_min is None else options.lr_min, schedule=options.schedule or "cosine",
         batch_size=_batch_size(options, preset, picture.width * picture.height),
+        filter=options.filter or preset.filter,
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,
         time_budget=time_budget, checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,

@@ -73,6 +73,7 @@ class Preset:
     lr_min: float
     batch_size: int | None = None  # None: full batch
     defaults: dict = field(default_factory=dict)
+    filter: str = "bicubic"  # targets between pixel centres (image.sampling.FILTERS)
     size: Callable | None = None  # (width_px, height_px, channels, options) -> options, Auto ones filled
 
     @property
@@ -128,7 +129,7 @@ def hashgrid_size(width_px: int, height_px: int, channels: int, o: dict) -> dict
 
 PRESETS = {p.name: p for p in (
     Preset("hashgrid", "multiresolution hash grid + two small ReLU layers",
-           lambda c, o, rng: nets.hashgrid(2, c, **o, rng=rng), lr=2e-2, lr_min=2e-4,
+           lambda c, o, rng: nets.hashgrid(2, c, **o, rng=rng), lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
            defaults={"width": 32, "depth": 2,
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest"),
                      "features": 2,

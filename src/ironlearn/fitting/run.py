@@ -23,6 +23,7 @@ from ..backend import get_backend
 from ..image import metrics
 from ..image.coords import pixel_grid
 from ..image.io import load_picture
+from ..image.sampling import PictureSampler
 from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..optim import Adam
@@ -124,14 +125,13 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
     """The model, data, optimizer, trainer and callbacks for ``plan`` (calibrating its step count
     when only a time budget was given)."""
     model = (saved.model if saved is not None else new_model(plan)).to(backend)
-    x = backend.asarray(pixel_grid(plan.width, plan.height))
-    y = backend.asarray(picture.pixels.reshape(-1, plan.channels))
+    data = training_data(plan, picture, backend)
     if plan.steps is None:
-        plan = plan.calibrated(calibrate(model, x, y, plan.batch_size, plan.seed))
+        plan = plan.calibrated(calibrate(model, data))
     params, schedule = model.named_parameters(), plan.make_schedule()
     optimizer = saved.optimizer(params, schedule=schedule) if saved is not None else Adam(params, lr=schedule)
-    trainer = Trainer(model, optimizer, mse, x, y, batch_size=plan.batch_size, seed=plan.seed,
-                      check_every=plan.check_interval, max_loss=MAX_LOSS)
+    trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval, max_loss=MAX_LOSS,
+                      backend=backend)
     trainer.train_seconds = plan.prior_seconds
     recorder, snapshots = _records(plan, model, backend)
     rollback = Rollback(_save_trigger(plan))
@@ -143,6 +143,18 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
               lambda _: snapshots.save(os.path.join(plan.out, folder.FRAMES))])
     trainer.callbacks = [recorder, snapshots, checkpointer, rollback]
     return job
+
+
+def training_data(plan: RunPlan, picture, backend) -> dict:
+    """The Trainer's data, as keyword arguments: a sampler that draws each step's batch from the
+    picture (kept once on the device, as compact as it was loaded), or, for whole pixels in one
+    full batch, the pixel grid itself (fixed inputs, so the hash grid reuses its lookups)."""
+    if plan.filter == "centres" and plan.batch_size is None:
+        return {"inputs": backend.asarray(pixel_grid(plan.width, plan.height)),
+                "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
+    values = backend.asarray(picture.values, dtype=picture.values.dtype)
+    batch = plan.batch_size or plan.width * plan.height
+    return {"batches": PictureSampler(values, batch, plan.seed, plan.filter)}
 
 
 def new_model(plan: RunPlan):
@@ -168,12 +180,11 @@ def _records(plan: RunPlan, model, backend) -> tuple[Recorder, Snapshots]:
     return recorder, snapshots
 
 
-def calibrate(model, x, y, batch_size: int | None, seed: int, loss=mse) -> float:
-    """Seconds per training step of ``model`` on ``(x, y)``, measured on a throwaway copy
-    (the real run starts untouched)."""
+def calibrate(model, data: dict, loss=mse) -> float:
+    """Seconds per training step of ``model`` on ``data`` (Trainer keyword arguments: ``inputs``
+    and ``targets``, or ``batches``), measured on a throwaway copy (the real run starts untouched)."""
     probe = copy.deepcopy(model)
-    trainer = Trainer(probe, Adam(probe.named_parameters(), lr=1e-9), loss, x, y, batch_size=batch_size,
-                      seed=seed, check_every=0)
+    trainer = Trainer(probe, Adam(probe.named_parameters(), lr=1e-9), loss, **data, check_every=0)
     trainer.run(2)
     trainer.loss  # noqa: B018  (a sync, so the timing below is real on a GPU)
     t0 = time.perf_counter()

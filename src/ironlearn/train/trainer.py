@@ -33,7 +33,10 @@ class Trainer:
         Built on ``model.named_parameters()``; it owns the step counter.
     loss : callable ``(pred, target) -> (value, grad)``
     inputs : array ``(n, in)``; targets : array ``(n, out)``
-        On the model's device already.
+        On the model's device already.  Or, instead of both:
+    batches : callable ``step -> (inputs, targets)``, keyword-only
+        A source that draws each step's batch itself (a picture sampler, say); it
+        must be a pure function of the step for resumes to be exact.
     batch_size : int, optional
         Points per step; default (None) is the full batch.  Mini-batches walk a
         permutation of the points that is a pure function of ``(seed, epoch)``,
@@ -55,18 +58,22 @@ class Trainer:
         counted).  Default: a new one on the inputs' device.
     """
 
-    def __init__(self, model, optimizer, loss, inputs, targets, *, batch_size=None, seed: int = 0,
-                 callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None):
-        if len(inputs) != len(targets):
+    def __init__(self, model, optimizer, loss, inputs=None, targets=None, *, batches=None, batch_size=None,
+                 seed: int = 0, callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None):
+        if (batches is None) == (inputs is None or targets is None):
+            raise ValueError("give inputs and targets, or batches (one of the two)")
+        if batches is None and len(inputs) != len(targets):
             raise ValueError(f"inputs and targets differ in length ({len(inputs)} vs {len(targets)})")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss
         self.inputs, self.targets = inputs, targets
-        if backend is None:
+        self.batches = batches or self._array_batch
+        if backend is None and batches is None:
             backend = Backend("cpu" if get_array_module(inputs) is np else "cuda", inputs.dtype)
         self.backend = backend
-        self.batch_size = None if batch_size is None or batch_size >= len(inputs) else int(batch_size)
+        self.batch_size = None if batch_size is None or batches is not None or batch_size >= len(inputs) \
+            else int(batch_size)
         self.seed = int(seed)
         self.callbacks = list(callbacks)
         self.check_every = int(check_every)
@@ -98,12 +105,12 @@ class Trainer:
         return self._loss_host
 
     # -- the loop ---------------------------------------------------------------------
-    def _batch(self):
+    def _array_batch(self, step: int):
         if self.batch_size is None:
             return self.inputs, self.targets
         n = len(self.inputs)
         per_epoch = -(-n // self.batch_size)
-        epoch, index = divmod(self.step, per_epoch)
+        epoch, index = divmod(step, per_epoch)
         if self._epoch_perm[0] != epoch:
             perm = np.random.default_rng([self.seed, epoch]).permutation(n)
             # One index copy per epoch, not per step.
@@ -113,7 +120,7 @@ class Trainer:
 
     def train_step(self) -> None:
         """One forward/backward/update; the loss stays on the device."""
-        x, y = self._batch()
+        x, y = self.batches(self.step)
         pred = self.model.forward(x)
         self._loss, grad = self.loss_fn(pred, y)
         self._loss_host = None
