@@ -6,6 +6,7 @@ import numpy as np
 from PIL import Image
 
 from ironlearn.backend import Backend
+from ironlearn.nn.sparse import RowGrad
 
 
 def numeric_grad(f, array, eps=1e-6):
@@ -35,7 +36,7 @@ def check_layer_gradients(layer, x, rtol=1e-5, atol=1e-7):
 
     layer.forward(x.copy())
     grad_in = layer.backward(upstream.copy())
-    analytic = {name: g.copy() for name, g in layer.grads.items()}
+    analytic = {name: g.dense() if isinstance(g, RowGrad) else g.copy() for name, g in layer.grads.items()}
     if grad_in is not None:
         np.testing.assert_allclose(grad_in, numeric_grad(objective, x), rtol=rtol, atol=atol)
     for name, param in layer.params.items():

@@ -110,3 +110,39 @@ def test_hash_grid_reads_only_inside_each_level_of_its_table(points, levels, log
     assert indices.min() >= 0 and indices.max() < grid.params["table"].shape[0]
     assert (level_of_row[indices] == np.arange(levels)).all()  # no level reads another's rows
     np.testing.assert_allclose(weights.sum(axis=0), 1.0, rtol=1e-6)
+
+
+def test_a_batch_that_reads_few_rows_gets_a_row_gradient_equal_to_the_dense_one(rng):
+    from ironlearn.nn.sparse import RowGrad
+
+    grid = HashGrid(levels=3, features=2, log2_table_size=12, coarsest=4, finest=64, rng=rng)
+    x = rng.uniform(-1, 1, size=(50, 2)).astype(np.float32)
+    upstream = rng.normal(size=(50, 6)).astype(np.float32)
+    grid.forward(x)
+    grid.backward(upstream, need_grad_in=False)
+    sparse = grid.grads["table"]
+    assert isinstance(sparse, RowGrad) and len(sparse.rows) <= 50 * 4 * 3
+    assert (np.diff(sparse.rows) > 0).all()  # each row once, sorted
+    many = np.concatenate([x] * 400)  # more lookups than rows: the dense path
+    grid.forward(many)
+    grid.backward(np.concatenate([upstream] * 400), need_grad_in=False)
+    np.testing.assert_allclose(sparse.dense() * 400, grid.grads["table"], rtol=1e-4, atol=1e-6)
+
+
+def test_lazy_adam_moves_only_the_rows_a_step_touched(rng):
+    from ironlearn.nn.sparse import RowGrad
+    from ironlearn.optim import SGD
+
+    for make in (lambda p: Adam(p, lr=0.1), lambda p: SGD(p, lr=0.1, momentum=0.9)):
+        table = rng.normal(size=(10, 2)).astype(np.float32)
+        dense_table = table.copy()
+        lazy, dense = make({"t": table}), make({"t": dense_table})
+        grad = rng.normal(size=(10, 2)).astype(np.float32)
+        for _ in range(3):  # every row touched: lazy equals dense
+            lazy.step({"t": RowGrad(np.arange(10), grad, table.shape)})
+            dense.step({"t": grad})
+        np.testing.assert_allclose(table, dense_table, rtol=1e-6)
+        before = table.copy()
+        lazy.step({"t": RowGrad(np.array([2, 7]), grad[[2, 7]], table.shape)})
+        moved = np.flatnonzero((table != before).any(axis=1))
+        assert list(moved) == [2, 7]

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..backend import get_array_module
 from .layers import Layer, register
+from .sparse import RowGrad
 
 
 @register
@@ -70,9 +71,6 @@ class FourierFeatures(Layer):
         return grad_z @ self.buffers["projection"].T
 
 
-#: Valid ``log2_table_size`` values: 64 to 16M rows per level.
-LOG2_TABLE_SIZES = range(6, 25)
-
 LOOKUP_CACHE = 3  # the training batch and the two tiles of a time-lapse frame
 
 #: The hash-table sizes :class:`HashGrid` accepts, as ``log2`` of the rows per level: 6..24.
@@ -105,10 +103,13 @@ class HashGrid(Layer):
 
     All levels live in one parameter ``table`` of shape ``(sum of level sizes,
     features)``, so the optimizers treat it like any other array.  Its gradient
-    is scattered with ``bincount``, a vectorised sum per vertex.
+    is scattered with ``bincount``, a vectorised sum per vertex.  When a batch
+    reads fewer rows than the table holds, the gradient is a :class:`RowGrad`
+    of the rows read, so that a step costs what the batch touches, not what the
+    table holds (the optimizers then update those rows only).
     """
 
-    _cached = ("_x",)
+    _cached = ("_x", "_marks", "_slots")
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
                  finest: int = 512, *, rng):
@@ -213,13 +214,39 @@ class HashGrid(Layer):
         per_level = grad_out.reshape(n, self.levels, self.features)  # (n, L, F)
         flat_index = indices.reshape(-1)
         rows = self.params["table"].shape[0]
-        grad_table = self.grads["table"]
+        if flat_index.size < rows:
+            touched, flat_index = self._compact(xp, flat_index)
+            grad_table = xp.empty((len(touched), self.features), dtype=grad_out.dtype)
+            self.grads["table"] = RowGrad(touched, grad_table, self.params["table"].shape)
+        else:
+            grad_table = self.grads["table"] = self._dense_grad(xp)
         for f in range(self.features):
             contribution = weights * per_level[None, :, :, f]  # (4, n, L)
-            grad_table[:, f] = xp.bincount(flat_index, weights=contribution.reshape(-1), minlength=rows)
+            grad_table[:, f] = xp.bincount(flat_index, weights=contribution.reshape(-1),
+                                           minlength=len(grad_table))
         if not need_grad_in:
             return None
         return self._input_grad(xp, per_level, indices, fractions)
+
+    def _dense_grad(self, xp):
+        grad = self.grads["table"]
+        return grad if not isinstance(grad, RowGrad) else xp.zeros_like(self.params["table"])
+
+    def _compact(self, xp, flat_index):
+        """The rows ``flat_index`` reads, sorted, and ``flat_index`` renumbered into them.
+
+        Marks and slots are two arrays the size of the table, kept between steps: marking
+        and a scan cost a few milliseconds on millions of rows, where ``unique`` (a sort of
+        the whole batch) costs tens.
+        """
+        rows = self.params["table"].shape[0]
+        if getattr(self, "_marks", None) is None or len(self._marks) != rows or get_array_module(self._marks) is not xp:
+            self._marks, self._slots = xp.zeros(rows, dtype=bool), xp.zeros(rows, dtype=xp.int32)
+        self._marks[flat_index] = True
+        touched = xp.flatnonzero(self._marks)
+        self._marks[touched] = False
+        self._slots[touched] = xp.arange(len(touched), dtype=xp.int32)
+        return touched, self._slots[flat_index]
 
     def _input_grad(self, xp, per_level, indices, fractions):
         """d(loss)/d(x) through the bilinear weights (the grid itself is piecewise linear)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..backend import asarray_like, get_array_module
+from ..nn.sparse import RowGrad
 from .schedules import constant
 
 
@@ -48,9 +49,18 @@ class Optimizer:
         lr = self.next_lr
         self.step_count += 1
         for name, param in self.params.items():
-            self._update(name, param, grads[name], lr)
+            grad = grads[name]
+            if isinstance(grad, RowGrad):
+                self._update_rows(name, param, grad.rows, grad.values, lr)
+            else:
+                self._update(name, param, grad, lr)
 
     def _update(self, name, param, grad, lr):
+        raise NotImplementedError
+
+    def _update_rows(self, name, param, rows, grad, lr):
+        """The update of :meth:`_update` applied to ``param[rows]`` only ("lazy"): rows outside
+        ``rows`` keep their values and their slots, as if this step had not happened to them."""
         raise NotImplementedError
 
     def _slot(self, slot: str, name: str, like):
@@ -129,6 +139,13 @@ class SGD(Optimizer):
             self.slot_names = ()  # plain SGD keeps nothing between steps
         super().__init__(params, lr)
 
+    def _update_rows(self, name, param, rows, grad, lr):
+        if self.momentum:
+            velocity = self._slot("velocity", name, param)
+            grad = velocity[rows] * self.momentum + grad
+            velocity[rows] = grad
+        param[rows] -= lr * grad
+
     def _update(self, name, param, grad, lr):
         direction = grad
         if self.momentum:
@@ -177,6 +194,25 @@ class Adam(Optimizer):
         xp.divide(m, s, out=s)
         s *= step_size
         param -= s
+
+    def _update_rows(self, name, param, rows, grad, lr):
+        # Lazy Adam (as tiny-cuda-nn and sparse PyTorch ports do): the moments of untouched rows do
+        # not decay this step and those rows do not move, where dense Adam would keep moving them
+        # on their old momentum.  Bias correction still counts every step.
+        xp = get_array_module(param)
+        b1, b2 = self.betas
+        m_all, v_all = self._slot("m", name, param), self._slot("v", name, param)
+        m, v = m_all[rows], v_all[rows]
+        m += (1.0 - b1) * (grad - m)
+        v += (1.0 - b2) * (grad * grad - v)
+        m_all[rows], v_all[rows] = m, v
+        correction = math.sqrt(1.0 - b2 ** self.step_count)
+        step_size = lr * correction / (1.0 - b1 ** self.step_count)
+        denominator = xp.sqrt(v)
+        denominator += self.eps * correction
+        m /= denominator
+        m *= step_size
+        param[rows] -= m
 
     def config(self) -> dict:
         return {"type": "Adam", "betas": list(self.betas), "eps": self.eps}
