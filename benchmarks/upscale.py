@@ -1,7 +1,8 @@
 """Benchmark (c): fit camera at 256x256, render at 512x512, PSNR against the true 512x512,
-beside Pillow's bicubic upscaling of the same 256x256 input.
+beside Pillow's nearest, bilinear, bicubic and Lanczos upscaling of the same 256x256 input.
 
-    python benchmarks/upscale.py [--seconds 60] [--presets hashgrid siren] [--option finest=128 ...]
+    python benchmarks/upscale.py [--seconds 30] [--presets hashgrid siren] [--option finest=128 ...]
+                                 [--setting filter=centres --setting batch_size=0]
 """
 
 from __future__ import annotations
@@ -19,31 +20,45 @@ from ironlearn.image import psnr, render
 from ironlearn.image.io import Picture
 
 
+def _number_or_text(value: str):
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 def main():
     import skimage.data
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--presets", nargs="+", default=["hashgrid", "siren", "fourier"])
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--presets", nargs="+", default=["hashgrid", "siren"])
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a preset option, e.g. finest=128 (numbers only)")
+                        help="a preset option, e.g. finest=128")
+    parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a fit setting, e.g. filter=bilinear or batch_size=0")
     args = parser.parse_args()
-    options = {k: float(v) if "." in v else int(v) for k, v in (o.split("=", 1) for o in args.option)}
+    options = {k: _number_or_text(v) for k, v in (o.split("=", 1) for o in args.option)}
+    settings = {k: _number_or_text(v) for k, v in (o.split("=", 1) for o in args.setting)}
     truth_image = Image.fromarray(skimage.data.camera())  # 512x512
     truth = np.asarray(truth_image, np.float32)[..., None] / 255
     small_image = truth_image.resize((256, 256), Image.LANCZOS)
-    small = Picture(np.asarray(small_image, np.float32)[..., None] / 255, "gray", "camera")
-    bicubic = np.asarray(small_image.resize((512, 512), Image.BICUBIC), np.float32)[..., None] / 255
+    small = Picture(np.asarray(small_image)[..., None], "gray", "camera")
     print(f"# {datetime.date.today()}, {machine()}")
     print("| method | PSNR at 256 (fit) | PSNR at 512 vs truth |")
     print("| --- | --- | --- |")
-    print(f"| Pillow bicubic | - | {psnr(bicubic, truth):.2f} |")
+    for name, method in (("nearest", Image.NEAREST), ("bilinear", Image.BILINEAR), ("bicubic", Image.BICUBIC),
+                         ("Lanczos", Image.LANCZOS)):
+        upscaled = np.asarray(small_image.resize((512, 512), method), np.float32)[..., None] / 255
+        print(f"| Pillow {name} | - | {psnr(upscaled, truth):.2f} |")
     for preset in args.presets:
-        model, reached, steps, _ = timed_fit(preset, small, args.seconds, [args.seconds], options=options)
+        model, reached, steps, _ = timed_fit(preset, small, args.seconds, [args.seconds], options=options, **settings)
         big = render(model, 512, 512, Backend("cpu"))
-        label = " ".join([preset] + args.option)
-        print(f"| ironlearn {label}, {args.seconds:g} s | {reached[args.seconds][0]:.2f} | {psnr(big, truth):.2f} |",
-              flush=True)
+        label = " ".join([preset] + args.option + args.setting)
+        print(f"| ironlearn {label}, {args.seconds:g} s, {steps:,} steps | {reached[args.seconds][0]:.2f} | "
+              f"{psnr(big, truth):.2f} |", flush=True)
 
 
 if __name__ == "__main__":

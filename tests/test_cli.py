@@ -55,7 +55,8 @@ def test_fit_writes_every_output(fitted, picture):
     assert {"psnr_db", "steps", "seconds", "params", "pixels", "model", "device"} <= set(metrics)
     assert metrics["steps"] == 150 and metrics["pixels"] == 1024 and metrics["device"] == "cpu"
     header = (fitted / "history.csv").read_text().splitlines()[0]
-    assert header == "step,loss,psnr,lr,seconds"
+    assert header == "step,loss,psnr,lr,seconds,psnr_of"
+    assert (fitted / "history.csv").read_text().splitlines()[1].endswith(",batch")  # sampled: an estimate
 
 
 def test_fit_beats_the_untrained_network(fitted, picture):
@@ -113,8 +114,8 @@ def test_resume_continues_the_step_count_and_the_curve(tmp_path, picture, capsys
     assert b.step == 80
     for name, value in a.model.named_parameters().items():
         np.testing.assert_array_equal(b.model.named_parameters()[name], value, err_msg=name)
-    history_a = np.loadtxt(straight / "history.csv", delimiter=",", skiprows=1)
-    history_b = np.loadtxt(split / "history.csv", delimiter=",", skiprows=1)
+    history_a = np.loadtxt(straight / "history.csv", delimiter=",", skiprows=1, usecols=range(5))
+    history_b = np.loadtxt(split / "history.csv", delimiter=",", skiprows=1, usecols=range(5))
     np.testing.assert_array_equal(history_b[:, [0, 3]], history_a[:, [0, 3]])  # same steps, same lr curve
 
 
@@ -132,7 +133,7 @@ def test_resume_extends_a_finished_run(fitted, tmp_path, capsys):
                            "--quiet", "--device", "cpu")
     assert code == 0, err
     assert json.loads((fitted / "metrics.json").read_text())["steps"] == 170
-    steps = np.loadtxt(fitted / "history.csv", delimiter=",", skiprows=1)[:, 0]
+    steps = np.loadtxt(fitted / "history.csv", delimiter=",", skiprows=1, usecols=range(5))[:, 0]
     assert steps[-1] == 170 and (np.diff(steps) > 0).all()
 
 

@@ -18,7 +18,7 @@ from . import __version__
 from .backend import BackendError, get_backend
 from .fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
 from .fitting.presets import option_help
-from .image.io import (MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, scaled_size,
+from .image.io import (MAX_PIXELS, MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, scaled_size,
                        write_pixel_csv)
 from .image.render import MAX_RENDER_SIDE, render_png
 from .image.sampling import FILTERS
@@ -88,6 +88,9 @@ def build_parser() -> Parser:
                                                      "(default: rgb for colour images, else gray)")
     fit_p.add_argument("--size", type=size_arg, metavar="N|WxH",
                        help="resize first: N for the longest side (aspect kept) or WxH")
+    fit_p.add_argument("--max-pixels", type=positive_int, metavar="N",
+                       help=f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against "
+                            "decompression bombs)")
     fit_p.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
     for option in OPTIONS.values():
         convert = positive_int if option.type is int else positive_float

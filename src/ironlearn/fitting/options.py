@@ -42,6 +42,7 @@ class FitOptions:
     schedule: str | None = None  # cosine
     batch_size: int | None = None  # 0 = full batch
     filter: str | None = None  # bicubic
+    max_pixels: int | None = None  # image.io.MAX_PIXELS
     seed: int | None = None  # 0
     device: str = "auto"
     checkpoint_every: int | None = None

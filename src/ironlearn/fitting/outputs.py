@@ -13,23 +13,24 @@ from ..image.render import render_png
 from ..train import History, checkpoint
 from . import folder
 
-HISTORY_COLUMNS = ["step", "loss", "psnr", "lr", "seconds"]
+HISTORY_COLUMNS = ["step", "loss", "psnr", "lr", "seconds", "psnr_of"]
 
 
 class Recorder(History):
-    """The history rows (step, loss, psnr, lr, seconds), written to ``history.csv``.
+    """The history rows (step, loss, psnr, lr, seconds, psnr_of), written to ``history.csv``.
 
-    ``psnr`` comes from the step's own loss: exact for full-batch training, an
-    estimate from the batch with mini-batches.
+    ``psnr`` comes from the step's own loss; ``psnr_of`` says what it measures: ``picture``
+    when each step sees every pixel (exact), ``batch`` when it is an estimate from a sample.
     """
 
-    def __init__(self, every: int):
+    def __init__(self, every: int, exact: bool = False):
         super().__init__(max(1, every))
+        self.psnr_of = "picture" if exact else "batch"
 
     def row(self, trainer) -> dict:
         loss = trainer.loss
         return {"step": trainer.step, "loss": loss, "psnr": round(metrics.psnr_from_mse(loss), 4),
-                "lr": trainer.last_lr, "seconds": round(trainer.train_seconds, 4)}
+                "lr": trainer.last_lr, "seconds": round(trainer.train_seconds, 4), "psnr_of": self.psnr_of}
 
     def write(self, path) -> None:
         buffer = io.StringIO()
@@ -44,10 +45,11 @@ class Recorder(History):
             return
         try:
             with open(path, newline="") as file:
-                rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(file)]
+                rows = [{k: v if k == "psnr_of" else float(v) for k, v in row.items()} for row in csv.DictReader(file)]
         except (OSError, ValueError, TypeError):
             return
-        self.rows = [{**row, "step": int(row["step"])} for row in rows if row["step"] <= upto_step]
+        self.rows = [{**row, "step": int(row["step"]), "psnr_of": row.get("psnr_of") or self.psnr_of}
+                     for row in rows if row["step"] <= upto_step]
 
 
 def run_metrics(plan, trainer, score, backend) -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 from ..backend import get_backend
 from ..image import metrics
 from ..image.coords import pixel_grid
-from ..image.io import load_picture
+from ..image.io import MAX_PIXELS, load_picture
 from ..image.sampling import PictureSampler
 from ..image.timelapse import Snapshots
 from ..nn import mse
@@ -70,7 +70,8 @@ def fit(options: FitOptions, *, log=print) -> dict:
 def _fit(options: FitOptions, saved, log) -> dict:
     if saved is not None:
         options = resume_options(options, saved.settings)
-    picture = load_picture(options.input, mode=options.mode, size=options.size)
+    picture = load_picture(options.input, mode=options.mode, size=options.size,
+                           max_pixels=options.max_pixels or MAX_PIXELS)
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
     if not plan.resume:
         folder.check_new(plan.out, force=plan.force)
@@ -170,7 +171,7 @@ def _save_trigger(plan: RunPlan) -> Every:
 
 def _records(plan: RunPlan, model, backend) -> tuple[Recorder, Snapshots]:
     """The history and the time-lapse, continued from the run folder on a resume."""
-    recorder = Recorder(plan.history_interval)
+    recorder = Recorder(plan.history_interval, exact=plan.filter == "centres" and plan.batch_size is None)
     snapshots = Snapshots(plan.snapshot_interval, plan.width, plan.height, backend)
     if plan.resume:
         recorder.restore(os.path.join(plan.out, folder.HISTORY), plan.start_step)
@@ -202,7 +203,7 @@ def train(job: Job, log) -> None:
     """
     trainer = job.trainer
     progress = Progress(job.plan.steps, job.plan.start_step, plain=job.plan.quiet or not sys.stderr.isatty(),
-                        describe=lambda t: f"PSNR {metrics.psnr_from_mse(t.loss):.2f} dB")
+                        describe=describe_progress(job.plan))
     trainer.callbacks.append(progress)
     with stop_on_sigint(trainer) as interrupted:
         for attempt in range(MAX_RETRIES + 1):
@@ -243,6 +244,21 @@ def stop_on_sigint(trainer):
 
 
 # -- what the user reads -----------------------------------------------------------------------
+def describe_progress(plan: RunPlan):
+    """What the progress bar adds to the loss: the PSNR (an estimate from the batch, unless the
+    batch is every pixel), samples per second and passes over the picture so far."""
+    pixels = plan.width * plan.height
+    batch = plan.batch_size or pixels
+    estimate = "~" if plan.filter != "centres" or plan.batch_size else ""
+
+    def describe(trainer) -> str:
+        seen = trainer.step * batch
+        rate = seen / trainer.train_seconds if trainer.train_seconds else 0.0
+        return (f"PSNR {estimate}{metrics.psnr_from_mse(trainer.loss):.2f} dB, {rate / 1e6:.2f}M samples/s, "
+                f"{seen / pixels:.1f} epochs")
+    return describe
+
+
 def start_message(job: Job) -> str:
     plan = job.plan
     budget = f" or {plan.time_budget:g} s" if plan.time_budget else ""

@@ -1,0 +1,107 @@
+"""Training on samples of a picture: seeded, exact at pixel centres, bounded in memory."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from ironlearn.backend import Backend
+from ironlearn.image import psnr, render
+from ironlearn.image.io import Picture
+from ironlearn.image.metrics import BandScore
+from ironlearn.image.sampling import FILTERS, PictureSampler, uniform
+from ironlearn.nn import hashgrid, mse
+from ironlearn.optim import Adam
+from ironlearn.train import Trainer
+
+
+def photo(height=24, width=40, channels=3, dtype=np.uint8, seed=0):
+    values = np.random.default_rng(seed).uniform(size=(height, width, channels))
+    return (values * 255).astype(np.uint8) if dtype == np.uint8 else values.astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", FILTERS)
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_targets_equal_the_pixels_at_pixel_centres(kind, dtype):
+    values = photo(dtype=dtype)
+    sampler = PictureSampler(values, 10, kind=kind)
+    rows, cols = np.mgrid[0:24, 0:40]
+    targets = sampler.targets((cols.ravel() + 0.5).astype(np.float32), (rows.ravel() + 0.5).astype(np.float32))
+    expected = values.reshape(-1, 3) / (255.0 if dtype == np.uint8 else 1.0)
+    np.testing.assert_allclose(targets, expected, atol=1e-6)
+
+
+def test_batches_are_a_pure_function_of_seed_and_step():
+    sampler = PictureSampler(photo(), 500, seed=3)
+    x5, y5 = sampler(5)
+    again = PictureSampler(photo(), 500, seed=3)(5)
+    np.testing.assert_array_equal(x5, again[0])
+    np.testing.assert_array_equal(y5, again[1])
+    assert not np.array_equal(x5, sampler(6)[0])
+    assert not np.array_equal(x5, PictureSampler(photo(), 500, seed=4)(5)[0])
+
+
+def test_positions_cover_the_picture_uniformly():
+    sampler = PictureSampler(photo(64, 64), 4096)
+    x, _ = sampler(0)
+    assert x.dtype == np.float32 and x.shape == (4096, 2)
+    assert -1 <= x.min() and x.max() < 1
+    counts, _, _ = np.histogram2d(x[:, 0], x[:, 1], bins=4, range=[[-1, 1], [-1, 1]])
+    assert counts.min() > 200 and counts.max() < 320  # 256 expected in each of 16 cells
+    u = uniform(np, 1, 2, (10000,))
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.02
+
+
+def test_interpolated_targets_stay_in_range_and_between_neighbours():
+    edge = np.zeros((8, 8, 1), np.uint8)
+    edge[:, 4:] = 255  # a hard edge: cubic overshoot must be clipped
+    sampler = PictureSampler(edge, 2000, kind="bicubic")
+    _, y = sampler(1)
+    assert 0 <= y.min() and y.max() <= 1
+    bilinear = PictureSampler(edge, 10, kind="bilinear")
+    half = bilinear.targets(np.array([4.0], np.float32), np.array([3.5], np.float32))
+    assert half[0, 0] == pytest.approx(0.5)
+
+
+def test_band_scores_equal_the_whole_picture_scores():
+    values = photo(37, 29, 1)
+    picture = Picture(values, "gray", "p")
+    prediction = np.clip(picture.pixels + np.random.default_rng(1).normal(0, 0.05, picture.pixels.shape), 0, 1)
+    score = BandScore(picture)
+    for start in range(0, 37, 8):
+        score.add(start, prediction[start:start + 8])
+    assert score.psnr == pytest.approx(psnr(prediction, picture.pixels), abs=1e-9)
+    assert score.accuracy == pytest.approx(np.mean((prediction > 0.5) == (picture.pixels > 0.5)))
+
+
+def test_a_fit_on_samples_learns_between_the_pixels():
+    values = photo(32, 32, 1)
+    picture = Picture(values, "gray", "p")
+    backend = Backend("cpu")
+    model = hashgrid(2, 1, levels=2, log2_table_size=10, coarsest=8, finest=32, width=16, depth=1,
+                     rng=np.random.default_rng(0))
+    before = psnr(render(model, 32, 32, backend), picture.pixels)
+    Trainer(model, Adam(model.named_parameters(), lr=1e-2), mse, batches=PictureSampler(values, 1024)).run(300)
+    assert psnr(render(model, 32, 32, backend), picture.pixels) > before + 8
+
+
+def step_peak_allocation(side: int) -> int:
+    """Peak bytes allocated by four training steps on a ``side`` x ``side`` RGB picture."""
+    picture = np.zeros((side, side, 3), np.uint8)
+    model = hashgrid(2, 3, levels=4, log2_table_size=12, coarsest=16, finest=256, width=16, depth=1,
+                     rng=np.random.default_rng(0))
+    trainer = Trainer(model, Adam(model.named_parameters(), lr=1e-2), mse, batches=PictureSampler(picture, 4096))
+    trainer.run(2)  # the optimizer's slots exist from here on
+    tracemalloc.start()
+    trainer.run(6)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def test_a_step_allocates_nothing_proportional_to_the_picture():
+    """The same model and batch on a 256x256 and a 2048x2048 picture (64 times the pixels):
+    a step allocates the same, and far less than the big picture itself."""
+    small, big = step_peak_allocation(256), step_peak_allocation(2048)
+    assert big < 1.1 * small + 65536, (small, big)
+    assert big < 2048 * 2048 * 3 / 2
