@@ -111,7 +111,8 @@ def build_parser() -> Parser:
     fit_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
                        help="where to train (default auto: the GPU when CuPy sees one)")
     fit_p.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="steps between checkpoints")
-    fit_p.add_argument("--snapshot-every", type=positive_int, metavar="N", help="steps between time-lapse frames")
+    fit_p.add_argument("--snapshot-every", type=positive_int, metavar="N", help="steps between time-lapse frames (default: 100 frames spaced "
+                                                         "geometrically, most of them early, where the learning shows)")
     fit_p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     fit_p.add_argument("--force", action="store_true", help="start over, replacing the run in --out")
     fit_p.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
@@ -210,7 +211,7 @@ def cmd_render(args) -> int:
     backend = get_backend(args.device, notify=say)
     model = saved.model.to(backend)
     channels = model.layers[-1].config().get("out_features") or model.layers[-2].config()["out_features"]
-    render_png(model, args.output, width, height, backend, channels)
+    render_png(model, args.output, width, height, backend, channels, progress=True)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK
 

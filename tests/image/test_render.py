@@ -3,7 +3,7 @@ import pytest
 from PIL import Image
 
 from ironlearn.image.render import render, render_png
-from ironlearn.image.timelapse import Snapshots, write_gif
+from ironlearn.image.timelapse import Snapshots, frame_steps, write_gif
 from ironlearn.nn import siren
 
 
@@ -35,11 +35,17 @@ def test_streamed_png_is_what_pillow_reads(tmp_path, channels, backend):
 
 def test_snapshots_stay_under_the_frame_cap(model, backend):
     model.to(backend)
-    snaps = Snapshots(every=1, width=16, height=16, backend=backend, max_frames=10)
+    snaps = Snapshots(range(57), width=16, height=16, backend=backend, max_frames=10)
     for step in range(0, 57):
-        if step % snaps.every == 0:
-            snaps.capture(model, step)
-    assert len(snaps.frames) <= 10 and snaps.steps[0] == 0 and snaps.every > 1
+        snaps.capture(model, step)
+    assert len(snaps.frames) <= 10 and snaps.steps[0] == 0
+
+
+def test_frames_start_untrained_and_crowd_the_early_steps():
+    steps = frame_steps(10_000)
+    assert steps[0] == 0 and steps[-1] == 10_000 and len(steps) <= 100
+    assert sum(s <= 1000 for s in steps) > 2 * sum(s > 1000 for s in steps)  # a tenth of the run, most frames
+    assert frame_steps(100, every=30) == [0, 30, 60, 90, 100]
 
 
 def test_gif_loops_and_labels_every_frame(tmp_path):

@@ -13,6 +13,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
+from ..image.timelapse import frame_steps
 from ..optim import constant, warmup_cosine
 from .options import FitOptions, UsageError
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
@@ -124,8 +125,9 @@ class RunPlan:
         return self.checkpoint_every or max(50, self.steps // 20)
 
     @property
-    def snapshot_interval(self) -> int:
-        return self.snapshot_every or max(1, self.steps // 99)
+    def frame_steps(self) -> list[int]:
+        """The steps the time-lapse captures: geometrically spaced, or every ``snapshot_every``."""
+        return frame_steps(self.steps, every=self.snapshot_every)
 
     @property
     def history_interval(self) -> int:

@@ -172,7 +172,7 @@ def _save_trigger(plan: RunPlan) -> Every:
 def _records(plan: RunPlan, model, backend) -> tuple[Recorder, Snapshots]:
     """The history and the time-lapse, continued from the run folder on a resume."""
     recorder = Recorder(plan.history_interval, exact=plan.filter == "centres" and plan.batch_size is None)
-    snapshots = Snapshots(plan.snapshot_interval, plan.width, plan.height, backend)
+    snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
     if plan.resume:
         recorder.restore(os.path.join(plan.out, folder.HISTORY), plan.start_step)
         snapshots.restore(os.path.join(plan.out, folder.FRAMES), plan.start_step)

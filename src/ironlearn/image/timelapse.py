@@ -7,8 +7,8 @@ import os
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..train.callbacks import Callback
 from ..files import atomic_write
+from ..train.callbacks import Callback
 from .io import scaled_size, to_uint8
 from .render import render
 
@@ -16,16 +16,28 @@ MAX_FRAMES = 100
 FRAME_SIDE = 192  # longest side of a time-lapse frame, in pixels
 
 
-class Snapshots(Callback):
-    """Renders the model every ``every`` steps (and at step 0 and the end).
+def frame_steps(total: int, frames: int = MAX_FRAMES, every: int | None = None) -> list[int]:
+    """The steps a time-lapse of a ``total``-step run captures: step 0 (the untrained network),
+    then ``frames - 1`` steps spaced geometrically up to ``total``, so that the first steps,
+    where most of the learning shows, get most of the frames; or every ``every`` steps."""
+    if every:
+        return list(range(0, total + 1, every)) + ([total] if total % every else [])
+    spaced = np.unique(np.round(np.geomspace(1, max(total, 1), frames - 1)).astype(int))
+    return [0, *(int(s) for s in spaced)]
 
-    When more than ``max_frames`` frames gather, every other one is dropped and
-    the interval doubles, so a run of any length keeps at most ``max_frames``,
-    spread evenly from the untrained network's static to the final picture.
+
+class Snapshots(Callback):
+    """Renders the model (small: at most :data:`FRAME_SIDE` pixels a side) at the steps
+    ``at_steps`` and at the end of a run.
+
+    When more than ``max_frames`` frames gather (a run resumed and extended, say), every
+    other one after the first is dropped, so a run of any length keeps at most
+    ``max_frames``, from the untrained network's static to the final picture.
     """
 
-    def __init__(self, every: int, width: int, height: int, backend, max_frames: int = MAX_FRAMES):
-        super().__init__(max(1, every))
+    def __init__(self, at_steps, width: int, height: int, backend, max_frames: int = MAX_FRAMES):
+        super().__init__(1)  # checks the step against a set: no device work unless it captures
+        self.at = set(at_steps)
         self.size = scaled_size(width, height, FRAME_SIDE, enlarge=False)
         self.backend, self.max_frames = backend, max_frames
         self.frames: list[np.ndarray] = []
@@ -37,9 +49,7 @@ class Snapshots(Callback):
         self.frames.append(to_uint8(render(model, *self.size, self.backend)))
         self.steps.append(step)
         if len(self.frames) > self.max_frames:
-            # Keep the first frame (the static) and every other one after it.
             self.frames, self.steps = self.frames[::2], self.steps[::2]
-            self.every *= 2
 
     def forget_after(self, step: int) -> None:
         """Drop frames taken after ``step`` (a run rolled back to it)."""
@@ -47,7 +57,8 @@ class Snapshots(Callback):
         self.frames, self.steps = [self.frames[i] for i in keep], [self.steps[i] for i in keep]
 
     def step(self, trainer) -> None:
-        self.capture(trainer.model, trainer.step)
+        if trainer.step in self.at:
+            self.capture(trainer.model, trainer.step)
 
     def end(self, trainer, error) -> None:
         if error is None:
@@ -55,7 +66,7 @@ class Snapshots(Callback):
 
     # -- persistence across resumes ---------------------------------------------------
     def save(self, path) -> None:
-        arrays = {"frames": np.stack(self.frames), "steps": np.array(self.steps), "every": np.array(self.every)}
+        arrays = {"frames": np.stack(self.frames), "steps": np.array(self.steps)}
         atomic_write(path, lambda file: np.savez_compressed(file, **arrays))
 
     def restore(self, path, upto_step: int) -> None:
@@ -64,13 +75,13 @@ class Snapshots(Callback):
             return
         try:
             with np.load(path) as archive:
-                frames, steps, every = archive["frames"], archive["steps"], int(archive["every"])
+                frames, steps = archive["frames"], archive["steps"]
         except Exception:  # a lost time-lapse is not worth stopping a resume for
             return
         keep = steps <= upto_step
         if frames.shape[1:3] != self.size[::-1]:
             return
-        self.frames, self.steps, self.every = list(frames[keep]), [int(s) for s in steps[keep]], every
+        self.frames, self.steps = list(frames[keep]), [int(s) for s in steps[keep]]
 
     def write_gif(self, path, frame_ms: int = 80, hold_ms: int = 1500) -> None:
         write_gif(path, self.frames, self.steps, frame_ms, hold_ms)
