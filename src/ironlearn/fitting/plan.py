@@ -112,6 +112,12 @@ class RunPlan:
 
     # -- derived settings --------------------------------------------------------------------
     @property
+    def every_pixel(self) -> bool:
+        """Each step trains on exactly the picture's pixels (a full batch of whole pixels), so the
+        step's loss is the picture's: no estimate."""
+        return self.filter == "centres" and self.batch_size is None
+
+    @property
     def remaining_seconds(self) -> float | None:
         return None if self.time_budget is None else max(0.0, self.time_budget - self.prior_seconds)
 

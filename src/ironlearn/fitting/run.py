@@ -131,8 +131,8 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
         plan = plan.calibrated(calibrate(model, data))
     params, schedule = model.named_parameters(), plan.make_schedule()
     optimizer = saved.optimizer(params, schedule=schedule) if saved is not None else Adam(params, lr=schedule)
-    trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval, max_loss=MAX_LOSS,
-                      backend=backend)
+    trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval,
+                      max_loss=MAX_LOSS, backend=backend)
     trainer.train_seconds = plan.prior_seconds
     recorder, snapshots = _records(plan, model, backend)
     rollback = Rollback(_save_trigger(plan))
@@ -150,7 +150,7 @@ def training_data(plan: RunPlan, picture, backend) -> dict:
     """The Trainer's data, as keyword arguments: a sampler that draws each step's batch from the
     picture (kept once on the device, as compact as it was loaded), or, for whole pixels in one
     full batch, the pixel grid itself (fixed inputs, so the hash grid reuses its lookups)."""
-    if plan.filter == "centres" and plan.batch_size is None:
+    if plan.every_pixel:
         return {"inputs": backend.asarray(pixel_grid(plan.width, plan.height)),
                 "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
     values = backend.asarray(picture.values, dtype=picture.values.dtype)
@@ -171,7 +171,7 @@ def _save_trigger(plan: RunPlan) -> Every:
 
 def _records(plan: RunPlan, model, backend) -> tuple[Recorder, Snapshots]:
     """The history and the time-lapse, continued from the run folder on a resume."""
-    recorder = Recorder(plan.history_interval, exact=plan.filter == "centres" and plan.batch_size is None)
+    recorder = Recorder(plan.history_interval, exact=plan.every_pixel)
     snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
     if plan.resume:
         recorder.restore(os.path.join(plan.out, folder.HISTORY), plan.start_step)
@@ -249,7 +249,7 @@ def describe_progress(plan: RunPlan):
     batch is every pixel), samples per second and passes over the picture so far."""
     pixels = plan.width * plan.height
     batch = plan.batch_size or pixels
-    estimate = "~" if plan.filter != "centres" or plan.batch_size else ""
+    estimate = "" if plan.every_pixel else "~"
 
     def describe(trainer) -> str:
         seen = trainer.step * batch
