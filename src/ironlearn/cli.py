@@ -18,6 +18,7 @@ from . import __version__
 from .backend import BackendError, get_backend
 from .fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
 from .fitting.presets import option_help
+from .image.coords import parse_view
 from .image.io import (MAX_PIXELS, MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, scaled_size,
                        write_pixel_csv)
 from .image.render import MAX_RENDER_SIDE, render_png
@@ -64,10 +65,19 @@ def size_arg(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def view_arg(text):
+    try:
+        return parse_view(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2) instead of a usage block."""
 
     def error(self, message):
+        if message.endswith("expected one argument"):  # argparse takes "-0.5,..." for an option
+            message += "; a value that starts with '-' goes after '=' (--view=-0.5,-0.5,0.5,0.5)"
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -124,6 +134,9 @@ def build_parser() -> Parser:
     render_p.add_argument("model", help="model.npz or checkpoint.npz from a run folder")
     render_p.add_argument("--size", type=size_arg, required=True, metavar="N|WxH",
                           help="N for the longest side (the training aspect kept) or WxH")
+    render_p.add_argument("--view", type=view_arg, metavar="X0,Y0,X1,Y1",
+                          help="render only this region of the [-1, 1] square (y grows downward; "
+                               "write --view=-0.5,... when it starts with a minus); default: the whole picture")
     render_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
     render_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto")
     render_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
@@ -195,8 +208,11 @@ def _report(result: dict, out: str) -> None:
         f"{result['seconds']:.1f} s of training; outputs in {out}/")
 
 
-def _render_size(size, settings: dict) -> tuple[int, int]:
-    width, height = scaled_size(*settings.get("size", (1, 1)), size)
+def _render_size(size, settings: dict, view=None) -> tuple[int, int]:
+    trained_w, trained_h = settings.get("size", (1, 1))
+    if view is not None:  # the region's own size in training pixels: its aspect is kept
+        trained_w, trained_h = trained_w * (view[2] - view[0]) / 2, trained_h * (view[3] - view[1]) / 2
+    width, height = scaled_size(trained_w, trained_h, size)
     if max(width, height) > MAX_RENDER_SIDE:
         raise UsageError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
     return width, height
@@ -207,11 +223,11 @@ def cmd_render(args) -> int:
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
     saved = load_checkpoint(args.model)
-    width, height = _render_size(args.size, saved.settings)
+    width, height = _render_size(args.size, saved.settings, args.view)
     backend = get_backend(args.device, notify=say)
     model = saved.model.to(backend)
     channels = model.layers[-1].config().get("out_features") or model.layers[-2].config()["out_features"]
-    render_png(model, args.output, width, height, backend, channels, progress=True)
+    render_png(model, args.output, width, height, backend, channels, progress=True, view=args.view)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK
 

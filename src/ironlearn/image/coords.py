@@ -4,6 +4,10 @@ Pixel ``(col, row)`` of a ``width x height`` image sits at
 ``x = (2 * col + 1) / width - 1`` and ``y = (2 * row + 1) / height - 1``, so a render
 at any size samples the same picture (normalised inputs: the original project's
 unnormalised coordinates drew an empty white rectangle).
+
+A *view* ``(x0, y0, x1, y1)`` narrows that to a region of the square: the same
+pixel centres, spread over ``[x0, x1] x [y0, y1]`` instead of ``[-1, 1]**2``
+(y grows downward with the rows, as everywhere in ironlearn).
 """
 
 from __future__ import annotations
@@ -11,21 +15,51 @@ from __future__ import annotations
 import numpy as np
 
 
-def axis(n: int) -> np.ndarray:
-    """Centres of ``n`` pixels along one axis, in (-1, 1), float32."""
-    return ((2 * np.arange(n, dtype=np.float64) + 1) / n - 1).astype(np.float32)
+FULL_VIEW = (-1.0, -1.0, 1.0, 1.0)
 
 
-def pixel_grid(width: int, height: int, rows: slice = slice(None)) -> np.ndarray:
+def axis(n: int, low: float = -1.0, high: float = 1.0) -> np.ndarray:
+    """Centres of ``n`` pixels along one axis spanning ``[low, high]`` (default (-1, 1)), float32."""
+    centres = (2 * np.arange(n, dtype=np.float64) + 1) / n - 1
+    if (low, high) != (-1.0, 1.0):
+        centres = low + (high - low) * (centres + 1) / 2
+    return centres.astype(np.float32)
+
+
+def parse_view(text: str) -> tuple[float, float, float, float]:
+    """``"x0,y0,x1,y1"`` -> a view with ``x0 < x1`` and ``y0 < y1``. Raises ValueError."""
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"view {text!r} is not x0,y0,x1,y1 (four numbers)") from None
+    if len(values) != 4 or not all(np.isfinite(values)):
+        raise ValueError(f"view {text!r} is not x0,y0,x1,y1 (four finite numbers)")
+    x0, y0, x1, y1 = values
+    if not (x0 < x1 and y0 < y1):
+        raise ValueError(f"view {text!r} needs x0 < x1 and y0 < y1 (y grows downward)")
+    return values
+
+
+def pixel_grid(width: int, height: int, rows: slice = slice(None), view=None) -> np.ndarray:
     """Coordinates of the pixels in ``rows``, row-major.
+
+    Parameters
+    ----------
+    width, height : int
+        Pixels of the whole render.
+    rows : slice
+        The rows wanted (a band of a tiled render).
+    view : (x0, y0, x1, y1), optional
+        The region of the [-1, 1] square the render spans; default the whole square.
 
     Returns
     -------
     ndarray, shape ``(n_rows * width, 2)``, float32
         Columns ``(x, y)``; x varies fastest.
     """
-    ys = axis(height)[rows]
-    xs = axis(width)
+    x0, y0, x1, y1 = FULL_VIEW if view is None else view
+    ys = axis(height, y0, y1)[rows]
+    xs = axis(width, x0, x1)
     grid = np.empty((len(ys), width, 2), np.float32)
     grid[..., 0] = xs[None, :]
     grid[..., 1] = ys[:, None]

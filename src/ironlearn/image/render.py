@@ -23,12 +23,15 @@ TILE_POINTS = 1 << 15
 MAX_RENDER_SIDE = 65536
 
 
-def bands(model, width: int, height: int, backend, tile_points: int = TILE_POINTS):
-    """Yield ``(row_start, pixels)`` with pixels ``(rows, width, channels)`` float32 in [0, 1] on the host."""
+def bands(model, width: int, height: int, backend, tile_points: int = TILE_POINTS, view=None):
+    """Yield ``(row_start, pixels)`` with pixels ``(rows, width, channels)`` float32 in [0, 1] on the host.
+
+    ``view`` ``(x0, y0, x1, y1)`` renders that region of the [-1, 1] square (default: all of it).
+    """
     rows_per_band = max(1, tile_points // width)
     for start in range(0, height, rows_per_band):
         rows = slice(start, min(start + rows_per_band, height))
-        coords = pixel_grid(width, height, rows)
+        coords = pixel_grid(width, height, rows, view)
         # Very wide images: split one row band into column chunks so a band stays near tile_points.
         outputs = [backend.to_host(model.forward(backend.asarray(coords[i:i + tile_points])))
                    for i in range(0, len(coords), tile_points)]
@@ -36,9 +39,9 @@ def bands(model, width: int, height: int, backend, tile_points: int = TILE_POINT
         yield start, np.clip(out, 0.0, 1.0).reshape(rows.stop - rows.start, width, -1)
 
 
-def render(model, width: int, height: int, backend, tile_points: int = TILE_POINTS) -> np.ndarray:
-    """The whole picture as a ``(height, width, channels)`` float32 array (for small sizes)."""
-    parts = [pixels for _, pixels in bands(model, width, height, backend, tile_points)]
+def render(model, width: int, height: int, backend, tile_points: int = TILE_POINTS, view=None) -> np.ndarray:
+    """The whole picture (or ``view``) as a ``(height, width, channels)`` float32 array (for small sizes)."""
+    parts = [pixels for _, pixels in bands(model, width, height, backend, tile_points, view)]
     return np.concatenate(parts, axis=0)
 
 
@@ -69,15 +72,16 @@ def write_png_rows(file, width: int, height: int, channels: int, row_bands) -> N
 
 
 def render_png(model, path, width: int, height: int, backend, channels: int,
-               tile_points: int = TILE_POINTS, *, each=None, progress: bool = False) -> None:
+               tile_points: int = TILE_POINTS, *, each=None, progress: bool = False, view=None) -> None:
     """Render ``model`` at ``width x height`` straight into the PNG at ``path`` (atomically).
 
     ``each(row_start, pixels)``, when given, sees every float32 band on its way to the file
     (to score it against the picture, say).  ``progress`` shows a bar on stderr once the
-    render has taken more than two seconds.
+    render has taken more than two seconds.  ``view`` ``(x0, y0, x1, y1)`` renders that
+    region of the [-1, 1] square instead of all of it.
     """
     def encoded(bar):
-        for start, pixels in bands(model, width, height, backend, tile_points):
+        for start, pixels in bands(model, width, height, backend, tile_points, view):
             if each is not None:
                 each(start, pixels)
             bar.update(len(pixels))
