@@ -1,0 +1,187 @@
+"""A fitted model as a drawing plan: a list of operations and one packed float32 buffer.
+
+The page evaluates the network per screen pixel, on the GPU from a WebGL2 float
+texture and on the CPU (its fallback) from the same numbers.  Both read one
+flat float32 buffer, 4 floats per RGBA32F texel, and one list of operations
+that say where each layer's arrays start in it.
+
+Activations live in vectors of vec4 (a GPU register holds 4 floats).  A layer's
+output can leave gaps in those vectors (Fourier features put ``cos z`` after
+``sin z`` padded to a multiple of 4), so the plan keeps, for the current
+activation, which slot holds each of the layer's logical features; the next
+Linear layer's weights are packed in that slot order, with zeros in the gaps.
+Activations (ReLU, Sine, ...) act slot by slot and keep the layout.
+
+Operations (``type`` and the fields the shader and the CPU evaluator read):
+
+* ``linear``: ``n_in``, ``n_out`` (features), ``in4``, ``out4`` (vec4s in and out), ``weight`` (texel offset of
+  ``out4 * 4`` rows of ``in4`` texels: the weight transposed, one row per
+  output), ``bias`` (texel offset of ``out4`` texels);
+* ``relu``, ``tanh``, ``sigmoid``, ``sine`` (with ``w0``): ``out4``;
+* ``fourier``: ``src`` (slots of the input features), ``frequencies``, ``groups`` (frequencies
+  / 4, rounded up), ``projection`` (texel offset: for each group, one texel per
+  input holding that input's row of ``B`` for 4 frequencies), ``out4``;
+* ``hashgrid``: ``src`` (slots of x and y), ``features``, ``table`` (float
+  offset of the table, row-major ``(rows, features)``), ``levels`` (each with
+  ``res``, ``size``, ``offset`` in rows, ``hashed``), ``out4``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+TEXEL = 4  # floats per RGBA32F texel
+ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
+DRAWABLE = ("Linear", "ReLU", "Tanh", "Sigmoid", "Sine", "FourierFeatures", "HashGrid")
+ACTIVATION_OPS = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Sine": "sine"}
+
+
+class ViewerError(ValueError):
+    """A model or run folder the viewer cannot show; the message says why."""
+
+
+@dataclass
+class Plan:
+    """What the page needs to evaluate a model.
+
+    Attributes
+    ----------
+    ops : list of dict
+        One operation per layer, in order (see the module docstring).
+    weights : ndarray, shape ``(texels * 4,)``, float32
+        Every parameter and buffer, packed.
+    output : list of int
+        Slots of the output channels in the last activation (1: gray, 3: rgb).
+    """
+
+    ops: list
+    weights: np.ndarray
+    output: list
+
+    @property
+    def channels(self) -> int:
+        return len(self.output)
+
+    @property
+    def texels(self) -> int:
+        return len(self.weights) // TEXEL
+
+
+class _Packer:
+    """Appends arrays to the buffer, each starting on a texel boundary."""
+
+    def __init__(self):
+        self.parts, self.floats = [], 0
+
+    def add(self, array) -> int:
+        """Append ``array`` (flattened, zero-padded to whole texels); returns its texel offset."""
+        flat = np.asarray(array, np.float32).reshape(-1)
+        padded = np.zeros(_ceil4(len(flat)) * TEXEL, np.float32)
+        padded[:len(flat)] = flat
+        offset = self.floats // TEXEL
+        self.parts.append(padded)
+        self.floats += len(padded)
+        return offset
+
+    def buffer(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.zeros(TEXEL, np.float32)
+
+
+def _ceil4(n: int) -> int:
+    return -(-n // TEXEL)
+
+
+def _host(array) -> np.ndarray:
+    return np.asarray(array.get() if hasattr(array, "get") else array, np.float32)
+
+
+def build_plan(model) -> Plan:
+    """Turn a :class:`~ironlearn.nn.Sequential` of drawable layers into a :class:`Plan`.
+
+    Raises
+    ------
+    ViewerError
+        A layer the page cannot draw, or inputs and outputs other than
+        2 coordinates in and 1 or 3 channels out.
+    """
+    packer = _Packer()
+    slots = [0, 1]  # the coordinates (x, y) fill the first vec4
+    width4 = 1
+    ops = []
+    for index, layer in enumerate(model.layers):
+        name = type(layer).__name__
+        if name not in DRAWABLE:
+            raise ViewerError(f"layer {index} is a {name}, which the viewer cannot draw "
+                              f"(it draws {', '.join(DRAWABLE)})")
+        if name == "Linear":
+            op, slots = _linear(layer, slots, width4, packer, index)
+        elif name == "FourierFeatures":
+            op, slots = _fourier(layer, slots, packer, index)
+        elif name == "HashGrid":
+            op, slots = _hashgrid(layer, slots, packer, index)
+        else:
+            op = {"type": ACTIVATION_OPS[name], "out4": width4}
+            if name == "Sine":
+                op["w0"] = layer.w0
+        width4 = op["out4"]
+        ops.append(op)
+    if len(slots) not in (1, 3):
+        raise ViewerError(f"the model has {len(slots)} outputs; the viewer draws 1 (gray) or 3 (rgb)")
+    return Plan(ops=ops, weights=packer.buffer(), output=list(slots))
+
+
+def _expect_inputs(layer, index, slots, wanted):
+    if len(slots) != wanted:
+        raise ViewerError(f"layer {index} ({type(layer).__name__}) takes {wanted} inputs but gets {len(slots)}")
+
+
+def _linear(layer, slots, width4, packer, index):
+    weight, bias = _host(layer.params["weight"]), _host(layer.params["bias"])
+    n_in, n_out = weight.shape
+    _expect_inputs(layer, index, slots, n_in)
+    out4 = _ceil4(n_out)
+    rows = np.zeros((out4 * TEXEL, width4 * TEXEL), np.float32)
+    rows[:n_out, slots] = weight.T  # input feature i sits in slot slots[i]; gaps keep zero weights
+    op = {"type": "linear", "n_in": n_in, "n_out": n_out, "in4": width4, "out4": out4, "weight": packer.add(rows),
+          "bias": packer.add(bias)}
+    return op, list(range(n_out))
+
+
+def _fourier(layer, slots, packer, index):
+    projection = _host(layer.buffers["projection"])  # (in, m), 2 pi already folded in
+    n_in, m = projection.shape
+    _expect_inputs(layer, index, slots, n_in)
+    groups = _ceil4(m)
+    padded = np.zeros((n_in, groups * TEXEL), np.float32)
+    padded[:, :m] = projection
+    # Texel (group g, input i) holds B[i, 4g:4g+4], so z for 4 frequencies is sum_i x_i * texel.
+    packed = padded.reshape(n_in, groups, TEXEL).transpose(1, 0, 2)
+    op = {"type": "fourier", "src": list(slots), "frequencies": m, "groups": groups, "projection": packer.add(packed),
+          "out4": 2 * groups}
+    cos_start = groups * TEXEL
+    return op, list(range(m)) + [cos_start + k for k in range(m)]
+
+
+def _hashgrid(layer, slots, packer, index):
+    _expect_inputs(layer, index, slots, 2)
+    table = _host(layer.params["table"])  # (rows, features)
+    levels = [{"res": int(res), "size": int(size), "offset": int(offset), "hashed": bool(hashed)}
+              for res, size, offset, hashed in zip(layer.resolutions, layer.sizes, layer.offsets, layer.hashed)]
+    for level in levels:
+        # The hash is computed in uint64 in NumPy but masked to size - 1; a power of two up to 2**26
+        # keeps only low bits, which uint32 arithmetic on the GPU gives exactly.
+        if level["hashed"] and (level["size"] & (level["size"] - 1) or level["size"] > 1 << 31):
+            raise ViewerError(f"layer {index} (HashGrid) has a table of {level['size']} rows; "
+                              "the viewer needs a power of two")
+    n_out = layer.levels * layer.features
+    op = {"type": "hashgrid", "src": list(slots), "features": layer.features, "table": packer.add(table) * TEXEL,
+          "levels": levels, "out4": _ceil4(n_out)}
+    return op, list(range(n_out))
+
+
+def texture_shape(plan: Plan) -> tuple[int, int]:
+    """``(width, height)`` in texels of the weight texture holding ``plan.weights``."""
+    return ROW_TEXELS, max(1, math.ceil(plan.texels / ROW_TEXELS))

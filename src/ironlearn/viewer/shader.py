@@ -1,0 +1,100 @@
+"""The fragment shader of a plan: the GLSL templates in ``glsl/`` filled in layer by layer.
+
+Every size and offset is written into the source as a constant, so loops have
+fixed bounds and activation arrays have exact lengths; the GPU compiler unrolls
+what it likes.  One shader draws one model; a new model means a new shader.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from string import Template
+
+import numpy as np
+
+from .plan import ROW_TEXELS, TEXEL, Plan
+
+#: GLSL for the activations, slot by slot on a vec4 ``x`` (what layers.py computes, in the same order).
+ACTIVATIONS = {
+    "relu": "max({x}, 0.0)",
+    "tanh": "tanh4({x})",
+    "sigmoid": "0.5 * (tanh4({x} * 0.5) + 1.0)",  # Sigmoid.forward: (1 + tanh(x / 2)) / 2, never overflows
+    "sine": "sin({x} * {w0})",
+}
+
+
+@lru_cache(maxsize=None)
+def _template(name: str) -> Template:
+    return Template((resources.files(__package__) / "glsl" / f"{name}.glsl").read_text().rstrip("\n"))
+
+
+def _fill(template: str, **values) -> str:
+    return _template(template).substitute(**values)
+
+
+def _float(value: float) -> str:
+    """A GLSL float literal that reads back as the same float32 (``repr`` of the float32 value)."""
+    text = repr(float(np.float32(value)))
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def _slot(array: int, slot: int) -> str:
+    return f"v{array}[{slot // TEXEL}].{'xyzw'[slot % TEXEL]}"
+
+
+def fragment_shader(plan: Plan) -> str:
+    """GLSL ES 3.00 source that evaluates ``plan`` at every fragment of the canvas."""
+    body, current = [], 0
+    for index, op in enumerate(plan.ops):
+        kind = op["type"]
+        if kind == "linear":
+            body.append(_fill("linear", index=index, n_in=op["n_in"], n_out=op["n_out"],
+                              out4=op["out4"], in4=op["in4"], weight=op["weight"], bias=op["bias"],
+                              row_stride=TEXEL * op["in4"], **{"in": current, "out": current + 1}))
+            current += 1
+        elif kind in ACTIVATIONS:
+            expression = ACTIVATIONS[kind].format(x=f"v{current}[k]", w0=_float(op.get("w0", 0.0)))
+            body.append(_fill("activation", index=index, name=kind, out4=op["out4"], expression=expression,
+                              **{"in": current}))
+        elif kind == "fourier":
+            terms = [f"{_slot(current, s)} * texel({op['projection']} + g * {len(op['src'])} + {i})"
+                     for i, s in enumerate(op["src"])]
+            body.append(_fill("fourier", index=index, frequencies=op["frequencies"], groups=op["groups"],
+                              out4=op["out4"], projection=" + ".join(terms), out=current + 1))
+            current += 1
+        elif kind == "hashgrid":
+            body.append(_hashgrid(index, op, current))
+            current += 1
+        else:
+            raise ValueError(f"no shader for operation {kind!r}")
+    values = [_slot(current, s) for s in plan.output]
+    rgb = f"vec3({values[0]})" if len(values) == 1 else f"vec3({', '.join(values)})"
+    prelude = _fill("prelude", row_texels=ROW_TEXELS, row_bits=ROW_TEXELS.bit_length() - 1)
+    return prelude + "\n" + _fill("main", body="\n\n".join(body), rgb=rgb) + "\n"
+
+
+def _hashgrid(index: int, op: dict, current: int) -> str:
+    features = op["features"]
+    x = f"vec2({_slot(current, op['src'][0])}, {_slot(current, op['src'][1])})"
+    blocks = []
+    for level, spec in enumerate(op["levels"]):
+        res = spec["res"]
+        if spec["hashed"]:
+            row = "hashed_row(c{}, {}u)".format
+            rows = [row(shift, spec["size"] - 1) for shift in ("", " + ivec2(1, 0)", " + ivec2(0, 1)", " + ivec2(1)")]
+            kind = f"hashed into {spec['size']} rows"
+        else:
+            row = "dense_row(c{}, {})".format
+            rows = [row(shift, res) for shift in ("", " + ivec2(1, 0)", " + ivec2(0, 1)", " + ivec2(1)")]
+            kind = f"dense, {(res + 1) ** 2} vertices"
+        lines = []
+        for feature in range(features):
+            slot = level * features + feature
+            reads = [f"w.{c} * scalar({r} + {feature})" for c, r in zip("xyzw", ("r00", "r10", "r01", "r11"))]
+            lines.append(f"        {_slot(current + 1, slot)} = {' + '.join(reads)};")
+        blocks.append(_fill("hashgrid_level", level=level, res=res, res_f=_float(res), kind=kind, index=index,
+                            table=op["table"], features=features, offset=spec["offset"], row00=rows[0],
+                            row10=rows[1], row01=rows[2], row11=rows[3], feature_lines="\n".join(lines)))
+    return _fill("hashgrid", index=index, levels=len(op["levels"]), features=features, out4=op["out4"], x=x,
+                 out=current + 1, level_blocks="\n".join(blocks))

@@ -1,0 +1,119 @@
+"""The drawing plan, checked without a browser: a NumPy reading of the packed buffer, op by op
+(what the shader and the page's CPU path do), must reproduce the model's own forward pass."""
+
+import numpy as np
+import pytest
+
+from ironlearn.image.coords import pixel_grid
+from ironlearn.nn import Linear, ReLU, Sequential, Sigmoid, Tanh
+from ironlearn.viewer.plan import TEXEL, ViewerError, build_plan, texture_shape
+from ironlearn.viewer.shader import fragment_shader
+from models import PRESETS, make_model
+
+
+def evaluate(plan, points):
+    """Follow ``plan.ops`` on ``(n, 2)`` points in float64, reading only ``plan.weights``."""
+    texels = plan.weights.astype(np.float64).reshape(-1, TEXEL)
+    flat = plan.weights.astype(np.float64)
+    v = np.zeros((len(points), TEXEL))
+    v[:, :2] = points
+    for op in plan.ops:
+        kind = op["type"]
+        if kind == "linear":
+            rows = texels[op["weight"]:op["weight"] + op["out4"] * TEXEL * op["in4"]]
+            v = v @ rows.reshape(op["out4"] * TEXEL, op["in4"] * TEXEL).T
+            v += texels[op["bias"]:op["bias"] + op["out4"]].reshape(-1)
+        elif kind == "relu":
+            v = np.maximum(v, 0)
+        elif kind == "tanh":
+            v = np.tanh(v)
+        elif kind == "sigmoid":
+            v = 0.5 * (np.tanh(0.5 * v) + 1)
+        elif kind == "sine":
+            v = np.sin(v * op["w0"])
+        elif kind == "fourier":
+            n_in, groups = len(op["src"]), op["groups"]
+            packed = texels[op["projection"]:op["projection"] + groups * n_in].reshape(groups, n_in, TEXEL)
+            z = np.einsum("ni,gic->ngc", v[:, op["src"]], packed).reshape(len(v), -1)
+            v = np.concatenate([np.sin(z), np.cos(z)], axis=1)
+        elif kind == "hashgrid":
+            v = _hashgrid(op, flat, v)
+        else:
+            raise AssertionError(kind)
+        assert v.shape[1] == op["out4"] * TEXEL
+    return v[:, plan.output]
+
+
+def _hashgrid(op, flat, v):
+    features, unit = op["features"], (v[:, op["src"]] + 1) * 0.5
+    out = np.zeros((len(v), op["out4"] * TEXEL))
+    for level, spec in enumerate(op["levels"]):
+        res = spec["res"]
+        pos = np.clip(unit * res, 0, res)
+        corner = np.minimum(np.floor(pos), res - 1)
+        f = pos - corner
+        c = corner.astype(np.int64)
+        total = 0
+        for dx, dy, weight in ((0, 0, (1 - f[:, 0]) * (1 - f[:, 1])), (1, 0, f[:, 0] * (1 - f[:, 1])),
+                               (0, 1, (1 - f[:, 0]) * f[:, 1]), (1, 1, f[:, 0] * f[:, 1])):
+            ix, iy = (c[:, 0] + dx).astype(np.uint32), (c[:, 1] + dy).astype(np.uint32)
+            if spec["hashed"]:  # uint32 arithmetic, as on the GPU
+                row = (ix ^ (iy * np.uint32(2654435761))) & np.uint32(spec["size"] - 1)
+            else:
+                row = iy * (res + 1) + ix
+            start = op["table"] + features * (spec["offset"] + row.astype(np.int64))
+            total = total + weight[:, None] * flat[start[:, None] + np.arange(features)]
+        out[:, level * features:(level + 1) * features] = total
+    return out
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_the_packed_plan_is_the_model(name):
+    model = make_model(name)
+    plan = build_plan(model)
+    points = np.concatenate([pixel_grid(37, 29), np.array([[-1, -1], [1, 1], [1, -1], [0.999, 1]], np.float32)])
+    expected = model.forward(points.copy())
+    np.testing.assert_allclose(evaluate(plan, points), expected, atol=2e-4)
+    assert plan.weights.dtype == np.float32 and len(plan.weights) % TEXEL == 0
+    assert texture_shape(plan)[0] * texture_shape(plan)[1] >= plan.texels
+
+
+def test_the_uint32_hash_is_numpys_uint64_hash():
+    rng = np.random.default_rng(0)
+    ix, iy = rng.integers(0, 1 << 20, 10_000), rng.integers(0, 1 << 20, 10_000)
+    for size in (1 << 8, 1 << 14, 1 << 24):
+        wide = (ix.astype(np.uint64) * np.uint64(1)) ^ (iy.astype(np.uint64) * np.uint64(2654435761))
+        narrow = ix.astype(np.uint32) ^ (iy.astype(np.uint32) * np.uint32(2654435761))
+        np.testing.assert_array_equal(wide & np.uint64(size - 1), (narrow & np.uint32(size - 1)).astype(np.uint64))
+
+
+def test_gaps_in_the_layout_meet_zero_weights():
+    model = make_model("fourier")  # 10 frequencies: sin in slots 0-9, cos in 12-21, gaps at 10, 11, 22, 23
+    plan = build_plan(model)
+    first = plan.ops[1]
+    rows = plan.weights.reshape(-1, TEXEL)[first["weight"]:first["weight"] + first["out4"] * TEXEL * first["in4"]]
+    rows = rows.reshape(first["out4"] * TEXEL, -1)
+    assert not rows[:, [10, 11, 22, 23]].any()
+    assert not rows[first["n_out"]:].any()  # padded outputs are zero too
+
+
+def test_layers_the_page_cannot_draw_are_named():
+    class Square(ReLU):
+        pass
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(ViewerError, match="layer 1 is a Square"):
+        build_plan(Sequential(Linear(2, 4, rng=rng), Square(), Linear(4, 1, rng=rng)))
+    with pytest.raises(ViewerError, match="2 outputs"):
+        build_plan(Sequential(Linear(2, 2, rng=rng), Tanh()))
+    with pytest.raises(ViewerError, match="takes 3 inputs"):
+        build_plan(Sequential(Linear(3, 1, rng=rng), Sigmoid()))
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_the_shader_names_every_layer(name):
+    model = make_model(name)
+    source = fragment_shader(build_plan(model))
+    assert source.startswith("#version 300 es\n") and "$" not in source
+    for index in range(len(model.layers)):
+        assert f"// layer {index}, " in source
