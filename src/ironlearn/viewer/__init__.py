@@ -1,0 +1,15 @@
+"""``ironlearn view``: a self-contained web page that redraws a fitted model at any zoom.
+
+The page evaluates the network per screen pixel in a WebGL2 fragment shader
+generated from the model's layers (:mod:`.shader`), from one packed float32
+texture (:mod:`.plan`); without WebGL2 it follows the same plan in JavaScript.
+Beside the network it shows what the run folder holds (:mod:`.run`).
+"""
+
+from .page import payload, render_page, write_viewer
+from .plan import DRAWABLE, Plan, ViewerError, build_plan
+from .serve import serve
+from .shader import fragment_shader
+
+__all__ = ["DRAWABLE", "Plan", "ViewerError", "build_plan", "fragment_shader", "payload", "render_page", "serve",
+           "write_viewer"]

@@ -1,0 +1,107 @@
+"""One self-contained HTML page per model: the templates in ``static/`` with the model inlined.
+
+The page needs nothing but itself: the weights travel as base64 float32 inside
+a JSON block, pictures as data URLs, the script and the style inline.  It
+opens from ``file://`` and never touches the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+from importlib import resources
+
+from .. import __version__
+from ..files import atomic_write
+from ..train import load_checkpoint
+from .plan import build_plan, texture_shape
+from .run import MAX_ORIGINAL_SIDE, collect_extras, locate_model
+from .shader import fragment_shader
+
+#: The page's script files, inlined in this order into one <script>.
+SCRIPTS = ("network.js", "painter.js", "viewer.js")
+
+
+def _static(name: str) -> str:
+    return (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")
+
+
+def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE) -> dict:
+    """Everything the page reads about the model at ``source`` (a run folder or model file), JSON-ready.
+
+    Raises
+    ------
+    ViewerError
+        No model there, or a layer the page cannot draw.
+    CheckpointError
+        Not an ironlearn model, or a newer format.
+    """
+    model_path = locate_model(source)
+    saved = load_checkpoint(model_path)
+    plan = build_plan(saved.model)
+    settings = saved.settings
+    extras = collect_extras(os.path.dirname(os.path.abspath(model_path)), settings, max_original_side)
+    size = settings.get("size") or [512, 512]
+    metrics = {"params": saved.model.num_parameters, "steps": saved.step, **extras.metrics}
+    return {
+        "title": _title(model_path, settings),
+        "model": repr(saved.model),
+        "preset": settings.get("model"),
+        "picture": {"width": int(size[0]), "height": int(size[1]), "mode": settings.get("mode")},
+        "ops": plan.ops,
+        "output": plan.output,
+        "texture": list(texture_shape(plan)),
+        # Little-endian float32: what a Float32Array reads on every machine a browser runs on.
+        "weights": base64.b64encode(plan.weights.astype("<f4").tobytes()).decode("ascii"),
+        "shader": fragment_shader(plan),
+        "metrics": metrics,
+        "original": extras.original,
+        "timelapse": extras.timelapse,
+        "lossPlot": extras.loss_plot,
+        "history": extras.history,
+        "notes": extras.notes,
+        "version": __version__,
+    }
+
+
+def _title(model_path: str, settings: dict) -> str:
+    picture = os.path.basename(settings["input"]) if settings.get("input") else os.path.basename(model_path)
+    return f"{picture}: ironlearn viewer"
+
+
+def render_page(data: dict) -> str:
+    """The HTML of the page for a :func:`payload`."""
+    # "<" escaped inside the JSON so no string in it can close the <script> block.
+    blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+    script = "\n".join(_static(name) for name in SCRIPTS)
+    page = _static("viewer.html")
+    for marker, value in (("@title", html.escape(data["title"])), ("/*@style*/", _static("viewer.css")),
+                          ("/*@data*/", blob), ("/*@script*/", script)):
+        if page.count(marker) != 1:
+            raise RuntimeError(f"viewer.html must hold {marker} exactly once")
+        page = page.replace(marker, value)
+    return page
+
+
+def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE) -> str:
+    """Write the viewer page for ``source`` (a run folder or a model .npz) to ``out_html``, atomically.
+
+    Parameters
+    ----------
+    source : str or path
+        A run folder of ``ironlearn fit`` (its model.npz, else its checkpoint.npz) or a model file.
+    out_html : str or path
+        The page to write (replaced if it exists).
+    max_original_side : int
+        The training picture is embedded downscaled to at most this many pixels a side.
+
+    Returns
+    -------
+    str
+        ``out_html``.
+    """
+    text = render_page(payload(source, max_original_side))
+    atomic_write(os.fspath(out_html), lambda file: file.write(text.encode("utf-8")))
+    return os.fspath(out_html)

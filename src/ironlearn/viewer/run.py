@@ -1,0 +1,120 @@
+"""The run folder around a model: which file holds the model, and what the page shows beside it.
+
+Everything is optional except the model: a model file saved by the library has
+no run folder, and a run still training has a checkpoint but no ``model.npz``.
+What is missing is left out of the page, with a note when the user would
+otherwise wonder (the training picture moved, a time-lapse too large to embed).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image
+
+from ..image.io import InputError, load_picture, to_uint8
+from .plan import ViewerError
+
+MAX_ORIGINAL_SIDE = 2048  # the comparison picture is downscaled beyond this (it is drawn at the same pan/zoom anyway)
+MAX_EMBEDDED_BYTES = 32 << 20  # a time-lapse or plot larger than this stays out of the page
+MODEL_NAMES = ("model.npz", "checkpoint.npz")  # the final model first; a run in progress has only its checkpoint
+
+
+@dataclass
+class RunExtras:
+    """What a run folder adds to the page; ``None`` where it has nothing."""
+
+    original: str | None = None  # PNG data URL of the training picture
+    timelapse: str | None = None  # GIF data URL
+    loss_plot: str | None = None  # PNG data URL
+    history: list | None = None  # [step, loss, psnr] rows, when there is no plot to show
+    metrics: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+
+def locate_model(source) -> str:
+    """The model file for ``source``: a run folder (its model.npz, else checkpoint.npz) or a model file."""
+    source = os.fspath(source)
+    if os.path.isdir(source):
+        for name in MODEL_NAMES:
+            path = os.path.join(source, name)
+            if os.path.isfile(path):
+                return path
+        raise ViewerError(f"{source} holds no model.npz or checkpoint.npz; give a run folder of "
+                          "'ironlearn fit' or a model file")
+    if not os.path.exists(source):
+        raise ViewerError(f"{source}: no such file or folder")
+    return source
+
+
+def data_url(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def collect_extras(folder: str, settings: dict, max_original_side: int = MAX_ORIGINAL_SIDE) -> RunExtras:
+    """The training picture (from ``settings["input"]``) and the run's time-lapse, plot and metrics."""
+    extras = RunExtras(metrics=dict(settings.get("metrics", {})))
+    extras.original = _original(settings, max_original_side, extras.notes)
+    extras.timelapse = _embedded(os.path.join(folder, "timelapse.gif"), "image/gif", extras.notes)
+    extras.loss_plot = _embedded(os.path.join(folder, "loss.png"), "image/png", extras.notes)
+    if extras.loss_plot is None:
+        extras.history = _history(os.path.join(folder, "history.csv"))
+    metrics_path = os.path.join(folder, "metrics.json")
+    if os.path.isfile(metrics_path):
+        try:
+            with open(metrics_path, encoding="utf-8") as file:
+                found = json.load(file)
+            if isinstance(found, dict):
+                extras.metrics.update(found)
+        except (OSError, ValueError):
+            extras.notes.append("metrics.json could not be read")
+    return extras
+
+
+def _original(settings: dict, max_side: int, notes: list) -> str | None:
+    path, size = settings.get("input"), settings.get("size")
+    if not path or not size:
+        return None
+    try:
+        # As the network saw it: resized to the training size and in the training mode.
+        picture = load_picture(path, mode=settings.get("mode"), size=tuple(size))
+    except (InputError, OSError, ValueError):
+        notes.append(f"the training picture {os.path.basename(path)} could not be read, so there is no comparison")
+        return None
+    image = Image.fromarray(to_uint8(picture.pixels))
+    if max(image.size) > max_side:
+        scale = max_side / max(image.size)
+        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))),
+                             Image.LANCZOS)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return data_url("image/png", buffer.getvalue())
+
+
+def _embedded(path: str, mime: str, notes: list) -> str | None:
+    if not os.path.isfile(path):
+        return None
+    if os.path.getsize(path) > MAX_EMBEDDED_BYTES:
+        notes.append(f"{os.path.basename(path)} is over {MAX_EMBEDDED_BYTES >> 20} MB and stays out of the page")
+        return None
+    with open(path, "rb") as file:
+        return data_url(mime, file.read())
+
+
+def _history(path: str) -> list | None:
+    """``[[step, loss, psnr], ...]`` from history.csv, or None when there is none to read."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, newline="", encoding="utf-8") as file:
+            rows = [[float(row["step"]), float(row["loss"]), float(row["psnr"])] for row in csv.DictReader(file)]
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+    finite = [row for row in rows if np.isfinite(row).all()]
+    return finite or None

@@ -1,0 +1,336 @@
+// viewer.js: the page. Reads the model from the JSON block, picks a renderer, and either draws one
+// fixed picture (#bare) or runs the interactive viewer: pan, zoom, the training picture beside it.
+//   #bare&size=WxH[&view=x0,y0,x1,y1]   the picture (or that region) in a W x H canvas, nothing else
+//   &cpu                                skip WebGL2: the JavaScript path, as without a GPU
+// window.ironlearnViewer exposes the state to tests and benchmarks (ready, zoom, benchmark()).
+"use strict";
+
+IL.MAX_ZOOM = 1000;  // beyond this a screen pixel is a few float32 steps of the coordinates
+IL.MIN_ZOOM = 0.25;
+IL.OUTSIDE = [0.086, 0.094, 0.11, 1];  // the page background, for points outside the [-1, 1] square
+
+IL.parseHash = function (hash) {
+  const options = { bare: false, cpu: false, size: null, view: [-1, -1, 1, 1] };
+  for (const part of hash.replace(/^#/, "").split("&")) {
+    const [key, value] = part.split("=");
+    if (key === "bare") options.bare = true;
+    else if (key === "cpu") options.cpu = true;
+    else if (key === "size" && /^\d+x\d+$/.test(value)) options.size = value.split("x").map(Number);
+    else if (key === "view") {
+      const numbers = (value || "").split(",").map(Number);
+      if (numbers.length === 4 && numbers.every(Number.isFinite) && numbers[0] < numbers[2] && numbers[1] < numbers[3]) {
+        options.view = numbers;
+      } else {
+        console.warn(`ignored view=${value}: it needs x0,y0,x1,y1 with x0 < x1 and y0 < y1`);
+      }
+    }
+  }
+  return options;
+};
+
+// WebGL2 unless told otherwise or unable; the CPU path otherwise, with the reason in one line.
+IL.makeNetwork = function (canvas, data, weights, forceCPU) {
+  if (!forceCPU) {
+    try {
+      return { network: new IL.GLNetwork(canvas, data, weights), canvas, reason: null };
+    } catch (error) {
+      if (!(error instanceof IL.Unavailable)) throw error;
+      // A canvas keeps its first context type: a fresh one for the 2-D context.
+      const fresh = canvas.cloneNode(false);
+      canvas.replaceWith(fresh);
+      return { network: new IL.CPUNetwork(fresh, data, weights), canvas: fresh, reason: error.message };
+    }
+  }
+  return { network: new IL.CPUNetwork(canvas, data, weights), canvas, reason: "the CPU path was asked for (#cpu)" };
+};
+
+IL.start = function () {
+  const data = JSON.parse(document.getElementById("ironlearn-data").textContent);
+  const options = IL.parseHash(location.hash);
+  const weights = IL.floats(data.weights);
+  const api = window.ironlearnViewer = { ready: false, mode: null, zoom: 1, data };
+  const made = IL.makeNetwork(document.getElementById("network"), data, weights, options.cpu);
+  api.mode = made.network instanceof IL.GLNetwork ? "webgl2" : "cpu";
+  const notice = made.reason && `${made.reason}: drawing on the CPU, a tile at a time (slower, same picture)`;
+  if (options.bare) IL.bare(made, options, api, notice);
+  else IL.interactive(made, data, api, notice);
+};
+
+IL.bare = function ({ network, canvas }, options, api, notice) {
+  document.body.classList.add("bare");
+  if (notice) console.info(notice);
+  const [width, height] = options.size || [256, 256];
+  canvas.width = width;
+  canvas.height = height;
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const painter = new IL.Painter(network, {
+    preview: false,
+    onDone: (timing) => { api.timing = timing; api.ready = true; document.documentElement.dataset.ready = "true"; },
+  });
+  api.benchmark = (frames = 3) => painter.benchmark(options.view, width, height, frames);
+  painter.paint(options.view, width, height);
+};
+
+IL.interactive = function ({ network, canvas }, data, api, notice) {
+  const stage = document.getElementById("stage");
+  const overlay = document.getElementById("original");
+  const split = document.getElementById("split");
+  const zoomLabel = document.getElementById("zoom");
+  const timingLabel = document.getElementById("timing");
+  const picture = data.picture;
+  network.outside = IL.OUTSIDE;
+  IL.panel(data);
+  if (notice) {
+    const line = document.getElementById("notice");
+    line.textContent = notice;
+    line.hidden = false;
+  }
+
+  // The view: the centre (in the [-1, 1] square) and a zoom relative to the picture fitted to the stage.
+  const state = { cx: 0, cy: 0, zoom: 1, split: 0.5, compare: false, pointer: null };
+  let cssWidth = 1, cssHeight = 1, dpr = 1;
+  const scale = () => {  // CSS pixels per unit of x and of y
+    const fit = 0.94 * Math.min(cssWidth / picture.width, cssHeight / picture.height);
+    return [fit * state.zoom * picture.width / 2, fit * state.zoom * picture.height / 2];
+  };
+  const view = () => {
+    const [sx, sy] = scale();
+    const hw = cssWidth / 2 / sx, hh = cssHeight / 2 / sy;
+    return [state.cx - hw, state.cy - hh, state.cx + hw, state.cy + hh];
+  };
+
+  const painter = new IL.Painter(network, {
+    onDone: ({ drawMs, width, height }) => {
+      timingLabel.textContent = `full redraw ${drawMs.toFixed(0)} ms at ${width}\u00d7${height}`;
+      api.ready = true;
+      document.documentElement.dataset.ready = "true";
+    },
+  });
+  api.benchmark = (frames = 3) => painter.benchmark(view(), canvas.width, canvas.height, frames);
+
+  const original = new Image();
+  let originalReady = false;
+  if (data.original) {
+    original.onload = () => { originalReady = true; drawOriginal(); };
+    original.src = data.original;
+    document.getElementById("compare-label").hidden = false;
+  }
+
+  function drawOriginal() {
+    const context = overlay.getContext("2d");
+    context.setTransform(1, 0, 0, 1, 0, 0);
+    context.clearRect(0, 0, overlay.width, overlay.height);
+    split.hidden = !state.compare;
+    if (!state.compare || !originalReady) return;
+    split.style.left = `${state.split * 100}%`;
+    const [x0, y0] = view(), [sx, sy] = scale();
+    context.save();
+    context.beginPath();
+    context.rect(0, 0, state.split * overlay.width, overlay.height);
+    context.clip();
+    context.imageSmoothingEnabled = false;  // the training pixels as they are
+    // The picture's pixels span [-1, 1] on each axis, whatever size it was embedded at.
+    context.setTransform(2 / original.naturalWidth * sx * dpr, 0, 0, 2 / original.naturalHeight * sy * dpr,
+      (-1 - x0) * sx * dpr, (-1 - y0) * sy * dpr);
+    context.drawImage(original, 0, 0);
+    context.restore();
+  }
+
+  function redraw() {
+    api.ready = false;
+    api.zoom = state.zoom;
+    api.view = view();
+    const digits = state.zoom < 10 ? 2 : state.zoom < 100 ? 1 : 0;
+    zoomLabel.textContent = `${state.zoom.toFixed(digits)}\u00d7`;
+    const [sx] = scale();
+    zoomLabel.title = `the whole picture would be ${Math.round(2 * sx * dpr)} pixels wide at this zoom`;
+    drawOriginal();
+    painter.paint(api.view, canvas.width, canvas.height);
+  }
+
+  function resize() {
+    dpr = window.devicePixelRatio || 1;
+    cssWidth = Math.max(1, stage.clientWidth);
+    cssHeight = Math.max(1, stage.clientHeight);
+    for (const target of [canvas, overlay]) {
+      target.width = Math.round(cssWidth * dpr);
+      target.height = Math.round(cssHeight * dpr);
+    }
+    redraw();
+  }
+
+  // Zoom by `factor` keeping the point under (px, py) (CSS pixels in the stage) where it is.
+  function zoomAt(factor, px = cssWidth / 2, py = cssHeight / 2) {
+    const [x0, y0] = view(), [sx, sy] = scale();
+    const ux = x0 + px / sx, uy = y0 + py / sy;
+    state.zoom = Math.min(IL.MAX_ZOOM, Math.max(IL.MIN_ZOOM, state.zoom * factor));
+    const [nx, ny] = scale();
+    state.cx = ux - (px - cssWidth / 2) / nx;
+    state.cy = uy - (py - cssHeight / 2) / ny;
+    redraw();
+  }
+
+  function panBy(dx, dy) {
+    const [sx, sy] = scale();
+    state.cx -= dx / sx;
+    state.cy -= dy / sy;
+    redraw();
+  }
+
+  function reset() {
+    Object.assign(state, { cx: 0, cy: 0, zoom: 1 });
+    redraw();
+  }
+
+  const local = (event) => {
+    const box = stage.getBoundingClientRect();
+    return [event.clientX - box.left, event.clientY - box.top];
+  };
+
+  // Pointers: one drags (the view, or the split line when grabbed there); two pinch.
+  const pointers = new Map();
+  let draggingSplit = false;
+  stage.addEventListener("pointerdown", (event) => {
+    stage.focus();
+    stage.setPointerCapture(event.pointerId);
+    pointers.set(event.pointerId, local(event));
+    draggingSplit = split.contains(event.target);
+    stage.classList.add("dragging");
+  });
+  stage.addEventListener("pointermove", (event) => {
+    state.pointer = local(event);
+    if (!pointers.has(event.pointerId)) return;
+    const before = [...pointers.values()];
+    pointers.set(event.pointerId, local(event));
+    const after = [...pointers.values()];
+    if (draggingSplit) {
+      state.split = Math.min(1, Math.max(0, after[0][0] / cssWidth));
+      drawOriginal();
+    } else if (after.length === 1) {
+      panBy(after[0][0] - before[0][0], after[0][1] - before[0][1]);
+    } else if (after.length === 2) {
+      const mid = (p) => [(p[0][0] + p[1][0]) / 2, (p[0][1] + p[1][1]) / 2];
+      const gap = (p) => Math.hypot(p[0][0] - p[1][0], p[0][1] - p[1][1]) || 1;
+      const [m0, m1] = [mid(before), mid(after)];
+      const [sx, sy] = scale();
+      state.cx -= (m1[0] - m0[0]) / sx;
+      state.cy -= (m1[1] - m0[1]) / sy;
+      zoomAt(gap(after) / gap(before), m1[0], m1[1]);
+    }
+  });
+  const release = (event) => {
+    pointers.delete(event.pointerId);
+    if (!pointers.size) {
+      draggingSplit = false;
+      stage.classList.remove("dragging");
+    }
+  };
+  stage.addEventListener("pointerup", release);
+  stage.addEventListener("pointercancel", release);
+  stage.addEventListener("pointerleave", () => { state.pointer = null; });
+  stage.addEventListener("wheel", (event) => {
+    event.preventDefault();
+    const lines = event.deltaMode === 1 ? 40 : event.deltaMode === 2 ? cssHeight : 1;
+    // A trackpad pinch arrives as a wheel event with ctrlKey, in smaller steps.
+    const rate = event.ctrlKey ? 0.01 : 0.002;
+    zoomAt(Math.exp(-event.deltaY * lines * rate), ...local(event));
+  }, { passive: false });
+  stage.addEventListener("dblclick", reset);
+  window.addEventListener("keydown", (event) => {
+    if (event.target instanceof HTMLInputElement && event.target.type !== "checkbox") return;
+    const at = state.pointer || [cssWidth / 2, cssHeight / 2];
+    if (event.key === "+" || event.key === "=") zoomAt(1.25, ...at);
+    else if (event.key === "-" || event.key === "_") zoomAt(1 / 1.25, ...at);
+    else if (event.key === "0") reset();
+    else if ((event.key === "o" || event.key === "O") && data.original) setCompare(!state.compare);
+    else return;
+    event.preventDefault();
+  });
+  const compareBox = document.getElementById("compare");
+  function setCompare(on) {
+    state.compare = on;
+    compareBox.checked = on;
+    drawOriginal();
+  }
+  compareBox.addEventListener("change", () => setCompare(compareBox.checked));
+
+  new ResizeObserver(resize).observe(stage);
+  (function watchPixelRatio() {  // browser zoom or a move to another screen changes the device pixel ratio
+    matchMedia(`(resolution: ${window.devicePixelRatio}dppx)`).addEventListener("change", () => {
+      resize();
+      watchPixelRatio();
+    }, { once: true });
+  })();
+  api.zoomAt = zoomAt;
+  api.panBy = panBy;
+  api.setCompare = setCompare;
+};
+
+// The side panel: title, metrics, time-lapse, loss plot, notes, architecture.
+IL.panel = function (data) {
+  document.getElementById("title").textContent = data.title.replace(/: ironlearn viewer$/, "");
+  const m = data.metrics || {};
+  const rows = [
+    ["PSNR", m.psnr_db !== undefined ? `${m.psnr_db.toFixed(2)} dB` : null],
+    ["accuracy", m.accuracy !== undefined ? `${(100 * m.accuracy).toFixed(2)} %` : null],
+    ["parameters", m.params !== undefined ? m.params.toLocaleString("en") : null],
+    ["steps", m.steps !== undefined ? m.steps.toLocaleString("en") : null],
+    ["training time", m.seconds !== undefined ? `${m.seconds.toFixed(1)} s` : null],
+    ["device", m.device || null],
+    ["model", data.preset || null],
+    ["trained on", `${data.picture.width}\u00d7${data.picture.height}${data.picture.mode ? " " + data.picture.mode : ""}`],
+  ];
+  const table = document.getElementById("metrics");
+  for (const [name, value] of rows) {
+    if (value === null) continue;
+    const row = table.insertRow();
+    const th = document.createElement("th");
+    th.textContent = name;
+    row.appendChild(th);
+    row.insertCell().textContent = value;
+  }
+  if (data.timelapse) {
+    document.getElementById("timelapse").src = data.timelapse;
+    document.getElementById("timelapse-figure").hidden = false;
+  }
+  const loss = document.getElementById("loss");
+  if (data.lossPlot) {
+    const image = new Image();
+    image.src = data.lossPlot;
+    image.alt = "loss and PSNR against step";
+    loss.appendChild(image);
+    document.getElementById("loss-figure").hidden = false;
+  } else if (data.history && data.history.length > 1) {
+    loss.appendChild(IL.plot(data.history));
+    document.getElementById("loss-figure").hidden = false;
+  }
+  const notes = document.getElementById("notes");
+  for (const note of data.notes || []) notes.appendChild(document.createElement("li")).textContent = note;
+  document.getElementById("architecture").textContent = data.model;
+};
+
+// A small SVG of PSNR (and log loss) against step, for runs that have history.csv but no loss.png.
+IL.plot = function (rows) {
+  const ns = "http://www.w3.org/2000/svg", width = 300, height = 150, pad = 6;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const steps = rows.map((r) => r[0]);
+  const series = [[rows.map((r) => Math.log10(Math.max(r[1], 1e-12))), "#1f77b4"], [rows.map((r) => r[2]), "#ff7f0e"]];
+  const [s0, s1] = [Math.min(...steps), Math.max(...steps)];
+  for (const [values, colour] of series) {
+    const [lo, hi] = [Math.min(...values), Math.max(...values)];
+    const points = values.map((v, i) => [
+      pad + (width - 2 * pad) * (steps[i] - s0) / ((s1 - s0) || 1),
+      height - pad - (height - 2 * pad) * (v - lo) / ((hi - lo) || 1),
+    ].map((n) => n.toFixed(1)).join(","));
+    const line = svg.appendChild(document.createElementNS(ns, "polyline"));
+    line.setAttribute("points", points.join(" "));
+    line.setAttribute("fill", "none");
+    line.setAttribute("stroke", colour);
+    line.setAttribute("stroke-width", "1.5");
+  }
+  return svg;
+};
+
+IL.start();
