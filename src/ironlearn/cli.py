@@ -1,4 +1,4 @@
-"""The ``ironlearn`` command: fit, render, encode, decode, info, demo.
+"""The ``ironlearn`` command: fit, render, view, encode, decode, info, demo.
 
 Bad input of any kind ends with one line on stderr (what is wrong, what to do)
 and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130.
@@ -24,6 +24,8 @@ from .image.io import (MAX_PIXELS, MODES, InputError, load_picture, parse_size, 
 from .image.render import MAX_RENDER_SIDE, render_png
 from .image.sampling import FILTERS
 from .train import CheckpointError, DivergenceError, load_checkpoint
+from .viewer import ViewerError, serve, write_viewer
+from .viewer.run import locate_model
 
 
 class ExitCode(enum.IntEnum):
@@ -63,6 +65,13 @@ def size_arg(text):
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def port_arg(text):
+    port = count(text)
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return port
 
 
 def view_arg(text):
@@ -141,6 +150,21 @@ def build_parser() -> Parser:
     render_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto")
     render_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     render_p.set_defaults(func=cmd_render)
+
+    view_p = commands.add_parser("view", help="write a web page that redraws the model at any zoom",
+                                 description="Write one self-contained HTML page (weights embedded, no network, "
+                                             "opens from file://) that evaluates the model per screen pixel with "
+                                             "WebGL2: drag to pan, wheel, pinch or +/- to zoom, beside the "
+                                             "training picture, time-lapse and metrics of the run.")
+    view_p.add_argument("source", metavar="RUN_DIR|MODEL.npz", help="run folder of 'ironlearn fit', or a model file")
+    view_p.add_argument("-o", "--output", metavar="PAGE.html",
+                        help="page to write (default: viewer.html in the run folder, or beside the model file)")
+    view_p.add_argument("--serve", action="store_true", help="also serve the page on 127.0.0.1 until Ctrl-C")
+    view_p.add_argument("--port", type=port_arg, metavar="N", help="port for --serve (default 8000, or a free "
+                                                                    "one when 8000 is taken)")
+    view_p.add_argument("--no-browser", action="store_true", help="with --serve, do not open a browser")
+    view_p.add_argument("--force", action="store_true", help="replace the page if it exists")
+    view_p.set_defaults(func=cmd_view)
 
     encode_p = commands.add_parser("encode", help="image -> pixel CSV (x,y,pixel_value)",
                                    description="The original project's encoder: one row per pixel; in binary mode "
@@ -232,6 +256,19 @@ def cmd_render(args) -> int:
     return ExitCode.OK
 
 
+def cmd_view(args) -> int:
+    model_path = locate_model(args.source)
+    output = args.output or os.path.join(os.path.dirname(os.path.abspath(model_path)), "viewer.html")
+    _check_output(output, args.force)
+    if not output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
+    write_viewer(model_path, output)
+    say(f"wrote {output} ({os.path.getsize(output) / 2**20:.1f} MB): open it in a browser, no server needed")
+    if args.serve:
+        serve(output, args.port, open_browser=not args.no_browser, log=say)
+    return 0
+
+
 def cmd_encode(args) -> int:
     _check_output(args.output, args.force)
     picture = load_picture(args.image, mode=args.mode, size=args.size)
@@ -300,7 +337,7 @@ def main(argv=None) -> int:
         return ExitCode.USAGE
     try:
         return args.func(args)
-    except (InputError, UsageError, CheckpointError, BackendError) as exc:
+    except (InputError, UsageError, CheckpointError, BackendError, ViewerError) as exc:
         say(f"ironlearn {args.command}: error: {exc}")
         return ExitCode.USAGE
     except Interrupted as exc:

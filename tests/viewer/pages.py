@@ -1,0 +1,58 @@
+"""Opening viewer pages in the test browser and comparing what they draw."""
+
+import io
+import os
+
+import numpy as np
+from PIL import Image
+
+READY = "window.ironlearnViewer && window.ironlearnViewer.ready"
+
+
+class PageErrors(list):
+    """Console errors and uncaught exceptions of a page, as text."""
+
+    def watch(self, page):
+        page.on("console", lambda message: message.type == "error" and self.append(message.text))
+        page.on("pageerror", lambda error: self.append(f"uncaught: {error}"))
+        return page
+
+
+def bare_hash(size, view=None, cpu=False) -> str:
+    text = f"#bare&size={size[0]}x{size[1]}"
+    if view is not None:
+        text += "&view=" + ",".join(repr(float(v)) for v in view)
+    return text + ("&cpu" if cpu else "")
+
+
+def photograph(browser, page_path, size, view=None, cpu=False, init_script=None):
+    """Open ``page_path#bare&size=...`` and screenshot its canvas.
+
+    Returns
+    -------
+    pixels : ndarray ``(h, w, 3)`` uint8
+    mode : "webgl2" or "cpu"
+    errors : PageErrors
+    """
+    errors = PageErrors()
+    page = errors.watch(browser.new_page(viewport={"width": max(size[0], 100), "height": max(size[1], 100)}))
+    try:
+        if init_script:
+            page.add_init_script(init_script)
+        page.goto(f"file://{os.fspath(page_path)}{bare_hash(size, view, cpu)}")
+        page.wait_for_function(READY, timeout=120_000)
+        shot = page.screenshot(clip={"x": 0, "y": 0, "width": size[0], "height": size[1]})
+        mode = page.evaluate("window.ironlearnViewer.mode")
+    finally:
+        page.close()
+    return np.asarray(Image.open(io.BytesIO(shot)).convert("RGB")), mode, errors
+
+
+def read_rgb(path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def psnr_db(a, b) -> float:
+    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)

@@ -1,0 +1,135 @@
+"""``ironlearn view``: the page it writes, and one line with exit code 2 for anything it cannot use."""
+
+import base64
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from helpers import make_picture, rewrite_meta, run_cli
+from ironlearn.nn import Linear, ReLU, Sequential, register
+from ironlearn.train import save_checkpoint
+from ironlearn.viewer import payload
+from models import save_model
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    return save_model(tmp_path / "model.npz", "hashgrid")
+
+
+def data_of(page_path) -> dict:
+    text = page_path.read_text(encoding="utf-8")
+    return json.loads(re.search(r'<script type="application/json" id="ironlearn-data">(.*?)</script>', text, re.S)[1])
+
+
+def test_the_page_holds_everything_it_needs(tmp_path, capsys, model_file):
+    code, _, err = run_cli(capsys, "view", model_file)
+    page = tmp_path / "viewer.html"  # beside the model by default
+    assert code == 0 and page.exists() and "viewer.html" in err
+    text = page.read_text(encoding="utf-8")
+    # Self-contained: no script, style, picture or request from anywhere else.
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert not re.search(r"\b(fetch|XMLHttpRequest|import)\s*\(", text) and "url(http" not in text
+    data = data_of(page)
+    weights = np.frombuffer(base64.b64decode(data["weights"]), "<f4")
+    assert len(weights) % 4 == 0 and len(weights) <= 4 * data["texture"][0] * data["texture"][1]
+    assert [op["type"] for op in data["ops"]] == ["hashgrid", "linear", "relu", "linear"]
+    assert data["picture"] == {"width": 48, "height": 32, "mode": None}
+
+
+def test_a_run_folder_brings_its_picture_timelapse_plot_and_metrics(tmp_path, capsys):
+    picture = make_picture(tmp_path / "disc.png", size=40)
+    run = tmp_path / "run"
+    assert run_cli(capsys, "fit", picture, "--out", run, "--steps", "12", "--width", "8", "--depth", "1",
+                   "--quiet", "--device", "cpu")[0] == 0
+    data = payload(run, max_original_side=16)
+    assert data["original"].startswith("data:image/png;base64,")
+    assert data["timelapse"].startswith("data:image/gif;base64,") and data["lossPlot"].startswith("data:image/png")
+    assert data["metrics"]["steps"] == 12 and data["metrics"]["device"] == "cpu" and "psnr_db" in data["metrics"]
+    with Image.open(io.BytesIO(base64.b64decode(data["original"].split(",", 1)[1]))) as original:
+        assert original.size == (16, 16)  # downscaled to the longest side asked for
+    os.remove(run / "loss.png")
+    os.remove(picture)
+    data = payload(run)
+    assert data["lossPlot"] is None and len(data["history"]) > 1 and data["original"] is None
+    assert any("disc.png" in note for note in data["notes"])
+
+
+def test_an_existing_page_needs_force(tmp_path, capsys, model_file):
+    assert run_cli(capsys, "view", model_file)[0] == 0
+    code, _, err = run_cli(capsys, "view", model_file)
+    assert code == 2 and "--force" in err and len(err.strip().splitlines()) == 1
+    assert run_cli(capsys, "view", model_file, "--force")[0] == 0
+
+
+@register
+class Cube(ReLU):
+    """A layer the viewer has no shader for."""
+
+
+def _newer(meta, arrays):
+    meta["version"] = 99
+
+
+@pytest.mark.parametrize("case", ["not a model", "newer format", "undrawable layer", "two outputs", "missing",
+                                  "empty folder", "not html", "bad port"])
+def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys, model_file, case):
+    args = []
+    if case == "not a model":
+        source = tmp_path / "notes.npz"
+        source.write_bytes(b"these are not the arrays you are looking for")
+    elif case == "newer format":
+        source = model_file
+        rewrite_meta(source, _newer)
+    elif case == "undrawable layer":
+        rng = np.random.default_rng(0)
+        source = tmp_path / "cube.npz"
+        save_checkpoint(source, Sequential(Linear(2, 4, rng=rng), Cube(), Linear(4, 1, rng=rng)))
+    elif case == "two outputs":
+        source = tmp_path / "two.npz"
+        save_checkpoint(source, Sequential(Linear(2, 2, rng=np.random.default_rng(0))))
+    elif case == "missing":
+        source = tmp_path / "nowhere"
+    elif case == "empty folder":
+        source = tmp_path / "empty"
+        source.mkdir()
+    elif case == "not html":
+        source, args = model_file, ["-o", tmp_path / "page.png"]
+    else:
+        source, args = model_file, ["--serve", "--port", "70000"]
+    code, out, err = run_cli(capsys, "view", source, *args)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and out == ""
+    expected = {"not a model": "not a readable ironlearn", "newer format": "newer", "undrawable layer": "Cube",
+                "two outputs": "2 outputs", "missing": "no such file", "empty folder": "no model.npz",
+                "not html": ".html", "bad port": "port"}[case]
+    assert expected in err
+    assert not (tmp_path / "viewer.html").exists() or case in ("not html", "bad port")
+
+
+def test_serve_answers_until_ctrl_c(tmp_path, model_file):
+    env = {**os.environ, "DISPLAY": "", "WAYLAND_DISPLAY": ""}
+    process = subprocess.Popen([sys.executable, "-m", "ironlearn", "view", str(model_file), "--serve", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = process.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/viewer\.html", url), url
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200 and b"ironlearn-data" in response.read()
+        with pytest.raises(urllib.error.HTTPError):  # only the page, never the folder around it
+            urllib.request.urlopen(url.replace("viewer.html", "model.npz"), timeout=10)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "Traceback" not in err and "stopped serving" in err
