@@ -1,16 +1,19 @@
 // painter.js: draws a view a band of rows at a time, so the page answers while a large network renders.
-// Each animation frame spends about FRAME_BUDGET_MS drawing: first, after the view changed, a
-// low-resolution preview of the whole canvas when a full frame would not fit the budget; then
-// full-resolution bands, from the middle outwards, as many rows each as the measured cost allows.
+// After the view changes, the next animation frame only stretches a low-resolution preview over
+// the canvas, sized from the measured cost per pixel to take about `previewMs`, when a full frame
+// would take longer; a drag or a wheel turn then gets one preview per frame. The frames after that
+// sharpen the picture with full-resolution bands, from the middle outwards, `budgetMs` of drawing
+// each. Every frame also costs the browser a copy of the canvas to the screen (tens of
+// milliseconds at 1280x800 on a software GPU), which is why the bands get more than one vsync.
 "use strict";
 
-IL.FRAME_BUDGET_MS = 30;
-
 IL.Painter = class {
-  constructor(network, { onDone = () => {}, preview = true } = {}) {
+  constructor(network, { onDone = () => {}, preview = true, previewMs = 20, budgetMs = 100 } = {}) {
     this.network = network;
     this.onDone = onDone;
     this.usePreview = preview;
+    this.previewMs = previewMs;
+    this.budgetMs = budgetMs;
     this.msPerPixel = null;  // measured on the first band; null before
     this.warm = false;
     this.job = null;
@@ -50,7 +53,7 @@ IL.Painter = class {
   nextBand(job) {
     const { width, height } = job;
     const rows = this.msPerPixel === null ? 1
-      : Math.max(1, Math.min(height, Math.floor(IL.FRAME_BUDGET_MS / 2 / (this.msPerPixel * width))));
+      : Math.max(1, Math.min(height, Math.floor(this.budgetMs / 2 / (this.msPerPixel * width))));
     const middle = Math.floor(height / 2);
     if (job.down < height && (job.up <= 0 || job.down - middle <= middle - job.up)) {
       const band = [0, job.down, width, Math.min(rows, height - job.down)];
@@ -72,15 +75,18 @@ IL.Painter = class {
       this.network.finish();
       this.warm = true;
     }
-    const start = performance.now();
     if (job.preview) {
       job.preview = false;
-      if (this.msPerPixel !== null && this.msPerPixel * width * height > IL.FRAME_BUDGET_MS) {
-        const scale = Math.max(1 / 32, Math.sqrt(IL.FRAME_BUDGET_MS / 2 / (this.msPerPixel * width * height)));
+      const fullMs = this.msPerPixel * width * height;
+      if (this.msPerPixel !== null && fullMs > this.budgetMs) {
+        const scale = Math.max(1 / 32, Math.sqrt(this.previewMs / fullMs));
         this.timed(() => this.network.preview(view, width, height, scale), 0);
+        this.schedule();  // the bands start next frame, unless the view moves on first
+        return;
       }
     }
-    while ((job.down < height || job.up > 0) && performance.now() - start < IL.FRAME_BUDGET_MS) {
+    const start = performance.now();
+    while ((job.down < height || job.up > 0) && performance.now() - start < this.budgetMs) {
       const band = this.nextBand(job);
       job.drawMs += this.timed(() => this.network.draw(view, width, height, band), band[2] * band[3]);
     }
@@ -92,14 +98,15 @@ IL.Painter = class {
     }
   }
 
-  // Full frames drawn back to back, each in 256-pixel tiles (one long draw call could trip the
-  // browser's GPU watchdog): the figure docs/viewer.md reports.
+  // Full frames drawn back to back, in 128-pixel tiles (one long draw call on a software GPU could
+  // trip the browser's GPU watchdog): the figure docs/viewer.md reports.
   benchmark(view, width, height, frames) {
+    const side = 128;
     const start = performance.now();
     for (let f = 0; f < frames; f++) {
-      for (let y = 0; y < height; y += 256) {
-        for (let x = 0; x < width; x += 256) {
-          this.network.draw(view, width, height, [x, y, Math.min(256, width - x), Math.min(256, height - y)]);
+      for (let y = 0; y < height; y += side) {
+        for (let x = 0; x < width; x += side) {
+          this.network.draw(view, width, height, [x, y, Math.min(side, width - x), Math.min(side, height - y)]);
           this.network.finish();
         }
       }
