@@ -22,7 +22,7 @@ IL.Painter = class {
 
   // Start drawing `view` over a width x height canvas, abandoning what was under way.
   paint(view, width, height) {
-    const middle = Math.floor(height / 2);
+    const middle = IL.Painter.middle(height);
     this.job = { view, width, height, up: middle, down: middle, preview: this.usePreview, drawMs: 0,
       started: performance.now() };
     this.schedule();
@@ -49,12 +49,19 @@ IL.Painter = class {
     return ms;
   }
 
+  // GPUs shade 2x2 pixel quads (SwiftShader too): a band of one row, or one that splits a quad,
+  // pays for two. So bands span an even number of rows and end an even number of rows above the
+  // bottom edge (GL counts rows from there), all but the topmost.
+  static middle(height) {
+    return height % 2 + 2 * Math.floor(height / 4);
+  }
+
   // The next band of rows: below the middle, then above, alternating, until both ends are reached.
   nextBand(job) {
     const { width, height } = job;
-    const rows = this.msPerPixel === null ? 1
-      : Math.max(1, Math.min(height, Math.floor(this.budgetMs / 2 / (this.msPerPixel * width))));
-    const middle = Math.floor(height / 2);
+    const rows = this.msPerPixel === null ? 2
+      : 2 * Math.max(1, Math.floor(this.budgetMs / 4 / (this.msPerPixel * width)));
+    const middle = IL.Painter.middle(height);
     if (job.down < height && (job.up <= 0 || job.down - middle <= middle - job.up)) {
       const band = [0, job.down, width, Math.min(rows, height - job.down)];
       job.down += band[3];
