@@ -43,13 +43,13 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE) -> dict:
     plan = build_plan(saved.model)
     settings = saved.settings
     extras = collect_extras(os.path.dirname(os.path.abspath(model_path)), settings, max_original_side)
-    size = settings.get("size") or [512, 512]
+    size = settings.get("size") or [None, None]  # a model saved by the library alone: shown square
     metrics = {"params": saved.model.num_parameters, "steps": saved.step, **extras.metrics}
     return {
         "title": _title(model_path, settings),
         "model": repr(saved.model),
         "preset": settings.get("model"),
-        "picture": {"width": int(size[0]), "height": int(size[1]), "mode": settings.get("mode")},
+        "picture": {"width": size[0], "height": size[1], "mode": settings.get("mode")},
         "ops": plan.ops,
         "output": plan.output,
         "texture": list(texture_shape(plan)),

@@ -79,7 +79,7 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
   const split = document.getElementById("split");
   const zoomLabel = document.getElementById("zoom");
   const timingLabel = document.getElementById("timing");
-  const picture = data.picture;
+  const picture = { width: data.picture.width || 1, height: data.picture.height || 1 };
   network.outside = IL.OUTSIDE;
   IL.panel(data);
   if (notice) {
@@ -280,7 +280,8 @@ IL.panel = function (data) {
     ["training time", m.seconds !== undefined ? `${m.seconds.toFixed(1)} s` : null],
     ["device", m.device || null],
     ["model", data.preset || null],
-    ["trained on", `${data.picture.width}\u00d7${data.picture.height}${data.picture.mode ? " " + data.picture.mode : ""}`],
+    ["trained on", data.picture.width
+      ? `${data.picture.width}\u00d7${data.picture.height}${data.picture.mode ? " " + data.picture.mode : ""}` : null],
   ];
   const table = document.getElementById("metrics");
   for (const [name, value] of rows) {
