@@ -266,7 +266,7 @@ def cmd_view(args) -> int:
     say(f"wrote {output} ({os.path.getsize(output) / 2**20:.1f} MB): open it in a browser, no server needed")
     if args.serve:
         serve(output, args.port, open_browser=not args.no_browser, log=say)
-    return 0
+    return ExitCode.OK
 
 
 def cmd_encode(args) -> int:

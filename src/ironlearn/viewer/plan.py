@@ -171,7 +171,7 @@ def _hashgrid(layer, slots, packer, index):
     levels = [{"res": int(res), "size": int(size), "offset": int(offset), "hashed": bool(hashed)}
               for res, size, offset, hashed in zip(layer.resolutions, layer.sizes, layer.offsets, layer.hashed)]
     for level in levels:
-        # The hash is computed in uint64 in NumPy but masked to size - 1; a power of two up to 2**26
+        # The hash is computed in uint64 in NumPy but masked to size - 1; a power of two up to 2**24
         # keeps only low bits, which uint32 arithmetic on the GPU gives exactly.
         if level["hashed"] and (level["size"] & (level["size"] - 1) or level["size"] > 1 << 31):
             raise ViewerError(f"layer {index} (HashGrid) has a table of {level['size']} rows; "

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
+from ..fitting import folder as run_folder
 from ..image.io import InputError, load_picture, to_uint8
 from .plan import ViewerError
 
 MAX_ORIGINAL_SIDE = 2048  # the comparison picture is downscaled beyond this (it is drawn at the same pan/zoom anyway)
 MAX_EMBEDDED_BYTES = 32 << 20  # a time-lapse or plot larger than this stays out of the page
-MODEL_NAMES = ("model.npz", "checkpoint.npz")  # the final model first; a run in progress has only its checkpoint
+# The final model first; a run still training has only its checkpoint.
+MODEL_NAMES = (run_folder.MODEL, run_folder.CHECKPOINT)
 
 
 @dataclass
@@ -61,11 +63,11 @@ def collect_extras(folder: str, settings: dict, max_original_side: int = MAX_ORI
     """The training picture (from ``settings["input"]``) and the run's time-lapse, plot and metrics."""
     extras = RunExtras(metrics=dict(settings.get("metrics", {})))
     extras.original = _original(settings, max_original_side, extras.notes)
-    extras.timelapse = _embedded(os.path.join(folder, "timelapse.gif"), "image/gif", extras.notes)
-    extras.loss_plot = _embedded(os.path.join(folder, "loss.png"), "image/png", extras.notes)
+    extras.timelapse = _embedded(os.path.join(folder, run_folder.TIMELAPSE), "image/gif", extras.notes)
+    extras.loss_plot = _embedded(os.path.join(folder, run_folder.LOSS_PLOT), "image/png", extras.notes)
     if extras.loss_plot is None:
-        extras.history = _history(os.path.join(folder, "history.csv"))
-    metrics_path = os.path.join(folder, "metrics.json")
+        extras.history = _history(os.path.join(folder, run_folder.HISTORY))
+    metrics_path = os.path.join(folder, run_folder.METRICS)
     if os.path.isfile(metrics_path):
         try:
             with open(metrics_path, encoding="utf-8") as file:
