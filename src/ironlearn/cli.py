@@ -8,6 +8,7 @@ and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import enum
 import json
 import os
@@ -90,51 +91,67 @@ class Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def add_fit_options(parser: argparse.ArgumentParser) -> None:
+    """The options of one fit (picture, network, training, device), shared by ``fit`` and ``fit-many``;
+    :func:`fit_options` turns them back into :class:`FitOptions`."""
+    models = "; ".join(f"{name}: {p.summary}" + (" (default)" if name == DEFAULT_PRESET else "")
+                       for name, p in PRESETS.items())
+    parser.add_argument("--mode", choices=MODES, help="binary (threshold at 128), gray or rgb "
+                                                      "(default: rgb for colour images, else gray)")
+    parser.add_argument("--size", type=size_arg, metavar="N|WxH",
+                        help="resize first: N for the longest side (aspect kept) or WxH")
+    parser.add_argument("--max-pixels", type=positive_int, metavar="N",
+                        help=f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against "
+                             "decompression bombs)")
+    parser.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
+    for option in OPTIONS.values():
+        convert = positive_int if option.type is int else positive_float
+        parser.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
+                            help=option_help(option.name))
+    parser.add_argument("--steps", type=positive_int, metavar="N",
+                        help="total steps of the run (with --resume: continue to step N)")
+    parser.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
+                        help="stop after this much training time (default, without --steps: 40 s)")
+    parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
+    parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule")
+    parser.add_argument("--schedule", choices=["cosine", "constant"], help="learning-rate schedule (default cosine)")
+    parser.add_argument("--batch-size", type=count, metavar="N", help="points per step; 0 = full batch "
+                                                                      "(default: the preset's)")
+    parser.add_argument("--filter", choices=FILTERS, help="targets between pixel centres: bicubic (default), "
+                                                           "bilinear, or centres (whole pixels only)")
+    parser.add_argument("--seed", type=count, help="random seed (default 0)")
+    parser.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
+                        help="where to train (default auto: the GPU when CuPy sees one)")
+    parser.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="steps between checkpoints")
+    parser.add_argument("--snapshot-every", type=positive_int, metavar="N",
+                        help="steps between time-lapse frames (default: 100 frames spaced geometrically, most of "
+                             "them early, where the learning shows)")
+    parser.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
+
+
+def fit_options(args: argparse.Namespace, **fields) -> FitOptions:
+    """:class:`FitOptions` from the parsed options of :func:`add_fit_options` (and any other
+    :class:`FitOptions` field the parser has), with ``fields`` given explicitly."""
+    names = {f.name for f in dataclasses.fields(FitOptions)} - {"model_options"}
+    given = {name: getattr(args, name) for name in names if hasattr(args, name)}
+    model_options = {name: getattr(args, name) for name in OPTIONS if getattr(args, name, None) is not None}
+    return FitOptions(**{**given, **fields}, model_options=model_options)
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="ironlearn", description="Teach a neural network to be an image, then redraw it at any size.",
                     epilog="Run 'ironlearn demo' for a one-minute tour, or 'ironlearn COMMAND --help'.")
     parser.add_argument("--version", action="version", version=f"ironlearn {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    models = "; ".join(f"{name}: {p.summary}" + (" (default)" if name == DEFAULT_PRESET else "")
-                       for name, p in PRESETS.items())
     fit_p = commands.add_parser("fit", help="fit a network to an image or pixel CSV",
                                 description="Fit a network to an image (PNG, JPEG, WebP, BMP, ...) or a pixel CSV "
                                             "(x,y,pixel_value; binary 1 = black), writing a resumable run folder.")
     fit_p.add_argument("input", help="image file or pixel CSV")
     fit_p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<input name>)")
-    fit_p.add_argument("--mode", choices=MODES, help="binary (threshold at 128), gray or rgb "
-                                                     "(default: rgb for colour images, else gray)")
-    fit_p.add_argument("--size", type=size_arg, metavar="N|WxH",
-                       help="resize first: N for the longest side (aspect kept) or WxH")
-    fit_p.add_argument("--max-pixels", type=positive_int, metavar="N",
-                       help=f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against "
-                            "decompression bombs)")
-    fit_p.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
-    for option in OPTIONS.values():
-        convert = positive_int if option.type is int else positive_float
-        fit_p.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
-                           help=option_help(option.name))
-    fit_p.add_argument("--steps", type=positive_int, metavar="N",
-                       help="total steps of the run (with --resume: continue to step N)")
-    fit_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
-                       help="stop after this much training time (default, without --steps: 40 s)")
-    fit_p.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
-    fit_p.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule")
-    fit_p.add_argument("--schedule", choices=["cosine", "constant"], help="learning-rate schedule (default cosine)")
-    fit_p.add_argument("--batch-size", type=count, metavar="N", help="points per step; 0 = full batch "
-                                                                     "(default: the preset's)")
-    fit_p.add_argument("--filter", choices=FILTERS, help="targets between pixel centres: bicubic (default), "
-                                                          "bilinear, or centres (whole pixels only)")
-    fit_p.add_argument("--seed", type=count, help="random seed (default 0)")
-    fit_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
-                       help="where to train (default auto: the GPU when CuPy sees one)")
-    fit_p.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="steps between checkpoints")
-    fit_p.add_argument("--snapshot-every", type=positive_int, metavar="N", help="steps between time-lapse frames (default: 100 frames spaced "
-                                                         "geometrically, most of them early, where the learning shows)")
+    add_fit_options(fit_p)
     fit_p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     fit_p.add_argument("--force", action="store_true", help="start over, replacing the run in --out")
-    fit_p.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
     fit_p.set_defaults(func=cmd_fit)
 
     render_p = commands.add_parser("render", help="redraw a fitted model at any size",
@@ -218,9 +235,7 @@ def _check_output(path: str, force: bool) -> None:
 
 
 def cmd_fit(args) -> int:
-    given = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
-    model_options = {name: given.pop(name) for name in OPTIONS if given[name] is not None}
-    options = FitOptions(**{k: v for k, v in given.items() if k not in OPTIONS}, model_options=model_options)
+    options = fit_options(args)
     result = fit(options, log=say)
     _report(result, options.run_folder)
     return ExitCode.OK
