@@ -146,3 +146,24 @@ def load(path) -> Checkpoint:
         raise CheckpointError(f"{path}: arrays do not fit the saved architecture ({exc})") from None
     optimizer_state = {k[6:]: v for k, v in arrays.items() if k.startswith("optim/")}
     return Checkpoint(model=model, meta=meta, optimizer_state=optimizer_state)
+
+
+def read_meta(path) -> dict:
+    """The metadata of a checkpoint or model file (step, settings, ...) without reading its arrays.
+
+    Raises
+    ------
+    CheckpointError
+        Missing, unreadable or foreign files; the message names the file.
+    """
+    path = os.fspath(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            meta = json.loads(archive["meta"].tobytes().decode())
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such file") from None
+    except (zipfile.BadZipFile, ValueError, KeyError, OSError, EOFError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path}: not a readable ironlearn checkpoint (truncated or corrupt: {exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not an ironlearn checkpoint")
+    return meta
