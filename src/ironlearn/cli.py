@@ -1,4 +1,4 @@
-"""The ``ironlearn`` command: fit, render, view, encode, decode, info, demo.
+"""The ``ironlearn`` command: fit, fit-many, render, view, encode, decode, info, demo.
 
 Bad input of any kind ends with one line on stderr (what is wrong, what to do)
 and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130.
@@ -18,6 +18,7 @@ from importlib import resources
 from . import __version__
 from .backend import BackendError, get_backend
 from .fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
+from .fitting.many import ManyInterrupted, fit_many
 from .fitting.presets import option_help
 from .image.coords import parse_view
 from .image.io import (MAX_PIXELS, MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, scaled_size,
@@ -154,6 +155,38 @@ def build_parser() -> Parser:
     fit_p.add_argument("--force", action="store_true", help="start over, replacing the run in --out")
     fit_p.set_defaults(func=cmd_fit)
 
+    many_p = commands.add_parser(
+        "fit-many", help="fit many pictures, on this machine or a Ray cluster",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Fit every picture named by INPUT (files, folders' images and .csv pixel files, globs), each into "
+                    "its own run folder DIR/<name>/ exactly as 'ironlearn fit' writes it, with every fit option "
+                    "applied to each. DIR/summary.csv gets one row per picture as each finishes.",
+        epilog="Running the same command again skips pictures done before and resumes interrupted ones from their "
+               "checkpoints (--force redoes them all). A picture that fails is listed with its error and the others "
+               "go on; the exit code is then 1. Ctrl-C stops cleanly: finished runs are kept and running ones save "
+               "a checkpoint (exit code 130).\n\n"
+               "  ironlearn fit-many photos/ --out runs/photos --steps 2000\n"
+               "  ironlearn fit-many 'kodak/*.png' --out runs/kodak --workers 2 --time-budget 30\n"
+               "  ironlearn fit-many data/ --out runs/data --engine ray --address auto --gpus-per-fit 0.25")
+    many_p.add_argument("inputs", nargs="+", metavar="INPUT", help="image, pixel CSV, folder or glob (quote globs)")
+    many_p.add_argument("--out", required=True, metavar="DIR", help="folder for the run folders and summary.csv")
+    many_p.add_argument("--workers", type=positive_int, metavar="N",
+                        help="fits at once (default: local, one per two cores; ray, as many as the cluster holds)")
+    many_p.add_argument("--engine", choices=["local", "ray"], default="local",
+                        help="local: worker processes on this machine (default); ray: Ray tasks, on a local Ray "
+                             "instance or the cluster at --address (pip install 'ironlearn[ray]')")
+    many_p.add_argument("--address", metavar="ADDR",
+                        help="with --engine ray: the cluster to join, 'auto' (this node's) or ray://HOST:PORT")
+    many_p.add_argument("--cpus-per-fit", type=positive_float, metavar="C",
+                        help="BLAS threads of each local worker (default: the cores shared among the workers); "
+                             "on ray, the CPUs each task declares (default 1)")
+    many_p.add_argument("--gpus-per-fit", type=non_negative_float, default=0.0, metavar="G",
+                        help="with --engine ray: the GPUs each task declares (a fraction shares one; default 0: "
+                             "fits run on CPUs)")
+    many_p.add_argument("--force", action="store_true", help="fit every picture anew, replacing its run folder")
+    add_fit_options(many_p)
+    many_p.set_defaults(func=cmd_fit_many)
+
     render_p = commands.add_parser("render", help="redraw a fitted model at any size",
                                    description="Redraw a fitted model (model.npz or checkpoint.npz) at any size, "
                                                "in tiles so memory stays bounded.")
@@ -239,6 +272,20 @@ def cmd_fit(args) -> int:
     result = fit(options, log=say)
     _report(result, options.run_folder)
     return ExitCode.OK
+
+
+def cmd_fit_many(args) -> int:
+    options = fit_options(args, input="", out=None, force=args.force)
+    rows = fit_many(args.inputs, args.out, options=options, workers=args.workers, engine=args.engine,
+                    address=args.address, cpus_per_fit=args.cpus_per_fit, gpus_per_fit=args.gpus_per_fit,
+                    force=args.force, log=say)
+    failed = [row for row in rows if row["status"] != "done"]
+    if not failed:
+        return ExitCode.OK
+    say(f"ironlearn fit-many: error: {len(failed)} of {len(rows)} pictures failed:")
+    for row in failed:
+        say(f"  {row['picture']}: {row['error']}")
+    return ExitCode.FAILED
 
 
 def _report(result: dict, out: str) -> None:
@@ -355,7 +402,7 @@ def main(argv=None) -> int:
     except (InputError, UsageError, CheckpointError, BackendError, ViewerError) as exc:
         say(f"ironlearn {args.command}: error: {exc}")
         return ExitCode.USAGE
-    except Interrupted as exc:
+    except (Interrupted, ManyInterrupted) as exc:
         say(str(exc))
         return ExitCode.INTERRUPTED
     except DivergenceError as exc:

@@ -1,0 +1,225 @@
+"""``fit_many``: every picture its own ``ironlearn fit``, run by an engine, summarised as they end."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import sys
+import threading
+import time
+
+from .. import folder
+from ..options import FitOptions, UsageError, validate
+from . import summary
+from .inputs import expand
+from .task import DONE, FAILED, INTERRUPTED, Outcome, Task, prepare
+
+ENGINES = ("local", "ray")
+SUMMARY = "summary.csv"
+
+
+class ManyInterrupted(Exception):
+    """Ctrl-C: finished runs are kept, running ones saved their checkpoints; ``rows`` is the summary."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
+        counts = {status: sum(r["status"] == status for r in rows) for status in (DONE, FAILED, INTERRUPTED)}
+        waiting = len(rows) - sum(counts.values())
+        super().__init__(f"interrupted: {counts[DONE]} done, {counts[FAILED]} failed, {counts[INTERRUPTED]} stopped "
+                         f"(with their checkpoints where training had begun), {waiting} not started; run the same "
+                         "command again to continue")
+
+
+def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | None = None, engine: str = "local",
+             address: str | None = None, cpus_per_fit: float | None = None, gpus_per_fit: float = 0.0,
+             force: bool = False, log=print, progress: bool | None = None) -> list[dict]:
+    """Fit every picture that ``inputs`` name, each into its own run folder ``out/<name>/``.
+
+    Parameters
+    ----------
+    inputs : iterable of str
+        Image files, pixel CSVs, folders (their images and ``.csv`` files) and globs.
+    out : str
+        The folder that receives one run folder per picture, and ``summary.csv``.
+    options : FitOptions, optional
+        The settings of every fit (its ``input``, ``out`` and ``resume`` are ignored).
+    workers : int, optional
+        Fits at once: local worker processes (default one per two cores), or Ray tasks in
+        flight (default as many as the cluster holds).
+    engine : {"local", "ray"}
+    address : str, optional
+        The Ray cluster to join (``auto``, ``ray://host:port``); without it Ray starts locally.
+    cpus_per_fit, gpus_per_fit : float, optional
+        Threads of each local worker (default: the cores shared among the workers); on Ray, the
+        CPUs (default 1) and GPUs (default 0) each task declares.
+    force : bool
+        Fit every picture anew; otherwise pictures done before are skipped and interrupted ones
+        resume from their checkpoints.
+    log : callable ``str -> None``
+        Where the messages go.
+    progress : bool, optional
+        A progress bar over the pictures (default: when stderr is a terminal and not ``options.quiet``).
+
+    Returns
+    -------
+    list of dict
+        The rows of ``summary.csv`` (:data:`summary.COLUMNS`), in the order of the inputs.
+
+    Raises
+    ------
+    UsageError
+        Bad options, no pictures, an unusable output folder, Ray missing or unreachable.
+    ManyInterrupted
+        After Ctrl-C, once the running fits saved their checkpoints (its ``rows`` is the summary).
+    """
+    template = _template(options, force)
+    runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
+    sources = expand(inputs)
+    _create(out)
+    with folder.RunLock(out):  # one fit-many per output folder
+        runner.start()
+        try:
+            show = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
+            return _fit_all(sources, out, template, runner, log, show)
+        finally:
+            runner.close()
+
+
+def _template(options: FitOptions | None, force: bool) -> FitOptions:
+    template = options or FitOptions(input="")
+    if template.resume:
+        raise UsageError("fit-many resumes interrupted pictures by itself; drop --resume")
+    template = dataclasses.replace(template, force=force or template.force)
+    validate(template)
+    return template
+
+
+def _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log):
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: use {' or '.join(ENGINES)}")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1 (got {workers})")
+    if cpus_per_fit is not None and not cpus_per_fit > 0:
+        raise UsageError(f"--cpus-per-fit must be a positive number (got {cpus_per_fit})")
+    if not gpus_per_fit >= 0:
+        raise UsageError(f"--gpus-per-fit must be zero or a positive number (got {gpus_per_fit})")
+    if engine == "ray":
+        from .remote import RayEngine
+
+        return RayEngine(address, workers, cpus_per_fit or 1.0, gpus_per_fit, log)
+    if address is not None:
+        raise UsageError("--address joins a Ray cluster; use it with --engine ray")
+    if gpus_per_fit:
+        raise UsageError("--gpus-per-fit is for --engine ray; local workers share this machine's GPU "
+                         "(--device cuda), so use few of them (--workers)")
+    from .local import LocalEngine, cores, default_workers
+
+    workers = workers or default_workers()
+    threads = max(1, int(cpus_per_fit) if cpus_per_fit else cores() // workers)
+    return LocalEngine(workers, threads, log)
+
+
+def _create(out: str) -> None:
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out} is a file; give a folder for the run folders")
+    folder.create(out)
+
+
+def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
+    started = time.perf_counter()
+    rows, tasks = {}, []
+    for source in sources:
+        prepared = prepare(source, out, template, force=template.force)
+        if isinstance(prepared, Task):
+            tasks.append(prepared)
+        rows[source.name] = summary.row(source.name, prepared if isinstance(prepared, Outcome) else None)
+    path = os.path.join(out, SUMMARY)
+    summary.write(path, rows.values())
+    skipped, resumed = len(sources) - len(tasks), sum(t.options.resume for t in tasks)
+    log(f"fitting {len(tasks)} of {len(sources)} pictures into {out}/ ({skipped} done before, {resumed} resuming) "
+        f"with {runner.describe()}")
+    bar = _bar(len(sources), skipped) if show_bar else None
+    say = _beside(bar, log)
+    _show_mean(bar, rows.values())
+
+    def report(task: Task, outcome: Outcome) -> None:
+        rows[task.name] = summary.row(task.name, outcome)
+        summary.write(path, rows.values())
+        say(_message(task, outcome))
+        if bar is not None:
+            _show_mean(bar, rows.values())
+            bar.update()
+
+    with _stop_requests() as stop:
+        runner.run(tasks, report, stop)
+    if bar is not None:
+        bar.close()
+    seconds = time.perf_counter() - started
+    result = list(rows.values())
+    finished = sum(r["status"] in (DONE, FAILED) for r in result) - skipped
+    log(summary.table(result, seconds, finished))
+    log(f"summary: {path}")
+    if stop.count:
+        raise ManyInterrupted(result)
+    return result
+
+
+def _message(task: Task, outcome: Outcome) -> str:
+    if outcome.status == DONE:
+        metrics = outcome.metrics
+        extra = f", accuracy {metrics['accuracy']:.2%}" if "accuracy" in metrics else ""
+        return (f"{task.name}: PSNR {metrics['psnr_db']:.2f} dB{extra} after {metrics['steps']:,} steps, "
+                f"{metrics['seconds']:.1f} s of training")
+    return f"{task.name}: {outcome.status}: {outcome.error}"
+
+
+# -- the terminal -----------------------------------------------------------------------------
+def _bar(total: int, done: int):
+    """A tqdm bar over the pictures, ``done`` of them done before."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=done, unit="picture", dynamic_ncols=True, file=sys.stderr)
+
+
+def _show_mean(bar, rows) -> None:
+    psnr = summary.mean_psnr(rows)
+    if bar is not None and psnr is not None:
+        bar.set_postfix_str(f"mean PSNR {psnr:.2f} dB", refresh=False)
+
+
+def _beside(bar, log):
+    """``log``, clearing the bar while it writes so that the two do not interleave."""
+    if bar is None:
+        return log
+
+    def say(message: str) -> None:
+        with bar.external_write_mode(file=sys.stderr):
+            log(message)
+    return say
+
+
+class _Stop:
+    """How many times Ctrl-C came (engines poll it: once stops cleanly, twice at once)."""
+
+    count = 0
+
+
+@contextlib.contextmanager
+def _stop_requests():
+    """While inside: Ctrl-C (SIGINT) counts in the yielded object instead of raising, so the engine
+    can stop its workers cleanly.  Signals reach the main thread only; elsewhere nothing changes."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def on_sigint(signum, frame):
+        stop.count += 1
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)

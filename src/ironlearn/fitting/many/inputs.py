@@ -1,0 +1,94 @@
+"""Which pictures ``fit-many`` fits, and the run folder each one gets.
+
+An input is a file (taken as it is), a folder (its images and ``.csv`` pixel files,
+not its subfolders) or a glob (the pictures it matches).  Each picture's run folder
+is named after the file; when two share a name, the later ones get ``-2``, ``-3``, ...
+in the order the inputs were given, so the same command maps each picture to the
+same folder every time.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+
+from PIL import Image
+
+from ..options import UsageError
+
+GLOB_CHARACTERS = "*?["
+
+
+@dataclass(frozen=True)
+class Source:
+    """One picture to fit: ``path`` as given (or as found), ``name`` its run folder under the output."""
+
+    name: str
+    path: str
+
+
+def picture_suffixes() -> frozenset[str]:
+    """Suffixes a folder or glob is searched for: every image format Pillow reads, and ``.csv``.
+    (An explicit ``.txt`` file is read as a pixel CSV, but a folder's ``.txt`` files are more often notes.)"""
+    Image.init()
+    return frozenset({ext for ext, kind in Image.registered_extensions().items() if kind in Image.OPEN} | {".csv"})
+
+
+def _is_picture(path: str, suffixes) -> bool:
+    name = os.path.basename(path)
+    return not name.startswith(".") and os.path.splitext(name)[1].lower() in suffixes and os.path.isfile(path)
+
+
+def _listing(folder: str, suffixes) -> list[str]:
+    return [os.path.join(folder, name) for name in sorted(os.listdir(folder))
+            if _is_picture(os.path.join(folder, name), suffixes)]
+
+
+def _expand(text: str, suffixes) -> list[str]:
+    if os.path.isdir(text):
+        found = _listing(text, suffixes)
+        if not found:
+            raise UsageError(f"{text}: no pictures in this folder (images or .csv pixel files)")
+        return found
+    if os.path.exists(text) or not any(c in text for c in GLOB_CHARACTERS):
+        return [text]  # a file, or a missing one: its fit reports it with the other failures
+    found = []
+    for match in sorted(glob.glob(text, recursive=True)):
+        if os.path.isdir(match):
+            found += _listing(match, suffixes)
+        elif _is_picture(match, suffixes):
+            found.append(match)
+    if not found:
+        raise UsageError(f"{text} matches no pictures (images or .csv pixel files)")
+    return found
+
+
+def unique_names(paths: list[str]) -> list[str]:
+    """A run-folder name per path: the file name without its suffix, made unique with ``-2``, ``-3``, ..."""
+    names, used = [], set()
+    for path in paths:
+        stem = os.path.splitext(os.path.basename(os.path.normpath(path)))[0] or "picture"
+        name, n = stem, 2
+        while name in used:
+            name, n = f"{stem}-{n}", n + 1
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def expand(inputs) -> list[Source]:
+    """The pictures that ``inputs`` (files, folders and globs) name, each once, in the order given.
+
+    Raises UsageError for a folder or glob with no pictures, and when there are none at all.
+    """
+    suffixes, paths, seen = picture_suffixes(), [], set()
+    for text in map(os.fspath, inputs):
+        for path in _expand(text, suffixes):
+            key = os.path.realpath(path)
+            if key not in seen:
+                seen.add(key)
+                paths.append(path)
+    if not paths:
+        raise UsageError("no pictures given: name image files, pixel CSVs, folders or globs")
+    return [Source(name, path) for name, path in zip(unique_names(paths), paths)]
