@@ -82,8 +82,15 @@ def test_damaged_files_raise_a_clear_error(saved, damage):
         path.write_bytes(b"")
     else:
         path.unlink()
-    with pytest.raises(CheckpointError, match=str(path.name)):
-        checkpoint.load(path)
+    for read in (checkpoint.load, checkpoint.read_meta):
+        with pytest.raises(CheckpointError, match=str(path.name)):
+            read(path)
+
+
+def test_read_meta_gives_step_and_settings_without_the_arrays(saved):
+    path, _ = saved
+    meta = checkpoint.read_meta(path)
+    assert meta["step"] == 1 and meta["settings"] == {"image": "cat.png"} and meta == checkpoint.load(path).meta
 
 
 def test_newer_format_is_refused(saved):
@@ -103,8 +110,9 @@ def test_arrays_from_another_architecture_are_refused(saved):
 def test_foreign_npz_is_refused(tmp_path):
     path = tmp_path / "foreign.npz"
     np.savez(path, a=np.zeros(3))
-    with pytest.raises(CheckpointError, match="foreign.npz"):
-        checkpoint.load(path)
+    for read in (checkpoint.load, checkpoint.read_meta):
+        with pytest.raises(CheckpointError, match="foreign.npz"):
+            read(path)
 
 
 def test_a_schedule_that_cannot_be_saved_is_refused_at_save_time(tmp_path):
