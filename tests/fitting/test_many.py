@@ -1,0 +1,340 @@
+"""fit-many: inputs, the local engine (faults, reruns, Ctrl-C, a killed driver or worker) and the Ray engine."""
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+from helpers import make_picture, run_cli
+from ironlearn.cli import ExitCode
+from ironlearn.fitting import FitOptions, UsageError
+from ironlearn.fitting import folder as run_folder
+from ironlearn.fitting.many import COLUMNS, Source, expand, fit_many, summary
+from ironlearn.fitting.many.local import THREAD_VARIABLES, worker_environment
+from ironlearn.fitting.many.task import prepare
+from ironlearn.train.checkpoint import read_meta
+
+QUICK = ["--steps", "10", "--width", "8", "--depth", "1", "--device", "cpu", "--quiet"]
+SIZES = {"a": (16, False), "b": (20, True), "c": (24, False), "d": (32, True)}  # name: (side, colour)
+
+
+def quick_options(**changes) -> FitOptions:
+    settings = dict(input="", steps=10, model_options={"width": 8, "depth": 1}, device="cpu", quiet=True)
+    return FitOptions(**{**settings, **changes})
+
+
+def make_pictures(folder, broken=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (side, colour) in SIZES.items():
+        make_picture(folder / f"{name}.png", side, colour=colour)
+    if broken:
+        (folder / "broken.png").write_bytes(b"this is not a PNG")
+    return folder
+
+
+def without_seconds(rows):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def run_in_subprocess(*args, **kwargs):
+    """``ironlearn ARGS`` as its own process (stderr piped), for the tests that signal it."""
+    return subprocess.Popen([sys.executable, "-m", "ironlearn", *map(str, args)], stderr=subprocess.PIPE, text=True,
+                            **kwargs)
+
+
+def unlocked(run) -> bool:
+    try:
+        with run_folder.RunLock(str(run)):
+            return True
+    except UsageError:
+        return False
+
+
+def wait_for(condition, timeout=60.0, what="the condition"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+# -- inputs -----------------------------------------------------------------------------------
+def test_inputs_are_files_folders_and_globs_each_once_with_unique_names(tmp_path):
+    make_pictures(tmp_path / "one", broken=False)
+    (tmp_path / "one" / "notes.txt").write_text("a folder's .txt files are not pictures")
+    (tmp_path / "one" / ".hidden.png").write_bytes(b"")
+    (tmp_path / "two").mkdir()
+    make_picture(tmp_path / "two" / "a.png", 16)
+    (tmp_path / "two" / "a.csv").write_text("x,y,pixel_value\n")
+    sources = expand([tmp_path / "one", str(tmp_path / "two" / "*"), tmp_path / "one" / "b.png", "missing.png"])
+    assert [s.name for s in sources] == ["a", "b", "c", "d", "a-2", "a-3", "missing"]
+    assert [os.path.basename(s.path) for s in sources] == ["a.png", "b.png", "c.png", "d.png", "a.csv", "a.png",
+                                                           "missing.png"]
+    assert [s.name for s in expand([tmp_path / "two" / "a.png", tmp_path / "one"])][:2] == ["a", "a-2"]
+
+
+@pytest.mark.parametrize("given,expected", [(["empty"], "no pictures in this folder"),
+                                            (["nothing-*.png"], "matches no pictures")])
+def test_a_folder_or_glob_without_pictures_is_a_usage_error(tmp_path, capsys, monkeypatch, given, expected):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "fit-many", *given, "--out", "out", *QUICK)
+    assert code == ExitCode.USAGE and expected in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--address", "auto"], "--address joins a Ray cluster"),
+    (["--gpus-per-fit", "1"], "--gpus-per-fit is for --engine ray"),
+    (["--resume"], "unrecognized arguments: --resume"),
+    (["--width", "0"], "must be at least 1"),
+])
+def test_options_that_cannot_work_are_one_line_usage_errors(tmp_path, capsys, args, expected):
+    make_picture(tmp_path / "a.png", 16)
+    code, _, err = run_cli(capsys, "fit-many", tmp_path / "a.png", "--out", tmp_path / "out", *QUICK, *args)
+    assert code == ExitCode.USAGE and expected in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out" / "a").exists()
+
+
+def test_missing_ray_is_one_clear_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    make_picture(tmp_path / "a.png", 16)
+    code, _, err = run_cli(capsys, "fit-many", tmp_path / "a.png", "--out", tmp_path / "out", "--engine", "ray",
+                           *QUICK)
+    assert code == ExitCode.USAGE and err.count("\n") == 1, err
+    assert "pip install 'ironlearn[ray]'" in err and "Traceback" not in err
+
+
+def test_workers_get_their_share_of_threads_in_their_environment():
+    env = worker_environment(3)
+    assert all(env[name] == "3" for name in THREAD_VARIABLES)
+    found = subprocess.run([sys.executable, "-c", "import os, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"],
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert found.strip() == "3"
+
+
+# -- the local engine -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """fit-many over 4 pictures and a broken file, 2 workers, through the command."""
+    base = tmp_path_factory.mktemp("many")
+    pictures = make_pictures(base / "pictures")
+    from ironlearn.cli import main
+
+    code = main(["fit-many", str(pictures), "--out", str(base / "out"), "--workers", "2", *QUICK])
+    return base, code
+
+
+def test_local_engine_fits_every_picture_and_reports_the_broken_one(local_run, capsys):
+    base, code = local_run
+    assert code == ExitCode.FAILED
+    out = base / "out"
+    rows = summary.read(out / "summary.csv")
+    assert tuple(rows[0]) == COLUMNS
+    assert [r["picture"] for r in rows] == ["a", "b", "broken", "c", "d"]
+    broken = rows[2]
+    assert broken["status"] == "failed" and "not an image Pillow can read" in broken["error"]
+    assert broken["psnr_db"] == "" and not (out / "broken").exists()
+    for row in rows[:2] + rows[3:]:
+        side, colour = SIZES[row["picture"]]
+        folder = out / row["picture"]
+        assert set(run_folder.FILES) <= set(os.listdir(folder)), row
+        assert not [n for n in os.listdir(folder) if n.endswith(".tmp")]
+        metrics = json.loads((folder / "metrics.json").read_text())
+        assert (row["width"], row["height"], row["mode"]) == (str(side), str(side), "rgb" if colour else "gray")
+        assert (row["status"], row["error"], row["model"], row["steps"]) == ("done", "", "hashgrid", "10")
+        assert float(row["psnr_db"]) == metrics["psnr_db"] and int(row["params"]) == metrics["params"]
+        assert float(row["seconds"]) == metrics["seconds"] and row["accuracy"] == ""
+
+
+def test_a_rerun_skips_done_pictures_and_force_redoes_them(local_run, tmp_path, capsys):
+    base, _ = local_run
+    out = tmp_path / "out"
+    shutil.copytree(base / "out", out)
+    before = {p.name: (p / "model.npz").stat().st_mtime_ns for p in out.iterdir() if p.is_dir()}
+    code, _, err = run_cli(capsys, "fit-many", base / "pictures", "--out", out, "--workers", "2", *QUICK)
+    assert code == ExitCode.FAILED and "fitting 1 of 5 pictures" in err and "4 done before" in err, err
+    assert {p.name: (p / "model.npz").stat().st_mtime_ns for p in out.iterdir() if p.is_dir()} == before
+    assert without_seconds(summary.read(out / "summary.csv")) == \
+        without_seconds(summary.read(base / "out" / "summary.csv"))
+    assert "broken: pictures" not in err and err.strip().splitlines()[-1].startswith("  broken: ")
+
+    code, _, err = run_cli(capsys, "fit-many", base / "pictures" / "a.png", "--out", out, "--force", *QUICK)
+    assert code == ExitCode.OK and "fitting 1 of 1 pictures" in err
+    assert (out / "a" / "model.npz").stat().st_mtime_ns != before["a"]
+
+
+def test_a_rerun_with_more_steps_resumes_the_done_runs(local_run, tmp_path):
+    base, _ = local_run
+    out = tmp_path / "out"
+    shutil.copytree(base / "out", out)
+    rows = fit_many([base / "pictures" / "a.png"], out, options=quick_options(steps=20), log=lambda m: None)
+    assert rows[0]["status"] == "done" and rows[0]["steps"] == 20
+    history = (out / "a" / "history.csv").read_text().splitlines()
+    assert history[1].split(",")[0] == "1"  # the first 10 steps' rows are still there: it went on, not over
+
+
+def find_workers():
+    """This process's worker children, by their command line (Linux /proc)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as file:
+                parent = int(file.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                command = file.read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and b"ironlearn.fitting.many.worker" in command:
+            found.append(int(pid))
+    return found
+
+
+def fit_many_in_a_thread(*args, **kwargs):
+    result, messages = {}, []
+
+    def target():
+        try:
+            result["rows"] = fit_many(*args, log=messages.append, **kwargs)
+        except BaseException as exc:  # noqa: BLE001  (shown by the test)
+            result["error"] = exc
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, result, messages
+
+
+linux_only = pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds worker processes through Linux's /proc")
+
+
+@linux_only
+def test_a_killed_worker_fails_only_its_picture_which_is_retried_once(tmp_path):
+    pictures = [make_picture(tmp_path / f"{name}.png", 16) for name in ("one", "two")]
+    out = tmp_path / "out"
+    options = quick_options(steps=600, checkpoint_every=20)
+    thread, result, messages = fit_many_in_a_thread(pictures, out, options=options, workers=2)
+    wait_for(lambda: any((out / n / "checkpoint.npz").exists() for n in ("one", "two")) and find_workers(),
+             what="a worker with a checkpoint")
+    os.kill(find_workers()[0], signal.SIGKILL)
+    thread.join(120)
+    assert not thread.is_alive() and "error" not in result, result
+    assert [row["status"] for row in result["rows"]] == ["done", "done"], result["rows"]
+    assert [row["steps"] for row in result["rows"]] == [600, 600]
+    retried = [m for m in messages if "its worker process died (killed by SIGKILL); trying it once more" in m]
+    assert len(retried) == 1, messages
+
+
+@linux_only
+def test_a_picture_whose_worker_dies_twice_fails_with_that_reason(tmp_path):
+    picture = make_picture(tmp_path / "one.png", 16)
+    thread, result, messages = fit_many_in_a_thread([picture], tmp_path / "out", options=quick_options(steps=10**6),
+                                                    workers=1)
+    killed = []
+    for _ in range(2):
+        wait_for(lambda: [pid for pid in find_workers() if pid not in killed], what="a worker")
+        pid = [pid for pid in find_workers() if pid not in killed][0]
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+    thread.join(60)
+    assert not thread.is_alive() and "error" not in result, result
+    row = result["rows"][0]
+    assert row["status"] == "failed", row
+    assert row["error"] == "its worker process died twice (last: killed by SIGKILL)"
+
+
+@linux_only
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp_path, how):
+    """Ctrl-C (SIGINT) or SIGKILL to the driver midway: the picture done is kept, the one running saves a
+    checkpoint (on SIGKILL its worker sees the driver gone), and the same command again finishes the job."""
+    make_picture(tmp_path / "a.png", 16)  # done first: b has 16 times its pixels
+    make_picture(tmp_path / "b.png", 64)
+    out = tmp_path / "out"
+    args = ["fit-many", tmp_path / "a.png", tmp_path / "b.png", "--out", out, "--workers", "2", "--steps", "500",
+            "--checkpoint-every", "10", *QUICK[2:]]
+    driver = run_in_subprocess(*args)
+    wait_for(lambda: (out / "a" / "metrics.json").exists() and (out / "b" / "checkpoint.npz").exists(),
+             what="a done and b under way")
+    done_at = (out / "a" / "model.npz").stat().st_mtime_ns
+    driver.send_signal(how)
+    _, err = driver.communicate(timeout=60)
+    if how == signal.SIGINT:
+        assert driver.returncode == ExitCode.INTERRUPTED, err
+        assert "interrupted: 1 done, 0 failed, 1 stopped" in err and "Traceback" not in err, err
+        rows = summary.read(out / "summary.csv")
+        assert [(r["picture"], r["status"]) for r in rows] == [("a", "done"), ("b", "interrupted")], rows
+        assert rows[1]["error"].startswith("stopped at step ") and "checkpoint saved" in rows[1]["error"]
+    else:
+        assert driver.returncode == -signal.SIGKILL
+    wait_for(lambda: unlocked(out / "b"), what="b's worker to let go of its run folder")
+    stopped_at = read_meta(out / "b" / "checkpoint.npz")["step"]
+    assert 0 < stopped_at < 500 and not (out / "b" / "model.npz").exists()
+
+    messages = []
+    rows = fit_many([tmp_path / "a.png", tmp_path / "b.png"], out, options=quick_options(steps=500,
+                    checkpoint_every=10), workers=2, log=messages.append)
+    assert "fitting 1 of 2 pictures" in messages[0] and "(1 done before, 1 resuming)" in messages[0], messages
+    assert [(r["picture"], r["status"], r["steps"]) for r in rows] == [("a", "done", 500), ("b", "done", 500)]
+    assert summary.read(out / "summary.csv")[1]["status"] == "done"
+    assert (out / "a" / "model.npz").stat().st_mtime_ns == done_at
+    assert int((out / "b" / "history.csv").read_text().splitlines()[1].split(",")[0]) < stopped_at  # went on
+
+
+# -- the Ray engine ---------------------------------------------------------------------------
+def test_the_ray_task_fits_in_a_temporary_folder_and_sends_the_files_back(tmp_path, monkeypatch):
+    """What runs on a Ray worker, called directly: it writes nothing into the output folder (the driver
+    does), leaves no temporary folder, and a resume carries the checkpoint both ways."""
+    from ironlearn.fitting.many.remote import fit_shipped, land, ship
+
+    worker_tmp = tmp_path / "worker-tmp"
+    worker_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(worker_tmp))
+    out = tmp_path / "out"
+    source = Source("a", str(make_picture(tmp_path / "a.png", 16)))
+    task = prepare(source, str(out), quick_options(), force=False)
+    outcome, files = fit_shipped(ship(task))
+    assert outcome.status == "done" and set(files) == set(run_folder.FILES)
+    assert not out.exists() and os.listdir(worker_tmp) == []
+    land(task, files)
+    assert json.loads((out / "a" / "metrics.json").read_text()) == outcome.metrics
+    assert sorted(os.listdir(out / "a")) == sorted(run_folder.FILES)
+
+    longer = prepare(source, str(out), quick_options(steps=20), force=False)
+    assert longer.options.resume and set(ship(longer).files) == {"checkpoint.npz", "frames.npz", "history.csv"}
+    outcome, files = fit_shipped(ship(longer))
+    assert outcome.status == "done" and outcome.metrics["steps"] == 20 and os.listdir(worker_tmp) == []
+
+    (tmp_path / "bad.png").write_bytes(b"not a picture")
+    bad = prepare(Source("bad", str(tmp_path / "bad.png")), str(out), quick_options(), force=False)
+    outcome, files = fit_shipped(ship(bad))
+    assert outcome.status == "failed" and outcome.error.startswith(f"{tmp_path / 'bad.png'} is not an image")
+    assert files == {} and not (out / "bad").exists()
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray instance for the module (starting one takes seconds)."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'ironlearn[ray]' (CI installs it)")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    yield ray
+    ray.shutdown()
+
+
+def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path):
+    base, _ = local_run
+    out = tmp_path / "out"
+    messages = []
+    rows = fit_many([base / "pictures"], out, options=quick_options(), engine="ray", log=messages.append)
+    assert "up to 2 fits at once, 1 CPU each" in messages[0], messages
+    assert without_seconds(summary.read(out / "summary.csv")) == \
+        without_seconds(summary.read(base / "out" / "summary.csv"))
+    assert [r["status"] for r in rows] == ["done", "done", "failed", "done", "done"]
+    for row in rows:
+        if row["status"] == "done":  # written by the driver alone: a fit in this folder would have left .lock
+            assert sorted(os.listdir(out / row["picture"])) == sorted(run_folder.FILES)
