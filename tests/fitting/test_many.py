@@ -338,3 +338,15 @@ def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path
     for row in rows:
         if row["status"] == "done":  # written by the driver alone: a fit in this folder would have left .lock
             assert sorted(os.listdir(out / row["picture"])) == sorted(run_folder.FILES)
+
+
+def test_a_picture_the_ray_driver_cannot_read_fails_in_the_words_of_fit(tmp_path):
+    from ironlearn.fitting.many.remote import unreadable
+    from ironlearn.image import InputError, load_picture
+
+    for path in (tmp_path / "missing.png", tmp_path):
+        with pytest.raises(InputError) as said:
+            load_picture(path)
+        with pytest.raises(OSError) as failed:
+            open(path, "rb")
+        assert unreadable(str(path), failed.value) == str(said.value)

@@ -78,11 +78,10 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
     sources = expand(inputs)
     _create(out)
+    show_bar = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
     with folder.RunLock(out):  # one fit-many per output folder
-        runner.start()
         try:
-            show = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
-            return _fit_all(sources, out, template, runner, log, show)
+            return _fit_all(sources, out, template, runner, log, show_bar)
         finally:
             runner.close()
 
@@ -138,8 +137,10 @@ def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
     path = os.path.join(out, SUMMARY)
     summary.write(path, rows.values())
     skipped, resumed = len(sources) - len(tasks), sum(t.options.resume for t in tasks)
-    log(f"fitting {len(tasks)} of {len(sources)} pictures into {out}/ ({skipped} done before, {resumed} resuming) "
-        f"with {runner.describe()}")
+    if tasks:
+        runner.start()  # only now: a Ray cluster is not joined when every picture is done
+    log(f"fitting {len(tasks)} of {len(sources)} pictures into {out}/ ({skipped} done before, {resumed} resuming)"
+        + (f" with {runner.describe()}" if tasks else ""))
     bar = _bar(len(sources), skipped) if show_bar else None
     say = _beside(bar, log)
     _show_mean(bar, rows.values())
@@ -152,10 +153,12 @@ def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
             _show_mean(bar, rows.values())
             bar.update()
 
-    with _stop_requests() as stop:
-        runner.run(tasks, report, stop)
-    if bar is not None:
-        bar.close()
+    try:
+        with _stop_requests() as stop:
+            runner.run(tasks, report, stop)
+    finally:
+        if bar is not None:
+            bar.close()
     seconds = time.perf_counter() - started
     result = list(rows.values())
     finished = sum(r["status"] in (DONE, FAILED) for r in result) - skipped

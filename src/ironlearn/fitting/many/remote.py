@@ -63,6 +63,17 @@ def ship(task: Task) -> Shipment:
     return Shipment(task.name, picture, task.options, files)
 
 
+def unreadable(path: str, exc: OSError) -> str:
+    """What a fit says of a picture it cannot open (image.io's wording), for one the driver cannot read."""
+    if isinstance(exc, FileNotFoundError):
+        return f"{path}: no such file"
+    if isinstance(exc, IsADirectoryError):
+        return f"{path} is a folder; give an image or pixel CSV file"
+    if isinstance(exc, PermissionError):
+        return f"{path}: permission denied; make the file readable (chmod +r) or copy it"
+    return f"{path}: {exc.strerror or exc}"
+
+
 def fit_shipped(shipment: Shipment) -> tuple[Outcome, dict]:
     """The Ray task: fit in a temporary folder, return the outcome and the run folder's files
     (``{file name: bytes}``), and leave nothing behind.  Paths in an error are the driver's."""
@@ -167,11 +178,13 @@ class RayEngine:
                 try:
                     flying[remote.remote(ship(task))] = task
                 except OSError as exc:
-                    report(task, Outcome(FAILED, error=f"{task.options.input}: {exc.strerror or exc}"))
+                    report(task, Outcome(FAILED, error=unreadable(task.options.input, exc)))
             if stop.count > cancelled:
                 cancelled = stop.count
                 for ref in flying:
                     ray.cancel(ref, force=cancelled >= 3)
+            if not flying:
+                continue  # every picture left failed to load
             ready, _ = ray.wait(list(flying), num_returns=1, timeout=POLL_SECONDS)
             for ref in ready:
                 task = flying.pop(ref)
