@@ -26,6 +26,7 @@ MISSING = "the ray engine needs Ray, which is not installed; install it with pip
 RESUME_FILES = (folder.CHECKPOINT, folder.FRAMES, folder.HISTORY)  # what a resume reads from the run folder
 LAST = (folder.MODEL, folder.METRICS)  # written last: together they mark a run as done
 POLL_SECONDS = 0.2
+_DEATHS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError")  # ray.exceptions that mean a lost worker
 
 
 def import_ray():
@@ -122,9 +123,9 @@ class RayEngine:
     loaded into the object store all at once.
     """
 
-    def __init__(self, address: str | None, workers: int | None, cpus_per_fit: float, gpus_per_fit: float, log):
+    def __init__(self, address: str | None, workers: int | None, cpus_per_fit: float, gpus_per_fit: float):
         self.ray = import_ray()  # now: a missing Ray is a usage error before any work
-        self.address, self.workers, self.cpus, self.gpus, self.log = address, workers, cpus_per_fit, gpus_per_fit, log
+        self.address, self.workers, self.cpus, self.gpus = address, workers, cpus_per_fit, gpus_per_fit
         self.started = False
 
     def start(self) -> None:
@@ -206,9 +207,11 @@ class RayEngine:
         try:
             return ray.get(ref)
         except ray.exceptions.TaskCancelledError:
-            return Outcome(INTERRUPTED, error="cancelled before it saved a checkpoint"), {}
+            return Outcome(INTERRUPTED, error="cancelled; no checkpoint came back"), {}
         except ray.exceptions.RayError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if stopping:
                 return Outcome(INTERRUPTED, error=f"its Ray worker stopped ({first})"), {}
-            return Outcome(FAILED, error=f"its Ray worker died twice ({type(exc).__name__}: {first})"), {}
+            died = tuple(getattr(ray.exceptions, name) for name in _DEATHS if hasattr(ray.exceptions, name))
+            what = "its Ray worker died twice" if isinstance(exc, died) else "Ray could not run it"
+            return Outcome(FAILED, error=f"{what} ({type(exc).__name__}: {first})"), {}
