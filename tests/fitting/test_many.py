@@ -112,12 +112,19 @@ def test_missing_ray_is_one_clear_line(tmp_path, capsys, monkeypatch):
     assert "pip install 'ironlearn[ray]'" in err and "Traceback" not in err
 
 
-def test_workers_get_their_share_of_threads_in_their_environment():
+def test_workers_get_their_share_of_threads_in_their_environment(monkeypatch):
     env = worker_environment(3)
     assert all(env[name] == "3" for name in THREAD_VARIABLES)
     found = subprocess.run([sys.executable, "-c", "import os, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"],
                            env=env, capture_output=True, text=True, check=True).stdout
     assert found.strip() == "3"
+    # Installed in site-packages (not a source tree), ironlearn needs no PYTHONPATH, which would put
+    # site-packages before the standard library.
+    import ironlearn
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setattr("site.getsitepackages", lambda: [os.path.dirname(os.path.dirname(ironlearn.__file__))])
+    assert "PYTHONPATH" not in worker_environment(1)
 
 
 # -- the local engine -------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import os
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -47,10 +48,15 @@ def thread_environment(threads: int) -> dict:
 
 
 def worker_environment(threads: int) -> dict:
-    """This process's environment with the thread caps, and ironlearn importable as it is here."""
+    """This process's environment with the thread caps, and ironlearn importable as it is here
+    (a source tree on this process's path goes on the worker's; site-packages is there already,
+    and on PYTHONPATH it would come before the standard library)."""
+    env = {**os.environ, **thread_environment(threads)}
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, **thread_environment(threads), "PYTHONPATH": path}
+    installed = {os.path.abspath(p) for p in (*site.getsitepackages(), site.getusersitepackages())}
+    if package_root not in installed:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+    return env
 
 
 class Worker:
