@@ -118,8 +118,9 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule", choices=["cosine", "constant"], help="learning-rate schedule (default cosine)")
     parser.add_argument("--batch-size", type=count, metavar="N", help="points per step; 0 = full batch "
                                                                       "(default: the preset's)")
-    parser.add_argument("--filter", choices=FILTERS, help="targets between pixel centres: bicubic (default), "
-                                                           "bilinear, or centres (whole pixels only)")
+    parser.add_argument("--filter", choices=FILTERS,
+                        help="how training reads the picture between pixel centres: lanczos (default), bicubic, "
+                             "bilinear, or centres (whole pixels only, as older versions trained)")
     parser.add_argument("--seed", type=count, help="random seed (default 0)")
     parser.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
                         help="where to train (default auto: the GPU when CuPy sees one)")

@@ -73,7 +73,7 @@ class Preset:
     lr_min: float
     batch_size: int | None = None  # None: full batch
     defaults: dict = field(default_factory=dict)
-    filter: str = "bicubic"  # targets between pixel centres (image.sampling.FILTERS)
+    filter: str = "lanczos"  # targets between pixel centres (image.sampling.FILTERS)
     size: Callable | None = None  # (width_px, height_px, channels, options) -> options, Auto ones filled
 
     @property
