@@ -25,7 +25,10 @@ def main():
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--presets", nargs="+", default=sorted(PRESETS))
     parser.add_argument("--pictures", nargs="+", default=["camera", "astronaut", "drawing"])
+    parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a fit setting, e.g. filter=centres or batch_size=0")
     args = parser.parse_args()
+    settings = {k: int(v) if v.isdigit() else v for k, v in (o.split("=", 1) for o in args.setting)}
     pictures = {"camera": lambda: skimage_picture("camera", 256, "gray"),
                 "astronaut": lambda: skimage_picture("astronaut", 256, "rgb"),
                 "drawing": sample_picture}
@@ -36,9 +39,10 @@ def main():
     for picture_name in args.pictures:
         picture = pictures[picture_name]()
         for preset in args.presets:
-            model, reached, steps, _ = timed_fit(preset, picture, args.seconds, marks)
+            model, reached, steps, _ = timed_fit(preset, picture, args.seconds, marks, **settings)
             cells = " | ".join(f"{reached[m][0]:.2f}" for m in marks)
-            print(f"| {picture_name} {picture.width}x{picture.height} {picture.mode} | {preset} | "
+            label = " ".join([preset] + args.setting)
+            print(f"| {picture_name} {picture.width}x{picture.height} {picture.mode} | {label} | "
                   f"{model.num_parameters:,} | {picture.width * picture.height:,} | {cells} | {steps:,} |",
                   flush=True)
 
