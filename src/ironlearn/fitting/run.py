@@ -12,6 +12,7 @@ import copy
 import os
 import shlex
 import signal
+import statistics
 import sys
 import threading
 import time
@@ -183,15 +184,22 @@ def _records(plan: RunPlan, model, backend) -> tuple[Recorder, Snapshots]:
 
 def calibrate(model, data: dict, loss=mse) -> float:
     """Seconds per training step of ``model`` on ``data`` (Trainer keyword arguments: ``inputs``
-    and ``targets``, or ``batches``), measured on a throwaway copy (the real run starts untouched)."""
+    and ``targets``, or ``batches``), measured on a throwaway copy (the real run starts untouched).
+
+    The median of single steps after two warm-up ones: a mean let one slow step (a page fault,
+    another process) shorten a whole run's plan by a fifth.
+    """
     probe = copy.deepcopy(model)
     trainer = Trainer(probe, Adam(probe.named_parameters(), lr=1e-9), loss, **data, check_every=0)
     trainer.run(2)
-    trainer.loss  # noqa: B018  (a sync, so the timing below is real on a GPU)
-    t0 = time.perf_counter()
-    trainer.run(CALIBRATION_STEPS)
-    trainer.loss  # noqa: B018
-    return max((time.perf_counter() - t0) / (CALIBRATION_STEPS - 2), 1e-6)
+    times = []
+    for _ in range(CALIBRATION_STEPS):
+        trainer.loss  # noqa: B018  (a sync, so each timing is real on a GPU)
+        t0 = time.perf_counter()
+        trainer.run(trainer.step + 1)
+        trainer.loss  # noqa: B018
+        times.append(time.perf_counter() - t0)
+    return max(statistics.median(times), 1e-6)
 
 
 # -- train -------------------------------------------------------------------------------------
