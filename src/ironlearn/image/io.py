@@ -59,8 +59,7 @@ class Picture:
 
     def band(self, rows: slice = slice(None)) -> np.ndarray:
         """Rows ``rows`` as float32 intensities in [0, 1]: ``(n_rows, w, c)``."""
-        values = self.values[rows]
-        return values.astype(np.float32) / np.float32(255.0) if values.dtype == np.uint8 else values
+        return as_float(self.values[rows])
 
     @property
     def pixels(self) -> np.ndarray:
@@ -159,14 +158,15 @@ def _decode(image: Image.Image) -> np.ndarray:
     return rgb
 
 
-def _as_float(values: np.ndarray) -> np.ndarray:
+def as_float(values: np.ndarray) -> np.ndarray:
+    """uint8 0-255 -> float32 0-1 (a new array); float32 values are returned as they are."""
     return values.astype(np.float32) / np.float32(255.0) if values.dtype == np.uint8 else values
 
 
 def _resize(values: np.ndarray, width: int, height: int) -> np.ndarray:
     if (width, height) == (values.shape[1], values.shape[0]):
         return values
-    pixels = _as_float(values)
+    pixels = as_float(values)
     channels = [np.asarray(Image.fromarray(pixels[..., c], "F").resize((width, height), Image.LANCZOS))
                 for c in range(pixels.shape[2])]
     return np.clip(np.stack(channels, axis=-1), 0, 1).astype(np.float32)
@@ -178,9 +178,9 @@ def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
     if mode == "rgb":
         return values if values.shape[2] == 3 else np.repeat(values, 3, axis=2)
     gray = values if values.shape[2] == 1 else \
-        (_as_float(values) @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]
+        (as_float(values) @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]
     if mode == "binary":
-        return np.where(_as_float(gray) >= np.float32(128 / 255), np.uint8(255), np.uint8(0))
+        return np.where(as_float(gray) >= np.float32(128 / 255), np.uint8(255), np.uint8(0))
     return gray
 
 

@@ -131,6 +131,7 @@ class HashGrid(Layer):
         # Recent lookups, newest last: (input array, indices, weights, fractions).  A few are kept so
         # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
         self._lookups = []
+        self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
 
     @staticmethod
     def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int):
@@ -239,8 +240,8 @@ class HashGrid(Layer):
         and a scan cost a few milliseconds on millions of rows, where ``unique`` (a sort of
         the whole batch) costs tens.
         """
-        rows = self.params["table"].shape[0]
-        if getattr(self, "_marks", None) is None or len(self._marks) != rows or get_array_module(self._marks) is not xp:
+        if self._marks is None:  # Layer.to() drops them, so they follow the table's device
+            rows = self.params["table"].shape[0]
             self._marks, self._slots = xp.zeros(rows, dtype=bool), xp.zeros(rows, dtype=xp.int32)
         self._marks[flat_index] = True
         touched = xp.flatnonzero(self._marks)
