@@ -16,9 +16,11 @@ import sys
 from importlib import resources
 
 from . import __version__
-from .backend import BackendError, get_backend
+from .backend import DEVICES, BackendError, get_backend
 from .fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
 from .fitting.many import ManyInterrupted, fit_many
+from .fitting.options import SCHEDULES
+from .fitting.outputs import describe_result
 from .fitting.presets import option_help
 from .image.coords import parse_view
 from .image.io import (MAX_PIXELS, MODES, InputError, load_picture, parse_size, read_pixel_csv, save_image, scaled_size,
@@ -115,14 +117,14 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                         help="stop after this much training time (default, without --steps: 40 s)")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
     parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule")
-    parser.add_argument("--schedule", choices=["cosine", "constant"], help="learning-rate schedule (default cosine)")
+    parser.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (default cosine)")
     parser.add_argument("--batch-size", type=count, metavar="N", help="points per step; 0 = full batch "
                                                                       "(default: the preset's)")
     parser.add_argument("--filter", choices=FILTERS,
                         help="how training reads the picture between pixel centres: lanczos (default), bicubic, "
                              "bilinear, or centres (whole pixels only, as older versions trained)")
     parser.add_argument("--seed", type=count, help="random seed (default 0)")
-    parser.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto",
+    parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="where to train (default auto: the GPU when CuPy sees one)")
     parser.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="steps between checkpoints")
     parser.add_argument("--snapshot-every", type=positive_int, metavar="N",
@@ -198,7 +200,7 @@ def build_parser() -> Parser:
                           help="render only this region of the [-1, 1] square (y grows downward; "
                                "write --view=-0.5,... when it starts with a minus); default: the whole picture")
     render_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
-    render_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto")
+    render_p.add_argument("--device", choices=DEVICES, default="auto")
     render_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     render_p.set_defaults(func=cmd_render)
 
@@ -245,7 +247,7 @@ def build_parser() -> Parser:
     demo_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS", default=DEMO_SECONDS,
                         help=f"training time (default {DEMO_SECONDS:g} s)")
     demo_p.add_argument("--steps", type=positive_int, metavar="N")
-    demo_p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="auto")
+    demo_p.add_argument("--device", choices=DEVICES, default="auto")
     demo_p.add_argument("--quiet", action="store_true")
     demo_p.set_defaults(func=cmd_demo)
     return parser
@@ -276,10 +278,10 @@ def cmd_fit(args) -> int:
 
 
 def cmd_fit_many(args) -> int:
-    options = fit_options(args, input="", out=None, force=args.force)
+    options = fit_options(args, input="", out=None)
     rows = fit_many(args.inputs, args.out, options=options, workers=args.workers, engine=args.engine,
                     address=args.address, cpus_per_fit=args.cpus_per_fit, gpus_per_fit=args.gpus_per_fit,
-                    force=args.force, log=say)
+                    log=say)
     failed = [row for row in rows if row["status"] != "done"]
     if not failed:
         return ExitCode.OK
@@ -290,9 +292,7 @@ def cmd_fit_many(args) -> int:
 
 
 def _report(result: dict, out: str) -> None:
-    extra = f", accuracy {result['accuracy']:.2%}" if "accuracy" in result else ""
-    say(f"done: PSNR {result['psnr_db']:.2f} dB{extra} after {result['steps']:,} steps, "
-        f"{result['seconds']:.1f} s of training; outputs in {out}/")
+    say(f"done: {describe_result(result)}; outputs in {out}/")
 
 
 def _render_size(size, settings: dict, view=None) -> tuple[int, int]:

@@ -53,6 +53,9 @@ def check_new(out: str, *, force: bool) -> None:
 
 
 def create(out: str) -> None:
+    """Make the folder ``out`` (and its parents); UsageError when that cannot be done."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:

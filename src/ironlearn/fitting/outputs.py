@@ -76,6 +76,12 @@ def run_metrics(plan, trainer, score, backend) -> dict:
     return result
 
 
+def describe_result(result: dict) -> str:
+    """One line for a finished fit: PSNR (and accuracy), steps, training time."""
+    extra = f", accuracy {result['accuracy']:.2%}" if "accuracy" in result else ""
+    return f"PSNR {result['psnr_db']:.2f} dB{extra} after {result['steps']:,} steps, {result['seconds']:.1f} s of training"
+
+
 def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     """model.npz, reconstruction.png, timelapse.gif, loss.png, history.csv and metrics.json;
     returns the metrics.

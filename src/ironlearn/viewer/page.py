@@ -14,7 +14,7 @@ import os
 from importlib import resources
 
 from .. import __version__
-from ..files import atomic_write
+from ..files import write_bytes
 from ..train import load_checkpoint
 from .plan import build_plan, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras, locate_model
@@ -103,5 +103,5 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
         ``out_html``.
     """
     text = render_page(payload(source, max_original_side))
-    atomic_write(os.fspath(out_html), lambda file: file.write(text.encode("utf-8")))
+    write_bytes(out_html, text.encode("utf-8"))
     return os.fspath(out_html)

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import to_host
+
 TEXEL = 4  # floats per RGBA32F texel
 ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
 DRAWABLE = ("Linear", "ReLU", "Tanh", "Sigmoid", "Sine", "FourierFeatures", "HashGrid")
@@ -60,10 +62,6 @@ class Plan:
     ops: list
     weights: np.ndarray
     output: list
-
-    @property
-    def channels(self) -> int:
-        return len(self.output)
 
     @property
     def texels(self) -> int:
@@ -95,7 +93,7 @@ def _ceil4(n: int) -> int:
 
 
 def _host(array) -> np.ndarray:
-    return np.asarray(array.get() if hasattr(array, "get") else array, np.float32)
+    return np.asarray(to_host(array), np.float32)
 
 
 def build_plan(model) -> Plan:

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from ..fitting import folder as run_folder
-from ..image.io import InputError, load_picture, to_uint8
+from ..image.io import InputError, load_picture, scaled_size, to_uint8
 from .plan import ViewerError
 
 MAX_ORIGINAL_SIDE = 2048  # the comparison picture is downscaled beyond this (it is drawn at the same pan/zoom anyway)
@@ -90,10 +90,9 @@ def _original(settings: dict, max_side: int, notes: list) -> str | None:
         notes.append(f"the training picture {os.path.basename(path)} could not be read, so there is no comparison")
         return None
     image = Image.fromarray(to_uint8(picture.pixels))
-    if max(image.size) > max_side:
-        scale = max_side / max(image.size)
-        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))),
-                             Image.LANCZOS)
+    target = scaled_size(*image.size, max_side, enlarge=False)
+    if target != image.size:
+        image = image.resize(target, Image.LANCZOS)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return data_url("image/png", buffer.getvalue())

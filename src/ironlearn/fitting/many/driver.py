@@ -12,6 +12,7 @@ import time
 
 from .. import folder
 from ..options import FitOptions, UsageError, validate
+from ..outputs import describe_result
 from . import summary
 from .inputs import expand
 from .task import DONE, FAILED, INTERRUPTED, Outcome, Task, prepare
@@ -77,7 +78,7 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     template = _template(options, force)
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
     sources = expand(inputs)
-    _create(out)
+    folder.create(out)
     show_bar = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
     with folder.RunLock(out):  # one fit-many per output folder
         try:
@@ -118,12 +119,6 @@ def _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log):
     workers = workers or default_workers()
     threads = max(1, int(cpus_per_fit) if cpus_per_fit else cores() // workers)
     return LocalEngine(workers, threads, log)
-
-
-def _create(out: str) -> None:
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out {out} is a file; give a folder for the run folders")
-    folder.create(out)
 
 
 def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
@@ -171,10 +166,7 @@ def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
 
 def _message(task: Task, outcome: Outcome) -> str:
     if outcome.status == DONE:
-        metrics = outcome.metrics
-        extra = f", accuracy {metrics['accuracy']:.2%}" if "accuracy" in metrics else ""
-        return (f"{task.name}: PSNR {metrics['psnr_db']:.2f} dB{extra} after {metrics['steps']:,} steps, "
-                f"{metrics['seconds']:.1f} s of training")
+        return f"{task.name}: {describe_result(outcome.metrics)}"
     return f"{task.name}: {outcome.status}: {outcome.error}"
 
 
