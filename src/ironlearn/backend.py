@@ -16,6 +16,10 @@ and loading states) and count nothing.
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import platform
+
 import numpy as np
 
 #: The default floating-point type everywhere: parameters, activations, gradients.
@@ -110,6 +114,8 @@ class Backend:
         self.device = device
         self.dtype = np.dtype(dtype)
         self.xp = _import_cupy() if device == "cuda" else np
+        if device == "cpu":
+            keep_freed_memory()
         self.transfers = 0  # copies that crossed between host and device through this backend
 
     def __repr__(self) -> str:
@@ -140,6 +146,28 @@ class Backend:
             return {}
         pool = self.xp.get_default_memory_pool()
         return {"pool_used_bytes": int(pool.used_bytes()), "pool_total_bytes": int(pool.total_bytes())}
+
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    """Let this process keep the memory it frees for the next step, as CuPy's pool does on a GPU.
+
+    A training step allocates the same large temporaries each time (activations of the whole
+    batch, megabytes each).  glibc's malloc returns such memory to the system as soon as it is
+    freed, and the next step's arrays then fault every page back in, zero-filled by the kernel:
+    measured on camera at 256x256 (2 cores, interleaved in one process), 1,307 page faults and
+    28.2 ms a step by default, 97 and 23.8 ms with this.  It raises malloc's trim threshold and
+    top pad (``mallopt``), so freed memory stays in the process (at most its peak, which is
+    what the fit needs anyway).  Elsewhere than glibc it does nothing.  Returns whether it applied.
+    """
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_trim_threshold, m_top_pad = -1, -2
+    return bool(libc.mallopt(m_trim_threshold, 1 << 30)) and bool(libc.mallopt(m_top_pad, 64 << 20))
 
 
 def get_backend(device: str = "cpu", *, notify=None) -> Backend:

@@ -9,7 +9,8 @@ from ironlearn.backend import Backend
 from ironlearn.image import psnr, render
 from ironlearn.image.io import Picture
 from ironlearn.image.metrics import BandScore
-from ironlearn.image.sampling import FILTERS, PictureSampler, uniform
+from ironlearn.image.coords import pixel_grid
+from ironlearn.image.sampling import FILTERS, EveryPixel, PictureSampler, uniform
 from ironlearn.nn import hashgrid, mse
 from ironlearn.optim import Adam
 from ironlearn.train import Trainer
@@ -105,3 +106,38 @@ def test_a_step_allocates_nothing_proportional_to_the_picture():
     small, big = step_peak_allocation(256), step_peak_allocation(2048)
     assert big < 1.1 * small + 65536, (small, big)
     assert big < 2048 * 2048 * 3  # less than the picture itself
+
+
+def test_every_pixel_comes_whole_with_samples_between_pixels():
+    values = photo(16, 20, 3)
+    coordinates = pixel_grid(20, 16)
+    source = EveryPixel(values, coordinates, seed=2, between=0.25, weight=0.2)
+    (x, y, w), (between, targets, w_between) = source(7)
+    assert x is coordinates and w == pytest.approx(0.8) and w_between == pytest.approx(0.2)
+    np.testing.assert_allclose(y, values.reshape(-1, 3) / 255.0, atol=1e-7)
+    assert len(between) == 80 and targets.shape == (80, 3)
+    off_centre = np.abs((between + 1) * [10, 8] % 1 - 0.5) > 1e-3  # pixel centres sit at .5
+    assert off_centre.any(axis=1).mean() > 0.9
+    again = EveryPixel(values, coordinates, seed=2, between=0.25)(7)[1]
+    np.testing.assert_array_equal(between, again[0])
+    assert not np.array_equal(between, source(8)[1][0])
+
+
+def test_a_fit_of_every_pixel_keeps_the_grid_lookups_for_the_whole_run(monkeypatch):
+    """The pixel grid is looked up once; each step looks up only its samples between pixels."""
+    values = photo(32, 32, 1)
+    model = hashgrid(2, 1, levels=2, log2_table_size=10, coarsest=8, finest=32, width=16, depth=1,
+                     rng=np.random.default_rng(0))
+    grid = model.layers[0]
+    looked_up = []
+    original = type(grid)._lookup
+
+    def counting(self, x):
+        if not any(cached[0] is x for cached in self._lookups):
+            looked_up.append(len(x))
+        return original(self, x)
+
+    monkeypatch.setattr(type(grid), "_lookup", counting)
+    source = EveryPixel(values, pixel_grid(32, 32), between=1 / 8)
+    Trainer(model, Adam(model.named_parameters(), lr=1e-2), mse, batches=source).run(5)
+    assert looked_up == [1024] + [128] * 5

@@ -151,3 +151,36 @@ def test_a_training_step_makes_no_transfers(backend, batch_size):
     else:  # each epoch's first step copies that epoch's batch order to the device, once
         epoch_start = (1, 1 if backend.device == "cuda" else 0)
         assert copies == [epoch_start, (0, 0), (0, 0), (0, 0)] * 2
+
+
+def test_a_batch_of_weighted_terms_steps_on_their_weighted_sum(backend):
+    """Two terms, one per forward/backward pass, move the model exactly as their weighted sum
+    of gradients would (a hash grid's sparse rows from the second included)."""
+    from ironlearn.nn import hashgrid
+    from ironlearn.optim import SGD
+
+    rng = np.random.default_rng(1)
+    x1, y1 = (backend.asarray(a) for a in (rng.uniform(-1, 1, (400, 2)), rng.uniform(size=(400, 1))))
+    x2, y2 = (backend.asarray(a) for a in (rng.uniform(-1, 1, (7, 2)), rng.uniform(size=(7, 1))))
+
+    def model():
+        return hashgrid(2, 1, levels=2, log2_table_size=8, coarsest=4, finest=32, width=8, depth=1,
+                        rng=np.random.default_rng(0)).to(backend)
+
+    terms = model()
+    trainer = Trainer(terms, SGD(terms.named_parameters(), lr=0.5), mse, backend=backend,
+                      batches=lambda step: [(x1, y1, 0.7), (x2, y2, 0.3)]).run(1)
+    assert trainer.loss == pytest.approx(float(mse(model()(x1), y1)[0]), rel=1e-6)  # the first term's
+
+    by_hand = model()
+    sums = {}
+    for x, y, weight in ((x1, y1, 0.7), (x2, y2, 0.3)):
+        _, grad = mse(by_hand.forward(x), y)
+        by_hand.backward(grad * weight)
+        for name, g in by_hand.named_gradients().items():
+            dense = g.dense() if hasattr(g, "dense") else g
+            sums[name] = sums.get(name, 0) + backend.to_host(dense)
+    assert any(hasattr(g, "rows") for g in by_hand.named_gradients().values())  # the sparse path ran
+    for name, value in model().named_parameters().items():
+        np.testing.assert_allclose(backend.to_host(terms.named_parameters()[name]),
+                                   backend.to_host(value) - 0.5 * sums[name], rtol=1e-5, atol=1e-7, err_msg=name)

@@ -113,9 +113,9 @@ class RunPlan:
     # -- derived settings --------------------------------------------------------------------
     @property
     def every_pixel(self) -> bool:
-        """Each step trains on exactly the picture's pixels (a full batch of whole pixels), so the
-        step's loss is the picture's: no estimate."""
-        return self.filter == "centres" and self.batch_size is None
+        """Each step trains on all the picture's pixels (a full batch, with samples between pixels
+        beside it unless the filter is ``centres``), so the step's loss is the picture's: no estimate."""
+        return self.batch_size is None
 
     @property
     def remaining_seconds(self) -> float | None:

@@ -24,7 +24,7 @@ from ..backend import get_backend
 from ..image import metrics
 from ..image.coords import pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
-from ..image.sampling import PictureSampler
+from ..image.sampling import EveryPixel, PictureSampler
 from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..optim import Adam
@@ -148,15 +148,21 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
 
 
 def training_data(plan: RunPlan, picture, backend) -> dict:
-    """The Trainer's data, as keyword arguments: a sampler that draws each step's batch from the
-    picture (kept once on the device, as compact as it was loaded), or, for whole pixels in one
-    full batch, the pixel grid itself (fixed inputs, so the hash grid reuses its lookups)."""
-    if plan.every_pixel:
-        return {"inputs": backend.asarray(pixel_grid(plan.width, plan.height)),
-                "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
+    """The Trainer's data, as keyword arguments.
+
+    A picture trained whole (one batch) comes as its pixel grid, the same coordinate array
+    every step so that the hash grid reuses its lookups, with samples between the pixels
+    beside it unless the filter is ``centres``.  A larger one comes from a sampler that
+    draws each step's batch from the picture, kept once on the device as compact as it
+    was loaded.
+    """
     values = backend.asarray(picture.values, dtype=picture.values.dtype)
-    batch = plan.batch_size or plan.width * plan.height
-    return {"batches": PictureSampler(values, batch, plan.seed, plan.filter)}
+    if not plan.every_pixel:
+        return {"batches": PictureSampler(values, plan.batch_size, plan.seed, plan.filter)}
+    coordinates = backend.asarray(pixel_grid(plan.width, plan.height))
+    if plan.filter == "centres":
+        return {"inputs": coordinates, "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
+    return {"batches": EveryPixel(values, coordinates, plan.seed, plan.filter)}
 
 
 def new_model(plan: RunPlan):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import get_array_module
+from .io import as_float
 
 FILTERS = ("lanczos", "bicubic", "bilinear", "centres")
 #: The share of each batch placed on pixel centres; the rest lies anywhere, spread evenly.  Measured
@@ -29,6 +30,13 @@ FILTERS = ("lanczos", "bicubic", "bilinear", "centres")
 #: nine tenths 38.4 / 28.4 / 44.4 (but specks between the drawing's pixels at 8x, which three
 #: quarters leaves clean).  Only the samples off-centre pay for the filter's 36 reads.
 CENTRED = 0.75
+
+#: For a picture trained whole each step (:class:`EveryPixel`): samples between pixels per pixel,
+#: and their share of the loss.  Measured on camera at 256 (700 steps; fit PSNR / its render at 512
+#: against the true 512): none 39.49 / 26.49 dB; 1/8 at 0.1 39.87 / 29.18; 1/8 at 0.2 39.50 / 29.48;
+#: 1/4 at 0.2 (30 s) 39.85 / 29.51; 1/4 at 0.4 38.04 / 29.56.  The drawing's 8x render loses its
+#: specks at 0.05 and above.  Each step costs ~35% more than the pixels alone.
+BETWEEN, BETWEEN_WEIGHT = 1 / 8, 0.2
 
 _GOLDEN, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
@@ -184,11 +192,11 @@ class PictureSampler:
         k, n = ix.shape
         # Sample-major (n, ky, kx): neighbouring samples read neighbouring memory.
         flat = iy.T[:, :, None] * self.width + ix.T[:, None, :]
-        window = self._gather(flat.reshape(-1)).reshape(n, k, k, self.channels)
-        window *= wx.T[:, None, :, None]  # separable: filter along x, then along y
-        across = window.sum(axis=2)
-        across *= (wy.T * self.scale)[:, :, None]
-        out = across.sum(axis=1)
+        window = self._gather(flat.reshape(-1)).reshape(n, k, k, self.channels)  # (n, y, x, c)
+        # Separable: filter along x, then along y, as stacks of tiny matrix products (several
+        # times faster than multiplying and summing over a middle axis of the small window).
+        across = xp.matmul(wx.T[:, None, None, :], window).reshape(n, k, self.channels)
+        out = xp.matmul((wy.T * self.scale)[:, None, :], across).reshape(n, self.channels)
         return xp.clip(out, 0, 1, out=out)  # cubic overshoot at hard edges
 
     def _gather(self, flat):
@@ -198,3 +206,28 @@ class PictureSampler:
         else:
             picked = self._rows[flat]
         return picked.astype(np.float32)
+
+
+class EveryPixel:
+    """Every pixel each step, plus samples between pixels: the batch of a picture small enough to
+    train whole.
+
+    The pixels come as the same coordinate array every step, so a hash grid looks them up once
+    for the whole run; that keeps the fit at the picture's own size as sharp and as fast as
+    full-batch training.  The samples between pixels (a :class:`PictureSampler` with none on
+    centres) ask for a continuous picture, where the pixels alone leave the network free.
+
+    Each step is a list of two weighted terms ``[(pixels' coordinates, pixels, 1 - weight),
+    (coordinates between, filtered targets, weight)]`` (see :class:`~ironlearn.train.Trainer`).
+    """
+
+    def __init__(self, values, coordinates, seed: int = 0, kind: str = "lanczos", between: float = BETWEEN,
+                 weight: float = BETWEEN_WEIGHT):
+        height, width, channels = values.shape
+        self.coordinates = coordinates
+        self.pixels = as_float(values).reshape(-1, channels)
+        self.between = PictureSampler(values, max(1, round(width * height * between)), seed, kind, centred=0.0)
+        self.weight = float(weight)
+
+    def __call__(self, step: int) -> list:
+        return [(self.coordinates, self.pixels, 1 - self.weight), (*self.between(step), self.weight)]

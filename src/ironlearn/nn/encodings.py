@@ -71,7 +71,7 @@ class FourierFeatures(Layer):
         return grad_z @ self.buffers["projection"].T
 
 
-LOOKUP_CACHE = 3  # the training batch and the two tiles of a time-lapse frame
+LOOKUP_CACHE = 3  # the pixel grid, and a batch between pixels or a time-lapse frame's tile
 
 #: The hash-table sizes :class:`HashGrid` accepts, as ``log2`` of the rows per level: 6..24.
 #: Fewer than 64 rows cannot hold even an 8x8-vertex level; 2**24 rows of two float32 features
@@ -151,10 +151,12 @@ class HashGrid(Layer):
 
         The point-major layout lets forward sum the corners straight into ``(n, L, F)``.
         Full-batch training feeds the same coordinate array every step, so the
-        result is cached against it (coordinates are constants, tables are not).
+        result is cached against it (coordinates are constants, tables are not),
+        the least recently used of :data:`LOOKUP_CACHE` giving way to a new one.
         """
-        for cached in self._lookups:
+        for i, cached in enumerate(self._lookups):
             if cached[0] is x:
+                self._lookups.append(self._lookups.pop(i))  # the most recently used goes last
                 return cached[1:]
         xp = get_array_module(x)
         n = len(x)

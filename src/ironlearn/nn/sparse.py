@@ -31,3 +31,35 @@ class RowGrad:
         out = xp.zeros(self.shape, dtype=self.values.dtype)
         out[self.rows] = self.values
         return out
+
+
+def add_gradients(total: dict, grads: dict) -> dict:
+    """Adds ``grads`` into ``total``'s dense arrays (from :func:`copy_gradients`), name by name;
+    a :class:`RowGrad` adds into the rows it names.  Returns ``total``."""
+    for name, grad in grads.items():
+        if isinstance(grad, RowGrad):
+            total[name][grad.rows] += grad.values  # rows are unique: no two writes meet
+        else:
+            total[name] += grad
+    return total
+
+
+def copy_gradients(grads: dict, into: dict | None = None) -> dict:
+    """The gradients as dense arrays of their own (the layers overwrite theirs on every backward
+    pass), reusing ``into``'s arrays where they fit."""
+    into = {} if into is None else into
+    for name, grad in grads.items():
+        held = into.get(name)
+        if isinstance(grad, RowGrad):
+            xp = get_array_module(grad.values)
+            if held is None or held.shape != grad.shape:
+                held = xp.zeros(grad.shape, dtype=grad.values.dtype)
+            else:
+                held[...] = 0
+            held[grad.rows] = grad.values
+        elif held is None or held.shape != grad.shape:
+            held = grad.copy()
+        else:
+            held[...] = grad
+        into[name] = held
+    return into

@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from ..backend import Backend, get_array_module
+from ..nn.sparse import add_gradients, copy_gradients
 
 
 class DivergenceError(FloatingPointError):
@@ -36,7 +37,11 @@ class Trainer:
         On the model's device already.  Or, instead of both:
     batches : callable ``step -> (inputs, targets)``, keyword-only
         A source that draws each step's batch itself (a picture sampler, say); it
-        must be a pure function of the step for resumes to be exact.
+        must be a pure function of the step for resumes to be exact.  It may return
+        a list of weighted terms ``[(inputs, targets, weight), ...]`` instead: the
+        step then minimises ``sum(weight * loss(model(inputs), targets))``, one
+        forward and backward pass per term, and :attr:`loss` is the first term's
+        (unweighted), the others acting as regularisers.
     batch_size : int, optional
         Points per step; default (None) is the full batch.  Mini-batches walk a
         permutation of the points that is a pure function of ``(seed, epoch)``,
@@ -83,6 +88,7 @@ class Trainer:
         self._loss_host = None
         self._epoch_perm = (None, None)
         self._stop_requested = False
+        self._summed = {}  # the gradient sums of a batch of several terms, reused step to step
 
     # -- what callbacks read ------------------------------------------------------------
     @property
@@ -120,12 +126,27 @@ class Trainer:
 
     def train_step(self) -> None:
         """One forward/backward/update; the loss stays on the device."""
-        x, y = self.batches(self.step)
-        pred = self.model.forward(x)
-        self._loss, grad = self.loss_fn(pred, y)
+        batch = self.batches(self.step)
+        if not isinstance(batch, list):
+            self._loss = self._backward(*batch)
+            grads = self.model.named_gradients()
+        else:
+            (x, y, weight), *others = batch
+            self._loss = self._backward(x, y, weight)
+            grads = copy_gradients(self.model.named_gradients(), into=self._summed)
+            for x, y, weight in others:
+                self._backward(x, y, weight)
+                add_gradients(grads, self.model.named_gradients())
         self._loss_host = None
+        self.optimizer.step(grads)
+
+    def _backward(self, x, y, weight=None):
+        """Forward and backward through the model for one batch; returns its (unweighted) loss."""
+        loss, grad = self.loss_fn(self.model.forward(x), y)
+        if weight is not None:
+            grad *= weight
         self.model.backward(grad)
-        self.optimizer.step(self.model.named_gradients())
+        return loss
 
     def run(self, steps: int | None = None, time_budget: float | None = None) -> "Trainer":
         """Train until the optimizer's step count reaches ``steps`` or the training time
