@@ -118,11 +118,13 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
     parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule")
     parser.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (default cosine)")
-    parser.add_argument("--batch-size", type=count, metavar="N", help="points per step; 0 = full batch "
-                                                                      "(default: the preset's)")
+    parser.add_argument("--batch-size", type=count, metavar="N",
+                        help="points per step; 0 = the whole picture every step (default: the preset's; a "
+                             "picture no larger trains whole)")
     parser.add_argument("--filter", choices=FILTERS,
                         help="how training reads the picture between pixel centres: lanczos (default), bicubic, "
-                             "bilinear, or centres (whole pixels only, as older versions trained)")
+                             "bilinear, or centres (pixel centres only: the sharpest fit, the roughest renders "
+                             "larger)")
     parser.add_argument("--seed", type=count, help="random seed (default 0)")
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="where to train (default auto: the GPU when CuPy sees one)")

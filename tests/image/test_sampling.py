@@ -111,9 +111,9 @@ def test_a_step_allocates_nothing_proportional_to_the_picture():
 def test_every_pixel_comes_whole_with_samples_between_pixels():
     values = photo(16, 20, 3)
     coordinates = pixel_grid(20, 16)
-    source = EveryPixel(values, coordinates, seed=2, between=0.25, weight=0.2)
+    source = EveryPixel(values, coordinates, seed=2, between=0.25)
     (x, y, w), (between, targets, w_between) = source(7)
-    assert x is coordinates and w == pytest.approx(0.8) and w_between == pytest.approx(0.2)
+    assert x is coordinates and (w, w_between) == pytest.approx((320 / 400, 80 / 400))  # as many as they are
     np.testing.assert_allclose(y, values.reshape(-1, 3) / 255.0, atol=1e-7)
     assert len(between) == 80 and targets.shape == (80, 3)
     off_centre = np.abs((between + 1) * [10, 8] % 1 - 0.5) > 1e-3  # pixel centres sit at .5

@@ -41,7 +41,7 @@ class FitOptions:
     lr_min: float | None = None
     schedule: str | None = None  # cosine
     batch_size: int | None = None  # 0 = full batch
-    filter: str | None = None  # bicubic
+    filter: str | None = None  # the preset's (lanczos)
     max_pixels: int | None = None  # image.io.MAX_PIXELS
     seed: int | None = None  # 0
     device: str = "auto"
