@@ -155,10 +155,10 @@ def keep_freed_memory() -> bool:
     A training step allocates the same large temporaries each time (activations of the whole
     batch, megabytes each).  glibc's malloc returns such memory to the system as soon as it is
     freed, and the next step's arrays then fault every page back in, zero-filled by the kernel:
-    measured on camera at 256x256 (2 cores, interleaved in one process), 1,307 page faults and
-    28.2 ms a step by default, 97 and 23.8 ms with this.  It raises malloc's trim threshold and
-    top pad (``mallopt``), so freed memory stays in the process (at most its peak, which is
-    what the fit needs anyway).  Elsewhere than glibc it does nothing.  Returns whether it applied.
+    see ``benchmarks/page_faults.py`` and docs/benchmarks.md.  It raises malloc's mmap threshold,
+    trim threshold and top pad (``mallopt``), so freed memory stays in the process (at most its
+    peak, which is what the fit needs anyway).  Elsewhere than glibc it does nothing.  Returns
+    whether it applied.
     """
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
@@ -166,8 +166,11 @@ def keep_freed_memory() -> bool:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return False
-    m_trim_threshold, m_top_pad = -1, -2
-    return bool(libc.mallopt(m_trim_threshold, 1 << 30)) and bool(libc.mallopt(m_top_pad, 64 << 20))
+    # Setting any of these turns off glibc's own adjustment of the mmap threshold, so it is set
+    # too, to its largest (32 MiB): blocks below it come from the heap, which now keeps them.
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    return all(libc.mallopt(option, value) == 1 for option, value in
+               ((m_mmap_threshold, 32 << 20), (m_trim_threshold, 1 << 30), (m_top_pad, 64 << 20)))
 
 
 def get_backend(device: str = "cpu", *, notify=None) -> Backend:
