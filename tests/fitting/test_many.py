@@ -260,8 +260,8 @@ def test_a_picture_whose_worker_dies_twice_fails_with_that_reason(tmp_path):
 def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp_path, how):
     """Ctrl-C (SIGINT) or SIGKILL to the driver midway: the picture done is kept, the one running saves a
     checkpoint (on SIGKILL its worker sees the driver gone), and the same command again finishes the job."""
-    make_picture(tmp_path / "a.png", 16)  # done first: b has 16 times its pixels
-    make_picture(tmp_path / "b.png", 64)
+    make_picture(tmp_path / "a.png", 16)  # done first: b has 64 times its pixels, still training when stopped
+    make_picture(tmp_path / "b.png", 128)
     out = tmp_path / "out"
     args = ["fit-many", tmp_path / "a.png", tmp_path / "b.png", "--out", out, "--workers", "2", "--steps", "500",
             "--checkpoint-every", "10", *QUICK[2:]]
