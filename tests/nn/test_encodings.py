@@ -62,6 +62,40 @@ def test_hash_grid_interpolates_its_vertices(rng):
     np.testing.assert_allclose(grid.forward(x)[:, 0], [0.0, 12.0, 0.5])
 
 
+def test_centred_hash_grid_gives_each_pixel_centre_a_vertex_of_its_own(rng):
+    from ironlearn.image.coords import pixel_grid
+
+    grid = HashGrid(levels=1, features=1, log2_table_size=8, coarsest=4, finest=4, centred=True, rng=rng)
+    assert grid.sides == [4] and grid.sizes == [16] and not grid.hashed[0]
+    grid.params["table"][:, 0] = np.arange(16)  # texel (ix, iy) holds iy * 4 + ix
+    # A 4x4 picture's pixel centres, row by row, read texels 0..15 alone; between two centres, their mean;
+    # past the outer centres, the edge texel (clamped, as a texture is).
+    np.testing.assert_allclose(grid.forward(pixel_grid(4, 4))[:, 0], np.arange(16))
+    x = np.array([[-0.5, -0.75], [-1.0, -1.0], [1.0, 1.0]], np.float32)
+    np.testing.assert_allclose(grid.forward(x)[:, 0], [0.5, 0.0, 15.0])
+
+
+def test_centred_hash_grid_gradient_with_hashing_active(rng):
+    grid = small_grid(rng, centred=True)
+    assert grid.hashed == [False, False, True] and grid.sizes == [4, 36, 64]
+    grid.params["table"][:] = rng.normal(size=grid.params["table"].shape)
+    check_layer_gradients(grid, rng.uniform(-0.6, 0.6, (7, 2)))  # inside the clamped border
+
+
+def test_a_level_of_one_texel_reads_it_everywhere(rng):
+    grid = HashGrid(levels=1, features=1, log2_table_size=6, coarsest=1, finest=1, centred=True, rng=rng)
+    grid.params["table"][:, 0] = 3.0
+    np.testing.assert_allclose(grid.forward(rng.uniform(-1, 1, (5, 2)).astype(np.float32))[:, 0], 3.0)
+
+
+def test_hash_grid_config_keeps_the_layout_and_old_files_read_as_corners(rng):
+    centred = small_grid(rng, centred=True)
+    assert centred.config()["centred"] is True
+    corners = small_grid(rng)
+    assert "centred" not in corners.config()  # what files written before the option hold
+    assert HashGrid(**corners.config(), rng=rng).centred is False
+
+
 def test_hash_grid_tables_train_with_adam(rng):
     grid = small_grid(rng, levels=4, finest=32)
     model = Sequential(grid, Linear(8, 1, rng=rng))

@@ -48,19 +48,21 @@ def _hashgrid(op, flat, v):
     features, unit = op["features"], (v[:, op["src"]] + 1) * 0.5
     out = np.zeros((len(v), op["out4"] * TEXEL))
     for level, spec in enumerate(op["levels"]):
-        res = spec["res"]
-        pos = np.clip(unit * res, 0, res)
-        corner = np.minimum(np.floor(pos), res - 1)
+        last = spec["side"] - 1
+        pos = np.clip(unit * spec["res"] - op["shift"], 0, last)
+        corner = np.minimum(np.floor(pos), max(last - 1, 0))
         f = pos - corner
         c = corner.astype(np.int64)
+        n = np.minimum(c + 1, last)
         total = 0
-        for dx, dy, weight in ((0, 0, (1 - f[:, 0]) * (1 - f[:, 1])), (1, 0, f[:, 0] * (1 - f[:, 1])),
-                               (0, 1, (1 - f[:, 0]) * f[:, 1]), (1, 1, f[:, 0] * f[:, 1])):
-            ix, iy = (c[:, 0] + dx).astype(np.uint32), (c[:, 1] + dy).astype(np.uint32)
+        for ix, iy, weight in ((c[:, 0], c[:, 1], (1 - f[:, 0]) * (1 - f[:, 1])),
+                               (n[:, 0], c[:, 1], f[:, 0] * (1 - f[:, 1])),
+                               (c[:, 0], n[:, 1], (1 - f[:, 0]) * f[:, 1]), (n[:, 0], n[:, 1], f[:, 0] * f[:, 1])):
+            ix, iy = ix.astype(np.uint32), iy.astype(np.uint32)
             if spec["hashed"]:  # uint32 arithmetic, as on the GPU
                 row = (ix ^ (iy * np.uint32(2654435761))) & np.uint32(spec["size"] - 1)
             else:
-                row = iy * (res + 1) + ix
+                row = iy * spec["side"] + ix
             start = op["table"] + features * (spec["offset"] + row.astype(np.int64))
             total = total + weight[:, None] * flat[start[:, None] + np.arange(features)]
         out[:, level * features:(level + 1) * features] = total

@@ -109,6 +109,19 @@ def _size_fourier(width_px, height_px, channels, o):
     return {**o, "sigma": o["sigma"] or fourier_sigma(width_px, height_px)}
 
 
+def centred_grid(channels: int, finest: int) -> bool:
+    """Whether the hash grid's vertices sit on cell centres (one per pixel at the finest level, see
+    :class:`~ironlearn.nn.HashGrid`) rather than corners: for one-channel pictures of up to 256 px
+    a side, which train whole.
+
+    Measured at equal steps (700; fit PSNR, centres vs corners): camera at 256 41.11 vs 38.73 dB,
+    coffee and astronaut in gray 40.32 vs 39.88 and 41.98 vs 41.56 (pixels only), the drawing
+    (1,000 steps) 56.09 vs 55.45.  Corners win for colour (astronaut 35.03 vs 35.62, chelsea
+    38.37 vs 38.91) and for a sampled 2048x1536 gray photograph (300 steps: 28.33 vs 29.12).
+    """
+    return channels == 1 and finest <= 256
+
+
 def hashgrid_size(width_px: int, height_px: int, channels: int, o: dict) -> dict:
     """Grid settings for a picture: the finest level at the picture's resolution, and the largest
     table (a power of two per level) that keeps the whole model within the pixel count."""
@@ -119,17 +132,18 @@ def hashgrid_size(width_px: int, height_px: int, channels: int, o: dict) -> dict
     sized = {**o, "levels": levels, "features": features, "coarsest": coarsest, "finest": finest}
     if o["log2_table_size"]:
         return sized
-    width, depth = o["width"], o["depth"]
+    width, depth, centred = o["width"], o["depth"], centred_grid(channels, finest)
     head = (levels * features + 1) * width + (depth - 1) * (width + 1) * width + (width + 1) * channels
     budget = width_px * height_px - head
     fitting = [t for t in LOG2_TABLE_SIZES
-               if sum(HashGrid.level_shapes(levels, t, coarsest, finest)[1]) * features <= budget]
+               if sum(HashGrid.level_shapes(levels, t, coarsest, finest, centred)[1]) * features <= budget]
     return {**sized, "log2_table_size": max(fitting, default=LOG2_TABLE_SIZES[0])}
 
 
 PRESETS = {p.name: p for p in (
     Preset("hashgrid", "multiresolution hash grid + two small ReLU layers",
-           lambda c, o, rng: nets.hashgrid(2, c, **o, rng=rng), lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
+           lambda c, o, rng: nets.hashgrid(2, c, **o, centred=centred_grid(c, o["finest"]), rng=rng),
+           lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
            defaults={"width": 32, "depth": 2,
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest"),
                      "features": 2,

@@ -98,6 +98,12 @@ class HashGrid(Layer):
         finer levels are hashed into the table.
     coarsest, finest : int
         Cells per side of the first and last level.
+    centred : bool
+        Where a level's vertices sit.  ``False`` (Instant-NGP's layout): on cell corners, ``res + 1``
+        per side.  ``True``: on cell centres, ``res`` per side, read like a texture (texel ``k``
+        at ``(k + 0.5) / res``, clamped at the edges).  A level with as many cells per side as
+        the picture has pixels then gives each pixel centre a vertex of its own; on corners,
+        each pixel reads four vertices, a quarter each, shared with its neighbours.
     rng : numpy.random.Generator
         Tables start at U(-1e-4, 1e-4), as in Instant-NGP.
 
@@ -112,7 +118,7 @@ class HashGrid(Layer):
     _cached = ("_x", "_marks", "_slots")
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
-                 finest: int = 512, *, rng):
+                 finest: int = 512, centred: bool = False, *, rng):
         super().__init__()
         if levels < 1 or features < 1 or not 1 <= coarsest <= finest:
             raise ValueError("HashGrid needs levels >= 1, features >= 1 and 1 <= coarsest <= finest "
@@ -121,9 +127,10 @@ class HashGrid(Layer):
             raise ValueError(f"log2_table_size must lie in {LOG2_TABLE_SIZES[0]}..{LOG2_TABLE_SIZES[-1]} "
                              f"(got {log2_table_size})")
         self.levels, self.features, self.log2_table_size = levels, features, log2_table_size
-        self.coarsest, self.finest = coarsest, finest
-        self.resolutions, self.sizes = self.level_shapes(levels, log2_table_size, coarsest, finest)
-        self.hashed = [(res + 1) ** 2 > size for res, size in zip(self.resolutions, self.sizes)]
+        self.coarsest, self.finest, self.centred = coarsest, finest, bool(centred)
+        self.resolutions, self.sizes = self.level_shapes(levels, log2_table_size, coarsest, finest, centred)
+        self.sides = [res if centred else res + 1 for res in self.resolutions]  # vertices per side
+        self.hashed = [side ** 2 > size for side, size in zip(self.sides, self.sizes)]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         table = rng.uniform(-1e-4, 1e-4, size=(sum(self.sizes), features)).astype(np.float32)
         self.params = {"table": table}
@@ -134,15 +141,19 @@ class HashGrid(Layer):
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
 
     @staticmethod
-    def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int):
+    def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int, centred: bool = False):
         """Cells per side and table rows of each level: ``(resolutions, sizes)``."""
         growth = (finest / coarsest) ** (1.0 / (levels - 1)) if levels > 1 else 1.0
         resolutions = [int(math.floor(coarsest * growth ** level + 1e-9)) for level in range(levels)]
-        return resolutions, [min(1 << log2_table_size, (res + 1) ** 2) for res in resolutions]
+        side = 0 if centred else 1
+        return resolutions, [min(1 << log2_table_size, (res + side) ** 2) for res in resolutions]
 
     def config(self) -> dict:
-        return {"levels": self.levels, "features": self.features, "log2_table_size": self.log2_table_size,
-                "coarsest": self.coarsest, "finest": self.finest}
+        config = {"levels": self.levels, "features": self.features, "log2_table_size": self.log2_table_size,
+                  "coarsest": self.coarsest, "finest": self.finest}
+        if self.centred:  # files from before the option hold corner grids, the default
+            config["centred"] = True
+        return config
 
     # -- where each point reads ------------------------------------------------------------
     def _lookup(self, x):
@@ -164,13 +175,16 @@ class HashGrid(Layer):
         indices = xp.empty((4, n, self.levels), dtype=xp.int64)
         weights = xp.empty((4, n, self.levels), dtype=x.dtype)
         fractions = xp.empty((2, n, self.levels), dtype=x.dtype)
-        for level, res in enumerate(self.resolutions):
-            position = xp.clip(unit * res, 0, res)
-            corner = xp.minimum(xp.floor(position), res - 1)
+        shift = 0.5 if self.centred else 0.0
+        for level, (res, side) in enumerate(zip(self.resolutions, self.sides)):
+            last = side - 1  # the last vertex along each side
+            position = xp.clip(unit * res - shift, 0, last)
+            corner = xp.minimum(xp.floor(position), max(last - 1, 0))
             fx, fy = (position - corner).T
             cx, cy = corner.astype(xp.int64).T
-            for k, (dx, dy) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
-                indices[k, :, level] = self._index(xp, level, cx + dx, cy + dy)
+            nx, ny = xp.minimum(cx + 1, last), xp.minimum(cy + 1, last)  # a level of one vertex reads it four times
+            for k, (ix, iy) in enumerate(((cx, cy), (nx, cy), (cx, ny), (nx, ny))):
+                indices[k, :, level] = self._index(xp, level, ix, iy)
             weights[0, :, level] = (1 - fx) * (1 - fy)
             weights[1, :, level] = fx * (1 - fy)
             weights[2, :, level] = (1 - fx) * fy
@@ -180,12 +194,12 @@ class HashGrid(Layer):
         return indices, weights, fractions
 
     def _index(self, xp, level, ix, iy):
-        res, size = self.resolutions[level], self.sizes[level]
         if self.hashed[level]:
+            size = self.sizes[level]
             h = (ix.astype(xp.uint64) * _HASH_PRIMES[0]) ^ (iy.astype(xp.uint64) * _HASH_PRIMES[1])
             local = (h & xp.uint64(size - 1)).astype(xp.int64)
         else:
-            local = iy * (res + 1) + ix
+            local = iy * self.sides[level] + ix
         return local + int(self.offsets[level])
 
     def _corner_features(self, indices):
@@ -257,10 +271,13 @@ class HashGrid(Layer):
         fx, fy = fractions
         d_fx = (along[1] - along[0]) * (1 - fy) + (along[3] - along[2]) * fy
         d_fy = (along[2] - along[0]) * (1 - fx) + (along[3] - along[1]) * fx
-        scale = xp.asarray(self.resolutions, dtype=per_level.dtype) * 0.5  # d position / d x
+        resolutions = xp.asarray(self.resolutions, dtype=per_level.dtype)
         grad = xp.empty((per_level.shape[0], 2), dtype=per_level.dtype)
-        grad[:, 0] = (d_fx * scale).sum(axis=1)
-        grad[:, 1] = (d_fy * scale).sum(axis=1)
+        for axis, d_f in enumerate((d_fx, d_fy)):
+            # d position / d x: res / 2 where the position is not clamped at the grid's edge, else 0
+            position = (self._x[:, axis, None] + 1) * 0.5 * resolutions - (0.5 if self.centred else 0.0)
+            inside = (position >= 0) & (position <= xp.asarray(self.sides, dtype=position.dtype) - 1)
+            grad[:, axis] = (d_f * (resolutions * 0.5) * inside).sum(axis=1)
         return grad
 
     def to(self, backend) -> "HashGrid":

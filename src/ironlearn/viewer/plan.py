@@ -22,8 +22,9 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
   / 4, rounded up), ``projection`` (texel offset: for each group, one texel per
   input holding that input's row of ``B`` for 4 frequencies), ``out4``;
 * ``hashgrid``: ``src`` (slots of x and y), ``features``, ``table`` (float
-  offset of the table, row-major ``(rows, features)``), ``levels`` (each with
-  ``res``, ``size``, ``offset`` in rows, ``hashed``), ``out4``.
+  offset of the table, row-major ``(rows, features)``), ``shift`` (0.5 when the
+  vertices sit on cell centres, else 0), ``levels`` (each with ``res`` cells and
+  ``side`` vertices per side, ``size``, ``offset`` in rows, ``hashed``), ``out4``.
 """
 
 from __future__ import annotations
@@ -166,8 +167,9 @@ def _fourier(layer, slots, packer, index):
 def _hashgrid(layer, slots, packer, index):
     _expect_inputs(layer, index, slots, 2)
     table = _host(layer.params["table"])  # (rows, features)
-    levels = [{"res": int(res), "size": int(size), "offset": int(offset), "hashed": bool(hashed)}
-              for res, size, offset, hashed in zip(layer.resolutions, layer.sizes, layer.offsets, layer.hashed)]
+    levels = [{"res": int(res), "side": int(side), "size": int(size), "offset": int(offset), "hashed": bool(hashed)}
+              for res, side, size, offset, hashed in zip(layer.resolutions, layer.sides, layer.sizes, layer.offsets,
+                                                         layer.hashed)]
     for level in levels:
         # The hash is computed in uint64 in NumPy but masked to size - 1; a power of two up to 2**24
         # keeps only low bits, which uint32 arithmetic on the GPU gives exactly.
@@ -176,7 +178,7 @@ def _hashgrid(layer, slots, packer, index):
                               "the viewer needs a power of two")
     n_out = layer.levels * layer.features
     op = {"type": "hashgrid", "src": list(slots), "features": layer.features, "table": packer.add(table) * TEXEL,
-          "levels": levels, "out4": _ceil4(n_out)}
+          "shift": 0.5 if layer.centred else 0.0, "levels": levels, "out4": _ceil4(n_out)}
     return op, list(range(n_out))
 
 

@@ -79,21 +79,21 @@ def _hashgrid(index: int, op: dict, current: int) -> str:
     x = f"vec2({_slot(current, op['src'][0])}, {_slot(current, op['src'][1])})"
     blocks = []
     for level, spec in enumerate(op["levels"]):
-        res = spec["res"]
+        res, last = spec["res"], spec["side"] - 1
+        corners = ("c", "ivec2(n.x, c.y)", "ivec2(c.x, n.y)", "n")
         if spec["hashed"]:
-            row = "hashed_row(c{}, {}u)".format
-            rows = [row(shift, spec["size"] - 1) for shift in ("", " + ivec2(1, 0)", " + ivec2(0, 1)", " + ivec2(1)")]
+            rows = [f"hashed_row({corner}, {spec['size'] - 1}u)" for corner in corners]
             kind = f"hashed into {spec['size']} rows"
         else:
-            row = "dense_row(c{}, {})".format
-            rows = [row(shift, res) for shift in ("", " + ivec2(1, 0)", " + ivec2(0, 1)", " + ivec2(1)")]
-            kind = f"dense, {(res + 1) ** 2} vertices"
+            rows = [f"dense_row({corner}, {spec['side']})" for corner in corners]
+            kind = f"dense, {spec['side'] ** 2} vertices"
         lines = []
         for feature in range(features):
             slot = level * features + feature
             reads = [f"w.{c} * scalar({r} + {feature})" for c, r in zip("xyzw", ("r00", "r10", "r01", "r11"))]
             lines.append(f"        {_slot(current + 1, slot)} = {' + '.join(reads)};")
-        blocks.append(_fill("hashgrid_level", level=level, res=res, res_f=_float(res), kind=kind, index=index,
+        blocks.append(_fill("hashgrid_level", level=level, res=res, res_f=_float(res), shift=_float(op["shift"]),
+                            last=last, last_f=_float(last), below_f=_float(max(last - 1, 0)), kind=kind, index=index,
                             table=op["table"], features=features, offset=spec["offset"], row00=rows[0],
                             row10=rows[1], row01=rows[2], row11=rows[3], feature_lines="\n".join(lines)))
     return _fill("hashgrid", index=index, levels=len(op["levels"]), features=features, out4=op["out4"], x=x,

@@ -1,8 +1,9 @@
     {   // level $level: $res cells a side, $kind
-        vec2 pos = clamp(unit$index * $res_f, 0.0, $res_f);
-        vec2 corner = min(floor(pos), $res_f - 1.0);  // the last vertex row belongs to the last cell
+        vec2 pos = clamp(unit$index * $res_f - $shift, 0.0, $last_f);
+        vec2 corner = min(floor(pos), $below_f);  // the last vertex row belongs to the last cell
         vec2 f = pos - corner;
         ivec2 c = ivec2(corner);
+        ivec2 n = min(c + 1, ivec2($last));  // a level of one vertex reads it four times
         int r00 = $table + $features * ($offset + $row00);
         int r10 = $table + $features * ($offset + $row10);
         int r01 = $table + $features * ($offset + $row01);

@@ -28,8 +28,8 @@ vec4 tanh4(vec4 x) {
 // HashGrid._index: a dense level is row-major over (res + 1)^2 vertices; a hashed one XORs x * 1 with
 // y * 2654435761 and masks to the table size.  NumPy multiplies in uint64, but the table size is a power
 // of two below 2^32, so only low bits survive the mask, and a uint32 product has the same low 32 bits.
-int dense_row(ivec2 v, int res) {
-    return v.y * (res + 1) + v.x;
+int dense_row(ivec2 v, int side) {
+    return v.y * side + v.x;
 }
 
 int hashed_row(ivec2 v, uint mask) {

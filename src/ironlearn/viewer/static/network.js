@@ -198,16 +198,18 @@ IL.compileCPU = function (ops, output, weights) {
           o.fill(0);
           const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
           op.levels.forEach((level, l) => {
-            const res = level.res;
-            const px = Math.min(Math.max(ux * res, 0), res), py = Math.min(Math.max(uy * res, 0), res);
-            const cx = Math.min(Math.floor(px), res - 1), cy = Math.min(Math.floor(py), res - 1);
+            const res = level.res, last = level.side - 1, below = Math.max(last - 1, 0);
+            const px = Math.min(Math.max(ux * res - op.shift, 0), last);
+            const py = Math.min(Math.max(uy * res - op.shift, 0), last);
+            const cx = Math.min(Math.floor(px), below), cy = Math.min(Math.floor(py), below);
+            const nx = Math.min(cx + 1, last), ny = Math.min(cy + 1, last);
             const fx = px - cx, fy = py - cy;
             const row = level.hashed
               // Math.imul keeps the low 32 bits of the product, as the shader's uint arithmetic does.
               ? (ix, iy) => (ix ^ Math.imul(iy, 2654435761)) & (level.size - 1)
-              : (ix, iy) => iy * (res + 1) + ix;
+              : (ix, iy) => iy * level.side + ix;
             const base = (ix, iy) => op.table + f * (level.offset + row(ix, iy));
-            const r00 = base(cx, cy), r10 = base(cx + 1, cy), r01 = base(cx, cy + 1), r11 = base(cx + 1, cy + 1);
+            const r00 = base(cx, cy), r10 = base(nx, cy), r01 = base(cx, ny), r11 = base(nx, ny);
             const w00 = (1 - fx) * (1 - fy), w10 = fx * (1 - fy), w01 = (1 - fx) * fy, w11 = fx * fy;
             for (let k = 0; k < f; k++) {
               o[l * f + k] = w00 * w[r00 + k] + w10 * w[r10 + k] + w01 * w[r01 + k] + w11 * w[r11 + k];
