@@ -34,7 +34,7 @@ CHROMIUM_ARGS = ["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-s
 
 def siren_page(folder: str) -> str:
     preset = PRESETS["siren"]
-    model = preset.build(1, preset.resolve({}, 200, 200, 1), np.random.default_rng(0))
+    model = preset.build(1, preset.resolve({}, 200, 200, "binary"), np.random.default_rng(0))
     path = os.path.join(folder, "siren.npz")
     save_checkpoint(path, model, settings={"size": [200, 200], "model": "siren"})
     page = os.path.join(folder, "siren.html")

@@ -63,7 +63,7 @@ def test_fit_writes_every_output(fitted, picture):
 def test_fit_beats_the_untrained_network(fitted, picture):
     target = load_picture(picture)
     preset = PRESETS[DEFAULT_PRESET]
-    options = preset.resolve({"width": 32, "depth": 2}, 32, 32, 1)
+    options = preset.resolve({"width": 32, "depth": 2}, 32, 32, "gray")
     untrained = preset.build(1, options, np.random.default_rng(0))
     before = psnr(render(untrained, 32, 32, Backend("cpu")), target.pixels)
     after = json.loads((fitted / "metrics.json").read_text())["psnr_db"]

@@ -108,6 +108,9 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                              "decompression bombs)")
     parser.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
     for option in OPTIONS.values():
+        if option.type is str:
+            parser.add_argument(option.flag, choices=option.choices, dest=option.name, help=option_help(option.name))
+            continue
         convert = positive_int if option.type is int else positive_float
         parser.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
                             help=option_help(option.name))

@@ -68,9 +68,9 @@ def test_the_schedule_warms_up_by_the_policy_then_anneals():
 
 def test_hashgrid_sizing_stays_within_the_pixel_count():
     # 32x32 is too small for even the smallest table plus the head: it gets the smallest table.
-    assert PRESETS["hashgrid"].resolve({}, 32, 32, 3)["log2_table_size"] == LOG2_TABLE_SIZES[0]
+    assert PRESETS["hashgrid"].resolve({}, 32, 32, "rgb")["log2_table_size"] == LOG2_TABLE_SIZES[0]
     for width, height in ((200, 200), (256, 256), (640, 480)):
-        options = PRESETS["hashgrid"].resolve({}, width, height, 3)
+        options = PRESETS["hashgrid"].resolve({}, width, height, "rgb")
         model = PRESETS["hashgrid"].build(3, options, np.random.default_rng(0))
         assert model.num_parameters <= width * height
         assert options["finest"] == max(width, height)
@@ -80,10 +80,30 @@ def test_hashgrid_sizing_stays_within_the_pixel_count():
             assert PRESETS["hashgrid"].build(3, bigger, np.random.default_rng(0)).num_parameters > width * height
 
 
+@pytest.mark.parametrize("mode, width, height, vertices", [
+    ("gray", 256, 256, "centres"), ("gray", 200, 120, "centres"), ("gray", 257, 100, "corners"),
+    ("binary", 200, 200, "corners"), ("rgb", 256, 256, "corners")])
+def test_hashgrid_vertices_sit_on_centres_for_gray_thumbnails(mode, width, height, vertices):
+    options = PRESETS["hashgrid"].resolve({}, width, height, mode)
+    assert options["vertices"] == vertices
+    channels = 3 if mode == "rgb" else 1
+    model = PRESETS["hashgrid"].build(channels, options, np.random.default_rng(0))
+    assert model.layers[0].centred == (vertices == "centres")
+    assert model.num_parameters <= width * height
+    assert PRESETS["hashgrid"].resolve({"vertices": "corners"}, width, height, mode)["vertices"] == "corners"
+
+
+def test_a_run_saved_before_the_vertices_option_resumes_on_corners():
+    saved = {"model": "hashgrid", "model_options": {"width": 32}, "size": [8, 8]}
+    for name in ("mode", "batch_size", "seed", "schedule", "filter"):
+        saved[name] = None
+    assert resume_options(FitOptions("p.png"), saved).model_options["vertices"] == "corners"
+
+
 def test_hashgrid_sizing_keeps_what_the_user_gave():
     given = {"width": 32, "depth": 2, "levels": 3, "features": 4, "log2_table_size": 10, "coarsest": 8,
-             "finest": 64}
-    assert hashgrid_size(500, 500, 1, given) == given
+             "finest": 64, "vertices": "corners"}
+    assert hashgrid_size(500, 500, "gray", given) == given
     levels = HashGrid.level_shapes(3, 10, 8, 64)[0]
     assert levels[0] == 8 and levels[-1] == 64
 

@@ -23,7 +23,7 @@ def picture(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_preset_learns_the_picture(name, picture, backend):
     preset = PRESETS[name]
-    options = preset.resolve({}, picture.width, picture.height, 1)
+    options = preset.resolve({}, picture.width, picture.height, picture.mode)
     model = preset.build(1, options, np.random.default_rng(0)).to(backend)
     x = backend.asarray(pixel_grid(picture.width, picture.height))
     y = backend.asarray(picture.pixels.reshape(-1, 1))

@@ -91,12 +91,14 @@ def validate(options: FitOptions) -> None:
     for name in ("time_budget", "lr"):
         _check_positive(name, getattr(options, name), integer=False)
     for name, value in options.model_options.items():
-        _check_positive(name, value, integer=OPTIONS[name].type is int)
+        if OPTIONS[name].type is not str:
+            _check_positive(name, value, integer=OPTIONS[name].type is int)
     _check_limits(options)
     for name, value in options.model_options.items():
         valid = OPTIONS[name].choices
         if value is not None and valid is not None and value not in valid:
-            raise UsageError(f"{_flag(name)} must lie in {valid[0]}..{valid[-1]} (got {value})")
+            allowed = f"lie in {valid[0]}..{valid[-1]}" if isinstance(valid, range) else f"be one of {', '.join(valid)}"
+            raise UsageError(f"{_flag(name)} must {allowed} (got {value})")
     if options.lr_min is not None and not (options.lr_min >= 0 and math.isfinite(options.lr_min)):
         raise UsageError(f"--lr-min must be zero or a positive number (got {options.lr_min})")
     if options.batch_size is not None and options.batch_size < 0:

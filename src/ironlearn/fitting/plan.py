@@ -26,6 +26,7 @@ RETRY_LR_FACTOR = 0.3  # after divergence, the learning rate is multiplied by th
 _FIXED = ("model", "mode", "batch_size", "seed", "schedule", "filter")
 # What runs saved before a setting existed were trained with.
 _BEFORE = {"filter": "centres"}
+_BEFORE_MODEL = {"hashgrid": {"vertices": "corners"}}
 # Settings a resumed run takes from the run unless given again.
 _INHERITED = ("lr", "lr_min", "checkpoint_every", "snapshot_every")
 
@@ -55,7 +56,7 @@ def resume_options(options: FitOptions, saved: dict) -> FitOptions:
             changes[name] = was
         elif given != was:
             mismatches.append(f"--{name.replace('_', '-')} {given} (the run used {was})")
-    saved_model = saved.get("model_options", {})
+    saved_model = {**_BEFORE_MODEL.get(saved.get("model"), {}), **saved.get("model_options", {})}
     for name, value in options.model_options.items():
         if value is not None and saved_model.get(name) != value:
             mismatches.append(f"{OPTIONS[name].flag} {value} (the run used {saved_model.get(name)})")
@@ -185,7 +186,7 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
                          f"({saved.get('input')}); use --force to start a new run")
     preset = PRESETS[options.model or DEFAULT_PRESET]
     try:
-        model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.channels)
+        model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.mode)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     time_budget = options.time_budget

@@ -28,7 +28,7 @@ class Option:
     flag: str = ""
     metavar: str | None = None
     limit: float | None = None  # an upper bound that catches typos (an extra zero or three)
-    choices: range | None = None  # the only valid values, when they are few
+    choices: range | tuple | None = None  # the only valid values, when they are few
 
     def __post_init__(self):
         if not self.flag:
@@ -54,6 +54,8 @@ OPTIONS = {o.name: o for o in (
            choices=LOG2_TABLE_SIZES),
     Option("coarsest", int, "cells per side of the first level", limit=65536),
     Option("finest", int, "cells per side of the last level", limit=65536),
+    Option("vertices", str, "where each level's vertices sit: on cell centres, one per pixel at a level as "
+           "fine as the picture, or on cell corners (Instant-NGP's layout)", choices=("centres", "corners")),
 )}
 
 
@@ -74,15 +76,15 @@ class Preset:
     batch_size: int | None = None  # None: full batch
     defaults: dict = field(default_factory=dict)
     filter: str = "lanczos"  # targets between pixel centres (image.sampling.FILTERS)
-    size: Callable | None = None  # (width_px, height_px, channels, options) -> options, Auto ones filled
+    size: Callable | None = None  # (width_px, height_px, mode, options) -> options, Auto ones filled
 
     @property
     def options(self) -> tuple:
         return tuple(self.defaults)
 
-    def resolve(self, options: dict, width_px: int, height_px: int, channels: int) -> dict:
+    def resolve(self, options: dict, width_px: int, height_px: int, mode: str) -> dict:
         """The options the network is built from: the user's (non-None) values over the
-        preset's defaults, automatic ones sized from the picture.
+        preset's defaults, automatic ones sized from the picture (``mode``: binary, gray or rgb).
 
         Raises ValueError for an option this preset does not take.
         """
@@ -92,7 +94,7 @@ class Preset:
             takes = ", ".join(OPTIONS[o].flag for o in self.defaults) or "none"
             raise ValueError(f"{OPTIONS[unknown[0]].flag} does not apply to --model {self.name} (it takes: {takes})")
         merged = {k: given.get(k, None if isinstance(v, Auto) else v) for k, v in self.defaults.items()}
-        return self.size(width_px, height_px, channels, merged) if self.size else merged
+        return self.size(width_px, height_px, mode, merged) if self.size else merged
 
     def build(self, channels: int, resolved: dict, rng):
         """The untrained network for ``resolved`` options (from :meth:`resolve`)."""
@@ -105,51 +107,59 @@ def fourier_sigma(width_px: int, height_px: int) -> float:
     return float(min(10.0, max(1.0, max(width_px, height_px) / 100)))
 
 
-def _size_fourier(width_px, height_px, channels, o):
+def _size_fourier(width_px, height_px, mode, o):
     return {**o, "sigma": o["sigma"] or fourier_sigma(width_px, height_px)}
 
 
-def centred_grid(channels: int, finest: int) -> bool:
-    """Whether the hash grid's vertices sit on cell centres (one per pixel at the finest level, see
-    :class:`~ironlearn.nn.HashGrid`) rather than corners: for one-channel pictures of up to 256 px
-    a side, which train whole.
+def grid_vertices(mode: str, finest: int) -> str:
+    """Where the hash grid's vertices sit by default (see :class:`~ironlearn.nn.HashGrid`):
+    on cell centres for gray pictures up to 256 px a side (trained whole), where the finest
+    level then holds a vertex per pixel; on corners otherwise.
 
     Measured at equal steps (700; fit PSNR, centres vs corners): camera at 256 41.11 vs 38.73 dB,
-    coffee and astronaut in gray 40.32 vs 39.88 and 41.98 vs 41.56 (pixels only), the drawing
-    (1,000 steps) 56.09 vs 55.45.  Corners win for colour (astronaut 35.03 vs 35.62, chelsea
-    38.37 vs 38.91) and for a sampled 2048x1536 gray photograph (300 steps: 28.33 vs 29.12).
+    coffee and astronaut in gray 40.32 vs 39.88 and 41.98 vs 41.56 (pixels only); in 30 s, camera
+    42.53 vs 40.15 (medians of three).  Corners win for colour (astronaut 35.03 vs 35.62, chelsea
+    38.37 vs 38.91), for a sampled 2048x1536 gray photograph (300 steps: 28.33 vs 29.12) and for
+    the binary drawing in short runs (250 steps: 40.52 vs 45.56; ahead only from about 1,000).
     """
-    return channels == 1 and finest <= 256
+    return "centres" if mode == "gray" and finest <= 256 else "corners"
 
 
-def hashgrid_size(width_px: int, height_px: int, channels: int, o: dict) -> dict:
+def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
     """Grid settings for a picture: the finest level at the picture's resolution, and the largest
     table (a power of two per level) that keeps the whole model within the pixel count."""
     finest = o["finest"] or max(width_px, height_px)
     coarsest = min(o["coarsest"] or max(2, min(16, finest // 16)), finest)
     levels = o["levels"] or (4 if finest >= 4 * coarsest else 2)
     features = o["features"] or 2
-    sized = {**o, "levels": levels, "features": features, "coarsest": coarsest, "finest": finest}
+    vertices = o["vertices"] or grid_vertices(mode, finest)
+    sized = {**o, "levels": levels, "features": features, "coarsest": coarsest, "finest": finest,
+             "vertices": vertices}
     if o["log2_table_size"]:
         return sized
-    width, depth, centred = o["width"], o["depth"], centred_grid(channels, finest)
+    width, depth, channels = o["width"], o["depth"], 3 if mode == "rgb" else 1
     head = (levels * features + 1) * width + (depth - 1) * (width + 1) * width + (width + 1) * channels
     budget = width_px * height_px - head
     fitting = [t for t in LOG2_TABLE_SIZES
-               if sum(HashGrid.level_shapes(levels, t, coarsest, finest, centred)[1]) * features <= budget]
+               if sum(HashGrid.level_shapes(levels, t, coarsest, finest, vertices == "centres")[1]) * features <= budget]
     return {**sized, "log2_table_size": max(fitting, default=LOG2_TABLE_SIZES[0])}
+
+
+def _grid_options(o: dict) -> dict:
+    """The hash grid's network arguments from its resolved options."""
+    return {**{k: v for k, v in o.items() if k != "vertices"}, "centred": o["vertices"] == "centres"}
 
 
 PRESETS = {p.name: p for p in (
     Preset("hashgrid", "multiresolution hash grid + two small ReLU layers",
-           lambda c, o, rng: nets.hashgrid(2, c, **o, centred=centred_grid(c, o["finest"]), rng=rng),
-           lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
+           lambda c, o, rng: nets.hashgrid(2, c, **_grid_options(o), rng=rng), lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
            defaults={"width": 32, "depth": 2,
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest"),
                      "features": 2,
                      "log2_table_size": Auto("the largest that keeps the parameters within the pixel count"),
                      "coarsest": Auto("the finest / 16, between 2 and 16"),
-                     "finest": Auto("the picture's longest side")},
+                     "finest": Auto("the picture's longest side"),
+                     "vertices": Auto("centres for gray pictures up to 256 px a side, else corners")},
            size=hashgrid_size),
     Preset("siren", "sine network (SIREN), w0 = 30", lambda c, o, rng: nets.siren(2, c, **o, rng=rng),
            lr=1e-3, lr_min=1e-5, batch_size=8192, defaults={"width": 128, "depth": 3, "w0": 30.0}),
