@@ -168,3 +168,16 @@ def test_fingerprint_follows_the_pixels():
     assert fingerprint(a) == fingerprint(b)
     b.values[0, 0, 0] += 0.5
     assert fingerprint(a) != fingerprint(b)
+
+
+@pytest.mark.parametrize("mode, channels, between, weight", [("gray", 1, 1 / 8, 0.2), ("binary", 1, 1 / 32, None)])
+def test_a_small_picture_trains_whole_with_its_mode_s_samples_between_pixels(mode, channels, between, weight):
+    from ironlearn.backend import Backend
+    from ironlearn.fitting.run import training_data
+    from ironlearn.image.sampling import EveryPixel
+
+    pic = picture(64, 48, channels, mode)
+    source = training_data(make_plan(FitOptions("p.png", steps=10), pic), pic, Backend("cpu"))["batches"]
+    assert isinstance(source, EveryPixel) and source.between.batch_size == round(64 * 48 * between)
+    by_count = source.between.batch_size / (64 * 48 + source.between.batch_size)
+    assert source.weight == pytest.approx(by_count if weight is None else weight)

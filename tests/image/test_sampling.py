@@ -121,6 +121,11 @@ def test_every_pixel_comes_whole_with_samples_between_pixels():
     again = EveryPixel(values, coordinates, seed=2, between=0.25)(7)[1]
     np.testing.assert_array_equal(between, again[0])
     assert not np.array_equal(between, source(8)[1][0])
+    weighted = EveryPixel(values, coordinates, seed=2, between=0.25, weight=0.2)(7)
+    assert (weighted[0][2], weighted[1][2]) == pytest.approx((0.8, 0.2))
+    np.testing.assert_array_equal(weighted[1][0], between)  # the same samples, weighed otherwise
+    with pytest.raises(ValueError, match="weight"):
+        EveryPixel(values, coordinates, between=0.25, weight=1.0)
 
 
 def test_a_fit_of_every_pixel_keeps_the_grid_lookups_for_the_whole_run(monkeypatch):

@@ -24,7 +24,7 @@ from ..backend import get_backend
 from ..image import metrics
 from ..image.coords import pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
-from ..image.sampling import BETWEEN, EveryPixel, PictureSampler
+from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, EveryPixel, PictureSampler
 from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..optim import Adam
@@ -162,7 +162,8 @@ def training_data(plan: RunPlan, picture, backend) -> dict:
     coordinates = backend.asarray(pixel_grid(plan.width, plan.height))
     if plan.filter == "centres":
         return {"inputs": coordinates, "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
-    return {"batches": EveryPixel(values, coordinates, plan.seed, plan.filter, between=BETWEEN[plan.mode])}
+    return {"batches": EveryPixel(values, coordinates, plan.seed, plan.filter, between=BETWEEN[plan.mode],
+                                  weight=BETWEEN_WEIGHT[plan.mode])}
 
 
 def new_model(plan: RunPlan):
