@@ -1,6 +1,7 @@
 import numpy as np
 
-from ironlearn.nn.sparse import RowGrad, add_gradients, copy_gradients, put_rows, take_rows
+from ironlearn.backend import put_rows, take_rows
+from ironlearn.nn.sparse import RowGrad, add_gradients, copy_gradients
 
 
 def test_take_rows_and_put_rows_read_and_write_as_fancy_indexing(rng):

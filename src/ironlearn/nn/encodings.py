@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import get_array_module, take_rows
 from .layers import Layer, register
-from .sparse import RowGrad, take_rows
+from .sparse import RowGrad
 
 
 @register

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from ..backend import asarray_like, get_array_module
-from ..nn.sparse import RowGrad, put_rows, take_rows
+from ..backend import asarray_like, get_array_module, put_rows, take_rows
+from ..nn.sparse import RowGrad
 from .schedules import constant
 
 
