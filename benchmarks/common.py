@@ -11,7 +11,7 @@ from PIL import Image
 
 from ironlearn.backend import Backend
 from ironlearn.fitting import FitOptions, calibrate, make_plan
-from ironlearn.fitting.run import new_model, training_data
+from ironlearn.fitting.run import Replan, new_model, training_data
 from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.io import Picture
 from ironlearn.nn import mse
@@ -62,6 +62,18 @@ class Marks(Callback):
             self.reached[self.pending.pop(0)] = (self.evaluate(trainer.model), trainer.step)
 
 
+class _TimedRun:
+    """What :class:`~ironlearn.fitting.run.Replan` needs of a fit job: its plan, and the schedule
+    following a new one."""
+
+    def __init__(self, plan, optimizer):
+        self.plan, self.optimizer = plan, optimizer
+
+    def replan(self, plan) -> None:
+        self.plan = plan
+        self.optimizer.schedule = plan.make_schedule()
+
+
 def timed_fit(preset_name: str, picture: Picture, seconds: float, marks, seed: int = 0, options=None, **settings):
     """Fit as ``ironlearn fit --model NAME --time-budget SECONDS`` does (the same plan, data and
     calibrated schedule); returns (model, {mark: (psnr, step)}, steps, train seconds).
@@ -76,7 +88,8 @@ def timed_fit(preset_name: str, picture: Picture, seconds: float, marks, seed: i
     optimizer = Adam(model.named_parameters(), lr=plan.make_schedule())
     recorder = Marks(marks, picture, backend)
     trainer = Trainer(model, optimizer, mse, **data, callbacks=[recorder], check_every=100, backend=backend)
-    trainer.run(plan.steps, time_budget=seconds)
+    trainer.callbacks.append(Replan(_TimedRun(plan, optimizer)))
+    trainer.run(time_budget=seconds)
     for mark in recorder.pending:  # finished before the mark: its final quality holds there
         recorder.reached[mark] = (recorder.evaluate(trainer.model), trainer.step)
     return trainer.model, recorder.reached, trainer.step, trainer.train_seconds

@@ -57,6 +57,26 @@ def test_calibration_fills_the_steps_from_the_time_budget():
     assert plan.calibrated(100.0).steps == 10  # never fewer than MIN_STEPS
 
 
+def test_a_timed_plan_replans_to_what_the_rest_of_its_budget_allows():
+    plan = make_plan(FitOptions("p.png", time_budget=10), picture()).calibrated(0.01)
+    assert plan.timed and plan.steps == 1000
+    assert plan.replanned(step=400, train_seconds=6.0, seconds_per_step=0.02).steps == 600  # slowed down
+    assert plan.replanned(step=400, train_seconds=2.0, seconds_per_step=0.005).steps == 2000  # sped up
+    assert plan.replanned(step=400, train_seconds=11.0, seconds_per_step=0.01).steps == 401  # over budget
+    assert not make_plan(FitOptions("p.png", steps=50, time_budget=10), picture()).timed  # given steps stay
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_a_resumed_timed_run_stays_timed_until_its_budget_is_spent(timed):
+    pic = picture()
+    saved = saved_settings(pic, time_budget=30.0, timed=timed)
+    plan = make_plan(resume_options(FitOptions("p.png", resume=True), saved), pic, saved, start_step=100)
+    assert plan.timed is timed
+    assert plan.nothing_left is not timed  # at its 100 steps, with 17.5 s of its budget left
+    given = make_plan(resume_options(FitOptions("p.png", steps=200, resume=True), saved), pic, saved, start_step=100)
+    assert not given.timed and given.steps == 200
+
+
 def test_the_schedule_warms_up_by_the_policy_then_anneals():
     plan = dataclasses.replace(make_plan(FitOptions("p.png"), picture()), steps=4000)
     schedule = plan.make_schedule()

@@ -116,3 +116,19 @@ def test_an_unreadable_file_says_permission_denied(tmp_path, monkeypatch):
 def test_exit_codes_are_one_enum():
     assert [int(c) for c in ExitCode] == [0, 1, 2, 130]
     assert [c.name for c in ExitCode] == ["OK", "FAILED", "USAGE", "INTERRUPTED"]
+
+
+@pytest.mark.parametrize("seconds_per_step", [1e-6, 10.0])  # calibration far too fast, far too slow
+def test_a_timed_fit_ends_its_schedule_with_its_budget_whatever_calibration_said(
+        tmp_path, monkeypatch, seconds_per_step):
+    from ironlearn.fitting import run as fit_run
+
+    monkeypatch.setattr(fit_run, "calibrate", lambda model, data: seconds_per_step)
+    picture = make_picture(tmp_path / "disc.png")
+    assert main(["fit", str(picture), "--out", str(tmp_path / "run"), "--time-budget", "0.5", *QUICK]) == 0
+    saved = load_checkpoint(tmp_path / "run" / "checkpoint.npz")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["seconds"] >= 0.5 and saved.settings["timed"]  # the whole budget was trained
+    # The schedule was replanned to the steps the run could make, so it annealed as the run ended
+    # (planned at first: a million steps, or ten).
+    assert metrics["steps"] > 10 and abs(saved.settings["steps"] - metrics["steps"]) <= 0.25 * metrics["steps"]

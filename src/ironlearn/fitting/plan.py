@@ -79,6 +79,10 @@ class RunPlan:
     ``steps`` and ``time_budget`` are totals for the run, across resumes; ``steps`` is None
     until :meth:`calibrated` sets it from the measured speed.  ``start_step`` and
     ``prior_seconds`` say where a resumed run stands.
+
+    A run given only a time budget is ``timed``: its steps are an estimate of what the budget
+    allows, which :meth:`replanned` revises as the run learns its real pace, so that the
+    learning-rate schedule ends with the budget however the machine's speed changes.
     """
 
     input: str
@@ -99,6 +103,7 @@ class RunPlan:
     device: str
     steps: int | None
     time_budget: float | None
+    timed: bool = False  # steps estimated from time_budget, and revised on the way
     checkpoint_every: int | None = None  # as given; None: from the step count
     snapshot_every: int | None = None
     start_step: int = 0
@@ -125,7 +130,9 @@ class RunPlan:
     @property
     def nothing_left(self) -> bool:
         """A resumed run that already reached its steps or its time budget."""
-        return self.steps is not None and (self.start_step >= self.steps or self.remaining_seconds == 0.0)
+        if self.steps is None:
+            return False
+        return (not self.timed and self.start_step >= self.steps) or self.remaining_seconds == 0.0
 
     @property
     def checkpoint_interval(self) -> int:
@@ -154,7 +161,13 @@ class RunPlan:
     # -- the plan changes only by making a new one ---------------------------------------------
     def calibrated(self, seconds_per_step: float) -> "RunPlan":
         """This plan with as many steps as the time budget allows at ``seconds_per_step``."""
-        return dataclasses.replace(self, steps=max(MIN_STEPS, int(self.time_budget / seconds_per_step)))
+        return dataclasses.replace(self, steps=max(MIN_STEPS, int(self.time_budget / seconds_per_step)), timed=True)
+
+    def replanned(self, step: int, train_seconds: float, seconds_per_step: float) -> "RunPlan":
+        """This timed plan with as many steps as the rest of its budget allows, at step ``step``
+        after ``train_seconds`` of training, at ``seconds_per_step``."""
+        left = max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)
+        return dataclasses.replace(self, steps=max(MIN_STEPS, step + 1, step + int(left)))
 
     def gentler(self) -> "RunPlan":
         """This plan with the learning rates lowered for a retry after divergence."""
@@ -165,7 +178,8 @@ class RunPlan:
         return {"input": os.path.abspath(self.input), "fingerprint": self.fingerprint, "mode": self.mode,
                 "size": [self.width, self.height], "model": self.model, "model_options": self.model_options,
                 "lr": self.lr, "lr_min": self.lr_min, "schedule": self.schedule, "batch_size": self.batch_size or 0, "filter": self.filter,
-                "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "device": device,
+                "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "timed": self.timed,
+                "device": device,
                 "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
                 "train_seconds": train_seconds}
 
@@ -189,11 +203,11 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.mode)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    time_budget = options.time_budget
+    time_budget, timed = options.time_budget, False
     if options.steps is not None:
         steps = options.steps
     elif saved is not None:
-        steps = int(saved["steps"])
+        steps, timed = int(saved["steps"]), bool(saved.get("timed", False)) and time_budget is not None
     else:
         steps, time_budget = None, time_budget or DEFAULT_TIME_BUDGET
     return RunPlan(
@@ -204,6 +218,6 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         batch_size=_batch_size(options, preset, picture.width * picture.height),
         filter=options.filter or preset.filter,
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,
-        time_budget=time_budget, checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
+        time_budget=time_budget, timed=timed, checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet)

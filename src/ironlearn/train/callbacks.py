@@ -186,6 +186,13 @@ class Progress(Callback):
                              f"lr {trainer.last_lr:.2g}", f"{rate:.1f} steps/s", f"{trainer.train_seconds:.1f} s"]),
                   file=self.stream, flush=True)
 
+    def retotal(self, total: int) -> None:
+        """The run's step count changed (a timed run's estimate)."""
+        self.total = total
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.refresh()
+
     def end(self, trainer, error) -> None:
         if isinstance(error, DivergenceError):
             return  # the run may roll back and go on; whoever gives up closes the bar
