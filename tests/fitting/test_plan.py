@@ -191,7 +191,7 @@ def test_fingerprint_follows_the_pixels():
 
 
 @pytest.mark.parametrize("mode, channels, between, weight",
-                         [("gray", 1, 1 / 16, 0.2), ("rgb", 3, 1 / 16, None), ("binary", 1, 1 / 32, None)])
+                         [("gray", 1, 1 / 16, 0.2), ("rgb", 3, 1 / 16, 1 / 9), ("binary", 1, 1 / 32, None)])
 def test_a_small_picture_trains_whole_with_its_mode_s_samples_between_pixels(mode, channels, between, weight):
     from ironlearn.backend import Backend
     from ironlearn.fitting.run import training_data

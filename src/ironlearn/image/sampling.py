@@ -38,18 +38,21 @@ CENTRED = 7 / 8
 #: 49.70.  A photograph needs many to learn the picture between its pixels; a binary drawing needs
 #: only enough to pin the grid there (at 8x, 1/64 and up leave no specks) and keeps its sharpness.
 #: Each sample between costs about three pixels' time (its lookups and filter are not cached), so
-#: a photograph takes 1/16: at 700 steps it learns what 1/8 does (camera on cell centres, weight
-#: 0.2: 41.26 / 29.29 against 41.28 / 29.27; astronaut, fit / at 512 against the true 512: 36.00 /
-#: 28.09 against 35.62 / 28.56, pixels only 36.47 / 22.23) in steps 12-15% shorter (astronaut
-#: 24.1 ms for its pixels alone, 28.9 with 1/16, 32.8 with 1/8; medians, interleaved).
+#: a gray photograph takes 1/16: at 700 steps it learns what 1/8 does (camera on cell centres,
+#: weight 0.2: 41.26 / 29.29 against 41.28 / 29.27) in steps 7-12% shorter.  So does colour, given
+#: the loss share that 1/8 had by count (astronaut, fit / at 512 against the true 512: 35.71 / 28.57
+#: against 35.62 / 28.56, pixels only 36.47 / 22.23; steps 24.1 ms for the pixels alone, 28.9 with
+#: 1/16, 32.8 with 1/8); by count, 1/16 scored 36.00 / 28.09 and its 4x render showed specks across
+#: flat backgrounds that 1/8 left clean.
 BETWEEN = {"binary": 1 / 32, "gray": 1 / 16, "rgb": 1 / 16}
 
 #: The share of each step's loss that the samples between pixels carry, by mode; ``None``: their
 #: share of the samples (each weighs as much as a pixel).  Measured at 700 steps (fit PSNR / render
 #: at 512), by sample count (1/9), then 0.2 and 0.3: camera on cell-corner vertices 38.73 / 29.20,
 #: 39.48 / 29.48, 39.16 / 29.58 dB; on centres (its default) 41.11 / 29.11, 41.28 / 29.27,
-#: 41.28 / 29.39; astronaut 35.62, 35.58, 35.08.  Colour gains nothing from it, so keeps the count.
-BETWEEN_WEIGHT = {"binary": None, "gray": 0.2, "rgb": None}
+#: 41.28 / 29.39; astronaut 35.62, 35.58, 35.08.  Colour takes the ninth that 1/8 between had by
+#: count, with half as many samples (:data:`BETWEEN`).
+BETWEEN_WEIGHT = {"binary": None, "gray": 0.2, "rgb": 1 / 9}
 
 _GOLDEN, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
