@@ -104,12 +104,20 @@ def torch_peer(photo: str, seconds: float, run_folder: str) -> dict:
         fan_in = options["width"]
     model = torch.nn.Sequential(*layers, torch.nn.Linear(fan_in, channels))
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0)
-    steps = chosen["steps"]  # the step count ironlearn's calibration planned, for the same schedule
-    schedule = warmup_cosine(2e-2, 2e-4, max(steps, 10))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: schedule(min(s, steps - 1)))
+    # The same schedule as ironlearn's, kept to the peer's own pace the way `ironlearn fit` keeps a
+    # time budget (fitting.run.Replan): first sized by ironlearn's step count, then re-sized to
+    # what the rest of the budget allows at the pace measured each twentieth of it.
+    plan = {"steps": max(chosen["steps"], 10)}
+    plan["schedule"] = warmup_cosine(2e-2, 2e-4, plan["steps"])
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: plan["schedule"](min(s, plan["steps"] - 1)))
     generator = torch.Generator().manual_seed(0)
-    trained, step = 0.0, 0
+    trained, step, since = 0.0, 0, (0, 0.0)
     while trained < seconds:
+        if trained - since[1] >= seconds / 20 and step > since[0]:
+            pace = (trained - since[1]) / (step - since[0])
+            plan["steps"] = max(10, step + 1, step + int((seconds - trained) / pace))
+            plan["schedule"] = warmup_cosine(2e-2, 2e-4, plan["steps"])
+            since = (step, trained)
         t0 = time.perf_counter()
         index = torch.randint(0, height * width, (batch,), generator=generator)
         rows, cols = index // width, index % width
