@@ -117,13 +117,37 @@ def test_a_run_saved_before_the_vertices_option_resumes_on_corners():
     saved = {"model": "hashgrid", "model_options": {"width": 32}, "size": [8, 8]}
     for name in ("mode", "batch_size", "seed", "schedule", "filter"):
         saved[name] = None
-    assert resume_options(FitOptions("p.png"), saved).model_options["vertices"] == "corners"
+    resumed = resume_options(FitOptions("p.png"), saved).model_options
+    assert resumed["vertices"] == "corners" and resumed["interpolation"] == "linear"
+
+
+@pytest.mark.parametrize("width, height", [(256, 256), (240, 224), (128, 128)])
+def test_a_gray_thumbnail_gets_one_dense_bspline_level_within_the_budget(width, height):
+    preset = PRESETS["hashgrid"]
+    options = preset.resolve({}, width, height, "gray")
+    assert options["interpolation"] == "bspline" and options["levels"] == options["features"] == 1
+    grid = preset.build(1, options, np.random.default_rng(0)).layers[0]
+    assert grid.interpolation == "bspline" and grid.centred and not any(grid.hashed)  # dense: no collisions
+    assert preset.build(1, options, np.random.default_rng(0)).num_parameters <= width * height
+    # The largest such level: one more vertex a side would break the budget.
+    bigger = {**options, "finest": options["finest"] + 1, "coarsest": options["finest"] + 1}
+    assert preset.build(1, bigger, np.random.default_rng(0)).num_parameters > width * height
+    assert options["finest"] >= 7 / 8 * max(width, height)
+
+
+@pytest.mark.parametrize("mode, width, height, given", [
+    ("rgb", 256, 256, {}), ("binary", 200, 200, {}), ("gray", 512, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
+    ("gray", 256, 256, {"levels": 4}), ("gray", 256, 256, {"interpolation": "linear"})])
+def test_other_pictures_keep_the_bilinear_pyramid(mode, width, height, given):
+    options = PRESETS["hashgrid"].resolve(given, width, height, mode)
+    assert options["interpolation"] == "linear" and options["levels"] > 1
 
 
 def test_hashgrid_sizing_keeps_what_the_user_gave():
     given = {"width": 32, "depth": 2, "levels": 3, "features": 4, "log2_table_size": 10, "coarsest": 8,
-             "finest": 64, "vertices": "corners"}
+             "finest": 64, "vertices": "corners", "interpolation": "bspline"}
     assert hashgrid_size(500, 500, "gray", given) == given
+    assert hashgrid_size(256, 256, "gray", {**given, "interpolation": "linear"})["interpolation"] == "linear"
     levels = HashGrid.level_shapes(3, 10, 8, 64)[0]
     assert levels[0] == 8 and levels[-1] == 64
 

@@ -39,16 +39,18 @@ def test_hash_grid_gradient_with_hashing_active(rng):
     check_layer_gradients(grid, rng.uniform(-0.99, 0.99, (7, 2)))
 
 
-def test_hash_grid_scatter_matches_a_reference_loop(rng):
-    grid = small_grid(rng)
+@pytest.mark.parametrize("interpolation, taps", [("linear", 4), ("bspline", 16)])
+def test_hash_grid_scatter_matches_a_reference_loop(rng, interpolation, taps):
+    grid = small_grid(rng, interpolation=interpolation)
     x = rng.uniform(-1, 1, (50, 2)).astype(np.float32)
     out = grid.forward(x)
     upstream = rng.normal(size=out.shape).astype(np.float32)
     grid.backward(upstream, need_grad_in=False)
     indices, weights, _ = grid._lookup(x)
+    assert len(indices) == taps
     expected = np.zeros_like(grid.params["table"], dtype=np.float64)
     per_level = upstream.reshape(50, 3, 2)
-    for corner in range(4):
+    for corner in range(taps):
         for level in range(3):
             np.add.at(expected, indices[corner, :, level], weights[corner, :, level, None] * per_level[:, level])
     np.testing.assert_allclose(grid.grads["table"], expected, rtol=1e-5, atol=1e-6)
@@ -82,6 +84,31 @@ def test_centred_hash_grid_gradient_with_hashing_active(rng):
     check_layer_gradients(grid, rng.uniform(-0.6, 0.6, (7, 2)))  # inside the clamped border
 
 
+@pytest.mark.parametrize("centred", [False, True])
+def test_bspline_hash_grid_gradient_with_hashing_active(rng, centred):
+    grid = small_grid(rng, centred=centred, interpolation="bspline")
+    grid.params["table"][:] = rng.normal(size=grid.params["table"].shape)
+    check_layer_gradients(grid, rng.uniform(-0.6, 0.6, (7, 2)))
+
+
+def test_a_bspline_level_is_the_cubic_bspline_of_its_vertices(rng):
+    # Along one axis a uniform cubic B-spline weighs the vertices 1/6, 4/6, 1/6 at a vertex and
+    # 1/48, 23/48, 23/48, 1/48 halfway between two; the read is the product along x and y.
+    grid = HashGrid(levels=1, features=1, log2_table_size=8, coarsest=8, finest=8, centred=True,
+                    interpolation="bspline", rng=rng)
+    values = rng.normal(size=(8, 8))  # texel (ix, iy) at row iy * 8 + ix
+    grid.params["table"][:, 0] = values.reshape(-1)
+    at_vertex, halfway = np.array([1, 4, 1]) / 6, np.array([1, 23, 23, 1]) / 48
+    x = np.array([[(3 + 0.5) / 4 - 1, (4 + 0.5) / 4 - 1],    # on texel (3, 4)
+                  [(3 + 1.0) / 4 - 1, (4 + 1.0) / 4 - 1]],   # halfway to (4, 5) along both axes
+                 np.float32)
+    expected = [at_vertex @ values[3:6, 2:5] @ at_vertex, halfway @ values[3:7, 2:6] @ halfway]
+    np.testing.assert_allclose(grid.forward(x)[:, 0], expected, rtol=1e-5)
+    # A constant table reads as that constant everywhere, edges included (the weights sum to one).
+    grid.params["table"][:] = 2.5
+    np.testing.assert_allclose(grid.forward(rng.uniform(-1, 1, (40, 2)).astype(np.float32))[:, 0], 2.5, rtol=1e-6)
+
+
 def test_a_level_of_one_texel_reads_it_everywhere(rng):
     grid = HashGrid(levels=1, features=1, log2_table_size=6, coarsest=1, finest=1, centred=True, rng=rng)
     grid.params["table"][:, 0] = 3.0
@@ -94,6 +121,10 @@ def test_hash_grid_config_keeps_the_layout_and_old_files_read_as_corners(rng):
     corners = small_grid(rng)
     assert "centred" not in corners.config()  # what files written before the option hold
     assert HashGrid(**corners.config(), rng=rng).centred is False
+    assert "interpolation" not in corners.config()  # nor the read
+    assert HashGrid(**corners.config(), rng=rng).interpolation == "linear"
+    smooth = small_grid(rng, interpolation="bspline")
+    assert HashGrid(**smooth.config(), rng=rng).interpolation == "bspline"
 
 
 def test_hash_grid_tables_train_with_adam(rng):
@@ -126,6 +157,8 @@ def test_bad_settings_are_refused(rng):
     for size in (LOG2_TABLE_SIZES[0] - 1, LOG2_TABLE_SIZES[-1] + 1):
         with pytest.raises(ValueError, match=r"log2_table_size must lie in 6\.\.24 \(got"):
             HashGrid(log2_table_size=size, rng=rng)
+    with pytest.raises(ValueError, match="unknown interpolation 'cubic': use one of linear, bspline"):
+        HashGrid(interpolation="cubic", rng=rng)
     with pytest.raises(ValueError, match="sigma"):
         FourierFeatures(2, 4, sigma=0, rng=rng)
 
@@ -135,10 +168,13 @@ coordinates = st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1)), min_size=1
 
 @settings(max_examples=60, deadline=None)
 @given(points=coordinates, levels=st.integers(1, 6), log2_table_size=st.sampled_from(LOG2_TABLE_SIZES),
-       coarsest=st.integers(1, 64), growth=st.integers(0, 192))
-def test_hash_grid_reads_only_inside_each_level_of_its_table(points, levels, log2_table_size, coarsest, growth):
+       coarsest=st.integers(1, 64), growth=st.integers(0, 192), interpolation=st.sampled_from(["linear", "bspline"]),
+       centred=st.booleans())
+def test_hash_grid_reads_only_inside_each_level_of_its_table(points, levels, log2_table_size, coarsest, growth,
+                                                             interpolation, centred):
     # finest stays <= 256, so even 2**24-row settings allocate at most 257**2 rows a level.
-    grid = HashGrid(levels, 1, log2_table_size, coarsest, coarsest + growth, rng=np.random.default_rng(0))
+    grid = HashGrid(levels, 1, log2_table_size, coarsest, coarsest + growth, centred, interpolation,
+                    rng=np.random.default_rng(0))
     indices, weights, _ = grid._lookup(np.array(points, np.float32))
     level_of_row = np.repeat(np.arange(levels), grid.sizes)
     assert indices.min() >= 0 and indices.max() < grid.params["table"].shape[0]

@@ -21,6 +21,10 @@ PRESETS = {
     # The same with its vertices on cell centres (4, 16 and 64 a side), as a one-channel thumbnail's.
     "hashgrid-centred": (lambda rng, c: hashgrid(2, c, levels=3, features=2, log2_table_size=8, coarsest=4,
                                                  finest=64, width=16, depth=1, centred=True, rng=rng), 1),
+    # Read by B-spline (16 vertices a point), as a gray thumbnail's one dense level; hashed levels too.
+    "hashgrid-bspline": (lambda rng, c: hashgrid(2, c, levels=2, features=1, log2_table_size=8, coarsest=8,
+                                                 finest=40, width=16, depth=1, centred=True,
+                                                 interpolation="bspline", rng=rng), 1),
     "siren": (lambda rng, c: siren(2, c, width=24, depth=2, w0=30.0, rng=rng), 1),
     "fourier": (lambda rng, c: fourier(2, c, frequencies=10, sigma=3.0, width=16, depth=1, rng=rng), 3),
     "mlp": (lambda rng, c: mlp(2, c, width=16, depth=2, rng=rng), 1),

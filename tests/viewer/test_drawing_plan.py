@@ -44,6 +44,14 @@ def evaluate(plan, points):
     return v[:, plan.output]
 
 
+def _weights(interpolation, t):
+    """The 1-D weights of the taps, from the first (linear: the cell's first vertex, bspline: one before)."""
+    if interpolation == "linear":
+        return [1 - t, t], 0
+    s = 1 - t
+    return [s ** 3 / 6, (3 * t ** 3 - 6 * t ** 2 + 4) / 6, (-3 * t ** 3 + 3 * t ** 2 + 3 * t + 1) / 6, t ** 3 / 6], -1
+
+
 def _hashgrid(op, flat, v):
     features, unit = op["features"], (v[:, op["src"]] + 1) * 0.5
     out = np.zeros((len(v), op["out4"] * TEXEL))
@@ -51,20 +59,20 @@ def _hashgrid(op, flat, v):
         last = spec["side"] - 1
         pos = np.clip(unit * spec["res"] - op["shift"], 0, last)
         corner = np.minimum(np.floor(pos), max(last - 1, 0))
-        f = pos - corner
+        (wx, first), (wy, _) = _weights(op["interpolation"], pos[:, 0] - corner[:, 0]), \
+            _weights(op["interpolation"], pos[:, 1] - corner[:, 1])
         c = corner.astype(np.int64)
-        n = np.minimum(c + 1, last)
         total = 0
-        for ix, iy, weight in ((c[:, 0], c[:, 1], (1 - f[:, 0]) * (1 - f[:, 1])),
-                               (n[:, 0], c[:, 1], f[:, 0] * (1 - f[:, 1])),
-                               (c[:, 0], n[:, 1], (1 - f[:, 0]) * f[:, 1]), (n[:, 0], n[:, 1], f[:, 0] * f[:, 1])):
-            ix, iy = ix.astype(np.uint32), iy.astype(np.uint32)
-            if spec["hashed"]:  # uint32 arithmetic, as on the GPU
-                row = (ix ^ (iy * np.uint32(2654435761))) & np.uint32(spec["size"] - 1)
-            else:
-                row = iy * spec["side"] + ix
-            start = op["table"] + features * (spec["offset"] + row.astype(np.int64))
-            total = total + weight[:, None] * flat[start[:, None] + np.arange(features)]
+        for j, weight_y in enumerate(wy):
+            for i, weight_x in enumerate(wx):
+                ix = np.clip(c[:, 0] + first + i, 0, last).astype(np.uint32)
+                iy = np.clip(c[:, 1] + first + j, 0, last).astype(np.uint32)
+                if spec["hashed"]:  # uint32 arithmetic, as on the GPU
+                    row = (ix ^ (iy * np.uint32(2654435761))) & np.uint32(spec["size"] - 1)
+                else:
+                    row = iy * spec["side"] + ix
+                start = op["table"] + features * (spec["offset"] + row.astype(np.int64))
+                total = total + (weight_x * weight_y)[:, None] * flat[start[:, None] + np.arange(features)]
         out[:, level * features:(level + 1) * features] = total
     return out
 

@@ -6,7 +6,7 @@ MLP turns into pixels:
 * :class:`FourierFeatures` (Tancik et al. 2020): a fixed random Gaussian
   projection ``z = 2 pi x B`` encoded as ``[sin z, cos z]``;
 * :class:`HashGrid` (Mueller et al. 2022, "Instant-NGP"): trainable feature
-  tables on a pyramid of grids, read by bilinear interpolation.
+  tables on a pyramid of grids, read by bilinear interpolation or a cubic B-spline.
 """
 
 from __future__ import annotations
@@ -82,6 +82,28 @@ LOG2_TABLE_SIZES = range(6, 25)
 _HASH_PRIMES = (1, 2654435761)
 
 
+def _linear_weights(t):
+    """Bilinear reads along one axis: weights of the vertices at offsets 0 and 1 from the cell's
+    first, and their derivatives in ``t`` (the position within the cell, in [0, 1])."""
+    return (1 - t, t), (-1.0, 1.0)
+
+
+def _bspline_weights(t):
+    """Uniform cubic B-spline along one axis: weights of the vertices at offsets -1, 0, 1, 2 from
+    the cell's first, and their derivatives in ``t``.  Every weight is non-negative, they sum to 1,
+    and the curve they make is twice continuously differentiable across vertices."""
+    s = 1 - t
+    t2, t3 = t * t, t * t * t
+    weights = (s * s * s / 6, (3 * t3 - 6 * t2 + 4) / 6, (-3 * t3 + 3 * t2 + 3 * t + 1) / 6, t3 / 6)
+    slopes = (-s * s / 2, (3 * t2 - 4 * t) / 2, (-3 * t2 + 2 * t + 1) / 2, t2 / 2)
+    return weights, slopes
+
+
+#: How :class:`HashGrid` reads a level between its vertices: the vertex offsets along each axis
+#: and the 1-D weights (with their derivatives) that make the read separable.
+INTERPOLATIONS = {"linear": ((0, 1), _linear_weights), "bspline": ((-1, 0, 1, 2), _bspline_weights)}
+
+
 @register
 class HashGrid(Layer):
     """Multiresolution hash-grid encoding in 2-D.
@@ -98,6 +120,12 @@ class HashGrid(Layer):
         finer levels are hashed into the table.
     coarsest, finest : int
         Cells per side of the first and last level.
+    interpolation : {"linear", "bspline"}
+        How a level is read between its vertices: ``linear`` mixes the 4 around the point
+        (bilinear, Instant-NGP's read); ``bspline`` the 16 around it with a cubic B-spline's
+        weights, which makes the encoding smooth (C2) between vertices as well as at them.  A
+        dense level read this way holds a spline of the picture, and the network then redraws
+        it larger as smoothly as a spline interpolation would (see ``docs/benchmarks.md``).
     centred : bool
         Where a level's vertices sit.  ``False`` (Instant-NGP's layout): on cell corners, ``res + 1``
         per side.  ``True``: on cell centres, ``res`` per side, read like a texture (texel ``k``
@@ -125,7 +153,7 @@ class HashGrid(Layer):
     sparse_reads = 0.5
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
-                 finest: int = 512, centred: bool = False, *, rng):
+                 finest: int = 512, centred: bool = False, interpolation: str = "linear", *, rng):
         super().__init__()
         if levels < 1 or features < 1 or not 1 <= coarsest <= finest:
             raise ValueError("HashGrid needs levels >= 1, features >= 1 and 1 <= coarsest <= finest "
@@ -133,8 +161,11 @@ class HashGrid(Layer):
         if log2_table_size not in LOG2_TABLE_SIZES:
             raise ValueError(f"log2_table_size must lie in {LOG2_TABLE_SIZES[0]}..{LOG2_TABLE_SIZES[-1]} "
                              f"(got {log2_table_size})")
+        if interpolation not in INTERPOLATIONS:
+            raise ValueError(f"unknown interpolation {interpolation!r}: use one of {', '.join(INTERPOLATIONS)}")
         self.levels, self.features, self.log2_table_size = levels, features, log2_table_size
         self.coarsest, self.finest, self.centred = coarsest, finest, bool(centred)
+        self.interpolation = interpolation
         self.resolutions, self.sizes = self.level_shapes(levels, log2_table_size, coarsest, finest, centred)
         self.sides = [res if centred else res + 1 for res in self.resolutions]  # vertices per side
         self.hashed = [side ** 2 > size for side, size in zip(self.sides, self.sizes)]
@@ -158,16 +189,20 @@ class HashGrid(Layer):
     def config(self) -> dict:
         config = {"levels": self.levels, "features": self.features, "log2_table_size": self.log2_table_size,
                   "coarsest": self.coarsest, "finest": self.finest}
-        if self.centred:  # files from before the option hold corner grids, the default
+        # Files from before these options hold linear reads of corner grids, the defaults.
+        if self.centred:
             config["centred"] = True
+        if self.interpolation != "linear":
+            config["interpolation"] = self.interpolation
         return config
 
     # -- where each point reads ------------------------------------------------------------
     def _lookup(self, x):
-        """Table rows ``(4, n, L)`` for the four corners of each point's cell at each level,
-        their bilinear weights ``(4, n, L)`` and the in-cell fractions ``(2, n, L)``.
+        """Table rows ``(K, n, L)`` of the ``K`` vertices each point reads at each level (4 for
+        linear reads, 16 for B-splines; x varies fastest), their weights ``(K, n, L)`` and the
+        positions within the cell ``(2, n, L)``.
 
-        The point-major layout lets forward sum the corners straight into ``(n, L, F)``.
+        The point-major layout lets forward sum the vertices straight into ``(n, L, F)``.
         Full-batch training feeds the same coordinate array every step, so the
         result is cached against it (coordinates are constants, tables are not),
         the least recently used of :data:`LOOKUP_CACHE` giving way to a new one.
@@ -178,24 +213,27 @@ class HashGrid(Layer):
                 return cached[1:]
         xp = get_array_module(x)
         n = len(x)
+        offsets, weights_along = INTERPOLATIONS[self.interpolation]
+        taps = len(offsets) ** 2
         unit = (x + 1) * 0.5  # [-1, 1] -> [0, 1]
-        indices = xp.empty((4, n, self.levels), dtype=xp.int64)
-        weights = xp.empty((4, n, self.levels), dtype=x.dtype)
+        indices = xp.empty((taps, n, self.levels), dtype=xp.int64)
+        weights = xp.empty((taps, n, self.levels), dtype=x.dtype)
         fractions = xp.empty((2, n, self.levels), dtype=x.dtype)
         shift = 0.5 if self.centred else 0.0
         for level, (res, side) in enumerate(zip(self.resolutions, self.sides)):
             last = side - 1  # the last vertex along each side
             position = xp.clip(unit * res - shift, 0, last)
-            corner = xp.minimum(xp.floor(position), max(last - 1, 0))
+            corner = xp.minimum(xp.floor(position), max(last - 1, 0))  # the last vertex row closes the last cell
             fx, fy = (position - corner).T
             cx, cy = corner.astype(xp.int64).T
-            nx, ny = xp.minimum(cx + 1, last), xp.minimum(cy + 1, last)  # a level of one vertex reads it four times
-            for k, (ix, iy) in enumerate(((cx, cy), (nx, cy), (cx, ny), (nx, ny))):
-                indices[k, :, level] = self._index(xp, level, ix, iy)
-            weights[0, :, level] = (1 - fx) * (1 - fy)
-            weights[1, :, level] = fx * (1 - fy)
-            weights[2, :, level] = (1 - fx) * fy
-            weights[3, :, level] = fx * fy
+            (wx, _), (wy, _) = weights_along(fx), weights_along(fy)
+            # Vertices past the edge read the edge's (a level of one vertex reads it every time).
+            along_x = [xp.clip(cx + o, 0, last) for o in offsets]
+            along_y = [xp.clip(cy + o, 0, last) for o in offsets]
+            for k in range(taps):
+                j, i = divmod(k, len(offsets))
+                indices[k, :, level] = self._index(xp, level, along_x[i], along_y[j])
+                weights[k, :, level] = wx[i] * wy[j]
             fractions[0, :, level], fractions[1, :, level] = fx, fy
         self._lookups = self._lookups[-(LOOKUP_CACHE - 1):] + [(x, indices, weights, fractions)]
         return indices, weights, fractions
@@ -210,7 +248,7 @@ class HashGrid(Layer):
         return local + int(self.offsets[level])
 
     def _corner_features(self, indices):
-        """``table[indices]``: ``(4, n, L, F)``."""
+        """``table[indices]``: ``(K, n, L, F)``."""
         return take_rows(self.params["table"], indices)
 
     # -- forward and backward ------------------------------------------------------------
@@ -218,10 +256,10 @@ class HashGrid(Layer):
         """``(n, 2)`` in [-1, 1] -> ``(n, levels * features)``, level-major."""
         indices, weights, _ = self._lookup(x)
         self._x = x
-        corners = self._corner_features(indices)  # (4, n, L, F)
+        corners = self._corner_features(indices)  # (K, n, L, F)
         corners *= weights[..., None]
         mixed = corners[0]
-        for k in (1, 2, 3):
+        for k in range(1, len(corners)):
             mixed += corners[k]
         return mixed.reshape(len(x), -1)
 
@@ -239,7 +277,7 @@ class HashGrid(Layer):
         else:
             grad_table = self.grads["table"] = self._dense_grad(xp)
         for f in range(self.features):
-            contribution = weights * per_level[None, :, :, f]  # (4, n, L)
+            contribution = weights * per_level[None, :, :, f]  # (K, n, L)
             grad_table[:, f] = xp.bincount(flat_index, weights=contribution.reshape(-1),
                                            minlength=len(grad_table))
         if not need_grad_in:
@@ -267,11 +305,18 @@ class HashGrid(Layer):
         return touched, self._slots[flat_index]
 
     def _input_grad(self, xp, per_level, indices, fractions):
-        """d(loss)/d(x) through the bilinear weights (the grid itself is piecewise linear)."""
-        along = (self._corner_features(indices) * per_level).sum(axis=-1)  # (4, n, L): g . corner feature
+        """d(loss)/d(x) through the read's weights: each is a product of one weight along x and
+        one along y, so d/d(fx) swaps the first for its slope (and d/d(fy) the second)."""
+        along = (self._corner_features(indices) * per_level).sum(axis=-1)  # (K, n, L): g . vertex feature
+        offsets, weights_along = INTERPOLATIONS[self.interpolation]
         fx, fy = fractions
-        d_fx = (along[1] - along[0]) * (1 - fy) + (along[3] - along[2]) * fy
-        d_fy = (along[2] - along[0]) * (1 - fx) + (along[3] - along[1]) * fx
+        (wx, sx), (wy, sy) = weights_along(fx), weights_along(fy)
+        d_fx = xp.zeros_like(fx)
+        d_fy = xp.zeros_like(fy)
+        for k in range(len(along)):
+            j, i = divmod(k, len(offsets))
+            d_fx += along[k] * sx[i] * wy[j]
+            d_fy += along[k] * wx[i] * sy[j]
         resolutions = xp.asarray(self.resolutions, dtype=per_level.dtype)
         grad = xp.empty((per_level.shape[0], 2), dtype=per_level.dtype)
         for axis, d_f in enumerate((d_fx, d_fy)):

@@ -23,8 +23,10 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
   input holding that input's row of ``B`` for 4 frequencies), ``out4``;
 * ``hashgrid``: ``src`` (slots of x and y), ``features``, ``table`` (float
   offset of the table, row-major ``(rows, features)``), ``shift`` (0.5 when the
-  vertices sit on cell centres, else 0), ``levels`` (each with ``res`` cells and
-  ``side`` vertices per side, ``size``, ``offset`` in rows, ``hashed``), ``out4``.
+  vertices sit on cell centres, else 0), ``interpolation`` (``linear``: the 2 x 2
+  vertices from the cell's first, ``bspline``: the 4 x 4 from one before it),
+  ``levels`` (each with ``res`` cells and ``side`` vertices per side, ``size``,
+  ``offset`` in rows, ``hashed``), ``out4``.
 """
 
 from __future__ import annotations
@@ -178,7 +180,8 @@ def _hashgrid(layer, slots, packer, index):
                               "the viewer needs a power of two")
     n_out = layer.levels * layer.features
     op = {"type": "hashgrid", "src": list(slots), "features": layer.features, "table": packer.add(table) * TEXEL,
-          "shift": 0.5 if layer.centred else 0.0, "levels": levels, "out4": _ceil4(n_out)}
+          "shift": 0.5 if layer.centred else 0.0, "interpolation": layer.interpolation, "levels": levels,
+          "out4": _ceil4(n_out)}
     return op, list(range(n_out))
 
 

@@ -74,27 +74,27 @@ def fragment_shader(plan: Plan) -> str:
     return prelude + "\n" + _fill("main", body="\n\n".join(body), rgb=rgb) + "\n"
 
 
+#: Vertices a side each read mixes, and the first one's offset from the point's cell.
+_TAPS = {"linear": (2, 0), "bspline": (4, -1)}
+
+
 def _hashgrid(index: int, op: dict, current: int) -> str:
     features = op["features"]
     x = f"vec2({_slot(current, op['src'][0])}, {_slot(current, op['src'][1])})"
+    taps, first = _TAPS[op["interpolation"]]
     blocks = []
     for level, spec in enumerate(op["levels"]):
         res, last = spec["res"], spec["side"] - 1
-        corners = ("c", "ivec2(n.x, c.y)", "ivec2(c.x, n.y)", "n")
         if spec["hashed"]:
-            rows = [f"hashed_row({corner}, {spec['size'] - 1}u)" for corner in corners]
-            kind = f"hashed into {spec['size']} rows"
+            row, kind = f"hashed_row(vertex, {spec['size'] - 1}u)", f"hashed into {spec['size']} rows"
         else:
-            rows = [f"dense_row({corner}, {spec['side']})" for corner in corners]
-            kind = f"dense, {spec['side'] ** 2} vertices"
-        lines = []
-        for feature in range(features):
-            slot = level * features + feature
-            reads = [f"w.{c} * scalar({r} + {feature})" for c, r in zip("xyzw", ("r00", "r10", "r01", "r11"))]
-            lines.append(f"        {_slot(current + 1, slot)} = {' + '.join(reads)};")
+            row, kind = f"dense_row(vertex, {spec['side']})", f"dense, {spec['side'] ** 2} vertices"
+        lines = [f"                {_slot(current + 1, level * features + feature)} += w * scalar(r + {feature});"
+                 for feature in range(features)]
         blocks.append(_fill("hashgrid_level", level=level, res=res, res_f=_float(res), shift=_float(op["shift"]),
                             last=last, last_f=_float(last), below_f=_float(max(last - 1, 0)), kind=kind, index=index,
-                            table=op["table"], features=features, offset=spec["offset"], row00=rows[0],
-                            row10=rows[1], row01=rows[2], row11=rows[3], feature_lines="\n".join(lines)))
+                            table=op["table"], features=features, offset=spec["offset"], row=row,
+                            interpolation=op["interpolation"], taps=taps, first=first,
+                            feature_lines="\n".join(lines)))
     return _fill("hashgrid", index=index, levels=len(op["levels"]), features=features, out4=op["out4"], x=x,
-                 out=current + 1, level_blocks="\n".join(blocks))
+                 out=current + 1, level_blocks="\n".join(blocks), interpolation=op["interpolation"])

@@ -3,11 +3,14 @@
         vec2 corner = min(floor(pos), $below_f);  // the last vertex row belongs to the last cell
         vec2 f = pos - corner;
         ivec2 c = ivec2(corner);
-        ivec2 n = min(c + 1, ivec2($last));  // a level of one vertex reads it four times
-        int r00 = $table + $features * ($offset + $row00);
-        int r10 = $table + $features * ($offset + $row10);
-        int r01 = $table + $features * ($offset + $row01);
-        int r11 = $table + $features * ($offset + $row11);
-        vec4 w = vec4((1.0 - f.x) * (1.0 - f.y), f.x * (1.0 - f.y), (1.0 - f.x) * f.y, f.x * f.y);
+        vec4 wx = ${interpolation}_weights(f.x), wy = ${interpolation}_weights(f.y);
+        for (int j = 0; j < $taps; ++j) {
+            for (int i = 0; i < $taps; ++i) {
+                // vertices past the edge read the edge's (a level of one vertex reads it every time)
+                ivec2 vertex = clamp(c + ivec2(i + $first, j + $first), ivec2(0), ivec2($last));
+                int r = $table + $features * ($offset + $row);
+                float w = wx[i] * wy[j];
 $feature_lines
+            }
+        }
     }

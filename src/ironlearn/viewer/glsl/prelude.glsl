@@ -35,3 +35,14 @@ int dense_row(ivec2 v, int side) {
 int hashed_row(ivec2 v, uint mask) {
     return int((uint(v.x) ^ (uint(v.y) * 2654435761u)) & mask);
 }
+
+// HashGrid's reads along one axis (INTERPOLATIONS in nn/encodings.py): the weights of the vertices from
+// the cell's first on (linear: 2) or from the one before it (bspline: 4, a uniform cubic B-spline).
+vec4 linear_weights(float t) {
+    return vec4(1.0 - t, t, 0.0, 0.0);
+}
+
+vec4 bspline_weights(float t) {
+    float s = 1.0 - t, t2 = t * t, t3 = t2 * t;
+    return vec4(s * s * s, 3.0 * t3 - 6.0 * t2 + 4.0, -3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0, t3) / 6.0;
+}

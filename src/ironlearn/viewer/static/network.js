@@ -197,22 +197,25 @@ IL.compileCPU = function (ops, output, weights) {
           const o = vectors[++n], f = op.features;
           o.fill(0);
           const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
+          const [weights, first] = IL.GRID_READS[op.interpolation];
           op.levels.forEach((level, l) => {
             const res = level.res, last = level.side - 1, below = Math.max(last - 1, 0);
             const px = Math.min(Math.max(ux * res - op.shift, 0), last);
             const py = Math.min(Math.max(uy * res - op.shift, 0), last);
             const cx = Math.min(Math.floor(px), below), cy = Math.min(Math.floor(py), below);
-            const nx = Math.min(cx + 1, last), ny = Math.min(cy + 1, last);
-            const fx = px - cx, fy = py - cy;
+            const wx = weights(px - cx), wy = weights(py - cy);
             const row = level.hashed
               // Math.imul keeps the low 32 bits of the product, as the shader's uint arithmetic does.
               ? (ix, iy) => (ix ^ Math.imul(iy, 2654435761)) & (level.size - 1)
               : (ix, iy) => iy * level.side + ix;
-            const base = (ix, iy) => op.table + f * (level.offset + row(ix, iy));
-            const r00 = base(cx, cy), r10 = base(nx, cy), r01 = base(cx, ny), r11 = base(nx, ny);
-            const w00 = (1 - fx) * (1 - fy), w10 = fx * (1 - fy), w01 = (1 - fx) * fy, w11 = fx * fy;
-            for (let k = 0; k < f; k++) {
-              o[l * f + k] = w00 * w[r00 + k] + w10 * w[r10 + k] + w01 * w[r01 + k] + w11 * w[r11 + k];
+            const clamp = (i) => Math.min(Math.max(i, 0), last);
+            for (let j = 0; j < wy.length; j++) {
+              for (let i = 0; i < wx.length; i++) {
+                // Vertices past the edge read the edge's (a level of one vertex reads it every time).
+                const r = op.table + f * (level.offset + row(clamp(cx + i + first), clamp(cy + j + first)));
+                const weight = wx[i] * wy[j];
+                for (let k = 0; k < f; k++) o[l * f + k] += weight * w[r + k];
+              }
             }
           });
           v = o;
@@ -224,6 +227,16 @@ IL.compileCPU = function (ops, output, weights) {
     for (let c = 0; c < output.length; c++) out[c] = v[output[c]];
     return out;
   };
+};
+
+// HashGrid's reads along one axis (INTERPOLATIONS in nn/encodings.py): the weights of the vertices
+// from the first one's offset on (linear: the cell's first, bspline: the one before it).
+IL.GRID_READS = {
+  linear: [(t) => [1 - t, t], 0],
+  bspline: [(t) => {
+    const s = 1 - t, t2 = t * t, t3 = t2 * t;
+    return [s * s * s / 6, (3 * t3 - 6 * t2 + 4) / 6, (-3 * t3 + 3 * t2 + 3 * t + 1) / 6, t3 / 6];
+  }, -1],
 };
 
 IL.CPUNetwork = class {
