@@ -43,7 +43,9 @@ CENTRED = 7 / 8
 #: the loss share that 1/8 had by count (astronaut, fit / at 512 against the true 512: 35.71 / 28.57
 #: against 35.62 / 28.56, pixels only 36.47 / 22.23; steps 24.1 ms for the pixels alone, 28.9 with
 #: 1/16, 32.8 with 1/8); by count, 1/16 scored 36.00 / 28.09 and its 4x render showed specks across
-#: flat backgrounds that 1/8 left clean.
+#: flat backgrounds that 1/8 left clean.  (Measured on hash-grid pyramids.  A gray thumbnail's
+#: one dense B-spline level, the default since, keeps 1/16 at a fifth of the loss: camera 48.98 /
+#: 30.44 dB against 51.17 / 30.36 on pixels only.)
 BETWEEN = {"binary": 1 / 32, "gray": 1 / 16, "rgb": 1 / 16}
 
 #: The share of each step's loss that the samples between pixels carry, by mode; ``None``: their
