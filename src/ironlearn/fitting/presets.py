@@ -163,14 +163,13 @@ def _spline_side(width_px: int, height_px: int, mode: str, o: dict) -> int:
     return math.isqrt(max(1, (width_px * height_px - _head_parameters(features, o, mode)) // features))
 
 
-def _one_spline_level(width_px: int, height_px: int, mode: str, o: dict) -> dict:
-    """One dense level read by a B-spline, centred, with as many vertices as the budget allows
-    (the options given are kept)."""
-    features = o["features"] or 1
-    finest = o["finest"] or _spline_side(width_px, height_px, mode, o)
-    log2_table_size = o["log2_table_size"] or max(LOG2_TABLE_SIZES[0], (finest * finest - 1).bit_length())
-    return {**o, "levels": 1, "features": features, "coarsest": finest, "finest": finest,
-            "log2_table_size": min(log2_table_size, LOG2_TABLE_SIZES[-1]), "vertices": o["vertices"] or "centres"}
+def _one_spline_level(o: dict, side: int) -> dict:
+    """One dense level of ``side`` vertices a side read by a B-spline, centred (the options given
+    are kept)."""
+    log2_table_size = o["log2_table_size"] or max(LOG2_TABLE_SIZES[0], (side * side - 1).bit_length())
+    return {**o, "levels": 1, "features": o["features"] or 1, "coarsest": side, "finest": side,
+            "log2_table_size": min(log2_table_size, LOG2_TABLE_SIZES[-1]), "vertices": o["vertices"] or "centres",
+            "interpolation": "bspline"}
 
 
 def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
@@ -178,10 +177,10 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
     table (a power of two per level) that keeps the whole model within the pixel count.  A gray
     picture up to 256 px a side gets one dense B-spline level instead (:func:`grid_interpolation`),
     unless levels or the finest level are given."""
-    spline = not (o["levels"] or o["finest"]) and grid_interpolation(
-        mode, max(width_px, height_px), _spline_side(width_px, height_px, mode, o)) == "bspline"
-    if o["interpolation"] in (None, "bspline") and spline:
-        return _one_spline_level(width_px, height_px, mode, {**o, "interpolation": "bspline"})
+    if o["interpolation"] != "linear" and not (o["levels"] or o["finest"]):
+        side = _spline_side(width_px, height_px, mode, o)
+        if grid_interpolation(mode, max(width_px, height_px), side) == "bspline":
+            return _one_spline_level(o, side)
     o = {**o, "interpolation": o["interpolation"] or "linear"}
     finest = o["finest"] or max(width_px, height_px)
     coarsest = min(o["coarsest"] or max(2, min(16, finest // 16)), finest)
