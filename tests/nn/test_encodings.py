@@ -46,7 +46,7 @@ def test_hash_grid_scatter_matches_a_reference_loop(rng, interpolation, taps):
     out = grid.forward(x)
     upstream = rng.normal(size=out.shape).astype(np.float32)
     grid.backward(upstream, need_grad_in=False)
-    indices, weights, _ = grid._lookup(x)
+    indices, weights, _, _ = grid._lookup(x)
     assert len(indices) == taps
     expected = np.zeros_like(grid.params["table"], dtype=np.float64)
     per_level = upstream.reshape(50, 3, 2)
@@ -175,7 +175,7 @@ def test_hash_grid_reads_only_inside_each_level_of_its_table(points, levels, log
     # finest stays <= 256, so even 2**24-row settings allocate at most 257**2 rows a level.
     grid = HashGrid(levels, 1, log2_table_size, coarsest, coarsest + growth, centred, interpolation,
                     rng=np.random.default_rng(0))
-    indices, weights, _ = grid._lookup(np.array(points, np.float32))
+    indices, weights, _, _ = grid._lookup(np.array(points, np.float32))
     level_of_row = np.repeat(np.arange(levels), grid.sizes)
     assert indices.min() >= 0 and indices.max() < grid.params["table"].shape[0]
     assert (level_of_row[indices] == np.arange(levels)).all()  # no level reads another's rows

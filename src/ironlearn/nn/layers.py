@@ -108,9 +108,13 @@ class Linear(Layer):
 
     def backward(self, grad_out, need_grad_in: bool = True):
         xp = get_array_module(grad_out)
-        # Measured with OpenBLAS on (65536, 64) arrays: g.T @ x beats x.T @ g by ~30%, and a
-        # ones-vector product sums the batch ~3x faster than g.sum(axis=0).
-        self.grads["weight"][...] = (grad_out.T @ self._x).T
+        # OpenBLAS is faster with the narrower operand first (one thread, 65,536 rows: 8 -> 32
+        # 1.8 against 2.4 ms, 32 -> 3 0.8 against 1.5), and a ones-vector product sums the batch
+        # ~3x faster than g.sum(axis=0).
+        if self.in_features <= self.out_features:
+            self.grads["weight"][...] = self._x.T @ grad_out
+        else:
+            self.grads["weight"][...] = (grad_out.T @ self._x).T
         xp.matmul(self._ones(xp, len(grad_out), grad_out.dtype), grad_out, out=self.grads["bias"])
         if not need_grad_in:
             return None
