@@ -89,15 +89,34 @@ def test_the_schedule_warms_up_by_the_policy_then_anneals():
 def test_hashgrid_sizing_stays_within_the_pixel_count():
     # 32x32 is too small for even the smallest table plus the head: it gets the smallest table.
     assert PRESETS["hashgrid"].resolve({}, 32, 32, "rgb")["log2_table_size"] == LOG2_TABLE_SIZES[0]
-    for width, height in ((200, 200), (256, 256), (640, 480)):
-        options = PRESETS["hashgrid"].resolve({}, width, height, "rgb")
-        model = PRESETS["hashgrid"].build(3, options, np.random.default_rng(0))
+    for width, height, mode in ((200, 200, "binary"), (256, 170, "rgb"), (640, 480, "rgb")):
+        options = PRESETS["hashgrid"].resolve({}, width, height, mode)
+        channels = 3 if mode == "rgb" else 1
+        model = PRESETS["hashgrid"].build(channels, options, np.random.default_rng(0))
         assert model.num_parameters <= width * height
-        assert options["finest"] == max(width, height)
+        assert options["finest"] == max(width, height) and options["detail"] == 0
         # The next table size up would break the budget (the largest that fits was chosen).
         if options["log2_table_size"] < LOG2_TABLE_SIZES[-1]:
             bigger = {**options, "log2_table_size": options["log2_table_size"] + 1}
-            assert PRESETS["hashgrid"].build(3, bigger, np.random.default_rng(0)).num_parameters > width * height
+            assert PRESETS["hashgrid"].build(channels, bigger, np.random.default_rng(0)).num_parameters > width * height
+
+
+@pytest.mark.parametrize("width, height", [(256, 256), (200, 200), (256, 240)])
+def test_a_colour_thumbnail_gets_a_coarse_pyramid_and_a_detail_level_within_the_budget(width, height):
+    preset = PRESETS["hashgrid"]
+    options = preset.resolve({}, width, height, "rgb")
+    assert options["levels"] == 2 and options["coarsest"] == 16 and options["finest"] == max(width, height) // 4
+    assert options["detail"] >= 7 / 8 * max(width, height)
+    grid = preset.build(3, options, np.random.default_rng(0)).layers[0]
+    assert not any(grid.hashed) and not any(grid._detail.hashed)  # dense: no collisions
+    assert grid.out_features == 5
+    assert preset.build(3, options, np.random.default_rng(0)).num_parameters <= width * height
+    # The largest detail level: one more vertex a side would break the budget.
+    bigger = {**options, "detail": options["detail"] + 1}
+    assert preset.build(3, bigger, np.random.default_rng(0)).num_parameters > width * height
+    # Given levels or a detail of 0, the picture gets the hashed pyramid.
+    for given in ({"levels": 4}, {"detail": 0}):
+        assert preset.resolve(given, width, height, "rgb")["detail"] == 0
 
 
 @pytest.mark.parametrize("mode, width, height, vertices", [
@@ -118,7 +137,7 @@ def test_a_run_saved_before_the_vertices_option_resumes_on_corners():
     for name in ("mode", "batch_size", "seed", "schedule", "filter"):
         saved[name] = None
     resumed = resume_options(FitOptions("p.png"), saved).model_options
-    assert resumed["vertices"] == "corners" and resumed["interpolation"] == "linear"
+    assert resumed["vertices"] == "corners" and resumed["interpolation"] == "linear" and resumed["detail"] == 0
 
 
 @pytest.mark.parametrize("width, height", [(256, 256), (240, 224), (128, 128)])
@@ -136,16 +155,16 @@ def test_a_gray_thumbnail_gets_one_dense_bspline_level_within_the_budget(width, 
 
 
 @pytest.mark.parametrize("mode, width, height, given", [
-    ("rgb", 256, 256, {}), ("binary", 200, 200, {}), ("gray", 512, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
+    ("rgb", 512, 512, {}), ("rgb", 256, 170, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}), ("gray", 512, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
     ("gray", 256, 256, {"levels": 4}), ("gray", 256, 256, {"interpolation": "linear"})])
 def test_other_pictures_keep_the_bilinear_pyramid(mode, width, height, given):
     options = PRESETS["hashgrid"].resolve(given, width, height, mode)
-    assert options["interpolation"] == "linear" and options["levels"] > 1
+    assert options["interpolation"] == "linear" and options["levels"] > 1 and options["detail"] == 0
 
 
 def test_hashgrid_sizing_keeps_what_the_user_gave():
     given = {"width": 32, "depth": 2, "levels": 3, "features": 4, "log2_table_size": 10, "coarsest": 8,
-             "finest": 64, "vertices": "corners", "interpolation": "bspline"}
+             "finest": 64, "vertices": "corners", "interpolation": "bspline", "detail": 0}
     assert hashgrid_size(500, 500, "gray", given) == given
     assert hashgrid_size(256, 256, "gray", {**given, "interpolation": "linear"})["interpolation"] == "linear"
     levels = HashGrid.level_shapes(3, 10, 8, 64)[0]

@@ -127,6 +127,29 @@ def test_hash_grid_config_keeps_the_layout_and_old_files_read_as_corners(rng):
     assert HashGrid(**smooth.config(), rng=rng).interpolation == "bspline"
 
 
+def test_a_detail_level_gradient_with_the_pyramid_hashed(rng):
+    # check_layer_gradients moves the layer to float64 first: the detail table must follow it.
+    grid = small_grid(rng, detail=5)
+    for name in ("table", "detail"):
+        grid.params[name][:] = rng.normal(size=grid.params[name].shape)
+    check_layer_gradients(grid, rng.uniform(-0.6, 0.6, (7, 2)))
+    assert grid.params["detail"] is grid._detail.params["table"]
+
+
+def test_a_detail_level_is_a_dense_bspline_level_after_the_pyramid(rng):
+    grid = small_grid(rng, detail=9)
+    assert grid.params["detail"].shape == (81, 1) and grid.out_features == 3 * 2 + 1
+    alone = HashGrid(levels=1, features=1, log2_table_size=7, coarsest=9, finest=9, centred=True,
+                     interpolation="bspline", rng=rng)
+    pyramid = small_grid(rng)
+    grid.params["detail"][:] = alone.params["table"] = rng.normal(size=(81, 1)).astype(np.float32)
+    pyramid.params["table"][:] = grid.params["table"]
+    x = rng.uniform(-1, 1, (30, 2)).astype(np.float32)
+    np.testing.assert_array_equal(grid.forward(x), np.concatenate([pyramid.forward(x), alone.forward(x)], axis=1))
+    assert HashGrid(**grid.config(), rng=rng).detail == 9
+    assert "detail" not in pyramid.config() and HashGrid(**pyramid.config(), rng=rng).detail == 0
+
+
 def test_hash_grid_tables_train_with_adam(rng):
     grid = small_grid(rng, levels=4, finest=32)
     model = Sequential(grid, Linear(8, 1, rng=rng))
@@ -159,6 +182,8 @@ def test_bad_settings_are_refused(rng):
             HashGrid(log2_table_size=size, rng=rng)
     with pytest.raises(ValueError, match="unknown interpolation 'cubic': use one of linear, bspline"):
         HashGrid(interpolation="cubic", rng=rng)
+    with pytest.raises(ValueError, match="detail counts vertices a side, 0 for none"):
+        HashGrid(detail=-1, rng=rng)
     with pytest.raises(ValueError, match="sigma"):
         FourierFeatures(2, 4, sigma=0, rng=rng)
 

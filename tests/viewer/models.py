@@ -25,6 +25,9 @@ PRESETS = {
     "hashgrid-bspline": (lambda rng, c: hashgrid(2, c, levels=2, features=1, log2_table_size=8, coarsest=8,
                                                  finest=40, width=16, depth=1, centred=True,
                                                  interpolation="bspline", rng=rng), 1),
+    # A colour thumbnail's: a coarse pyramid on cell corners and a detail level read by B-spline.
+    "hashgrid-detail": (lambda rng, c: hashgrid(2, c, levels=2, features=2, log2_table_size=8, coarsest=4,
+                                                finest=12, width=16, depth=1, detail=30, rng=rng), 3),
     "siren": (lambda rng, c: siren(2, c, width=24, depth=2, w0=30.0, rng=rng), 1),
     "fourier": (lambda rng, c: fourier(2, c, frequencies=10, sigma=3.0, width=16, depth=1, rng=rng), 3),
     "mlp": (lambda rng, c: mlp(2, c, width=16, depth=2, rng=rng), 1),
@@ -37,8 +40,9 @@ def make_model(name: str, seed: int = 0):
     rng = np.random.default_rng(seed)
     model = build(rng, channels)
     for layer in model.layers:
-        if "table" in layer.params:
-            layer.params["table"][...] = rng.uniform(-1, 1, layer.params["table"].shape)
+        for name in ("table", "detail"):
+            if name in layer.params:
+                layer.params[name][...] = rng.uniform(-1, 1, layer.params[name].shape)
     _spread_output(model)
     return model
 

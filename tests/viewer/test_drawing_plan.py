@@ -53,14 +53,15 @@ def _weights(interpolation, t):
 
 
 def _hashgrid(op, flat, v):
-    features, unit = op["features"], (v[:, op["src"]] + 1) * 0.5
+    unit = (v[:, op["src"]] + 1) * 0.5
     out = np.zeros((len(v), op["out4"] * TEXEL))
-    for level, spec in enumerate(op["levels"]):
-        last = spec["side"] - 1
-        pos = np.clip(unit * spec["res"] - op["shift"], 0, last)
+    slot = 0
+    for spec in op["levels"]:
+        features, last = spec["features"], spec["side"] - 1
+        pos = np.clip(unit * spec["res"] - spec["shift"], 0, last)
         corner = np.minimum(np.floor(pos), max(last - 1, 0))
-        (wx, first), (wy, _) = _weights(op["interpolation"], pos[:, 0] - corner[:, 0]), \
-            _weights(op["interpolation"], pos[:, 1] - corner[:, 1])
+        (wx, first), (wy, _) = _weights(spec["interpolation"], pos[:, 0] - corner[:, 0]), \
+            _weights(spec["interpolation"], pos[:, 1] - corner[:, 1])
         c = corner.astype(np.int64)
         total = 0
         for j, weight_y in enumerate(wy):
@@ -71,9 +72,10 @@ def _hashgrid(op, flat, v):
                     row = (ix ^ (iy * np.uint32(2654435761))) & np.uint32(spec["size"] - 1)
                 else:
                     row = iy * spec["side"] + ix
-                start = op["table"] + features * (spec["offset"] + row.astype(np.int64))
+                start = spec["table"] + features * (spec["offset"] + row.astype(np.int64))
                 total = total + (weight_x * weight_y)[:, None] * flat[start[:, None] + np.arange(features)]
-        out[:, level * features:(level + 1) * features] = total
+        out[:, slot:slot + features] = total
+        slot += features
     return out
 
 

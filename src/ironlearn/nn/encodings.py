@@ -145,11 +145,18 @@ class HashGrid(Layer):
         at ``(k + 0.5) / res``, clamped at the edges).  A level with as many cells per side as
         the picture has pixels then gives each pixel centre a vertex of its own; on corners,
         each pixel reads four vertices, a quarter each, shared with its neighbours.
+    detail : int
+        Vertices a side of one more level, after the pyramid's (0: none): dense, of one feature,
+        on cell centres, read by a cubic B-spline, in a parameter of its own (``detail``).  The
+        output then has ``levels * features + 1`` features.  A colour thumbnail fits best as
+        such a level, which holds what the channels share (much as luma), beside a coarse
+        pyramid for what they do not (see ``hashgrid_size`` in ``fitting/presets.py``).
     rng : numpy.random.Generator
         Tables start at U(-1e-4, 1e-4), as in Instant-NGP.
 
     All levels live in one parameter ``table`` of shape ``(sum of level sizes,
-    features)``, so the optimizers treat it like any other array.  Its gradient
+    features)`` (the detail level in ``detail``, ``(detail**2, 1)``), so the
+    optimizers treat it like any other array.  Its gradient
     is scattered with ``bincount``, a vectorised sum per vertex.  When a batch
     reads fewer rows than the table holds, the gradient is a :class:`RowGrad`
     of the rows read, so that a step costs what the batch touches, not what the
@@ -166,7 +173,7 @@ class HashGrid(Layer):
     sparse_reads = 0.5
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
-                 finest: int = 512, centred: bool = False, interpolation: str = "linear", *, rng):
+                 finest: int = 512, centred: bool = False, interpolation: str = "linear", detail: int = 0, *, rng):
         super().__init__()
         if levels < 1 or features < 1 or not 1 <= coarsest <= finest:
             raise ValueError("HashGrid needs levels >= 1, features >= 1 and 1 <= coarsest <= finest "
@@ -174,6 +181,8 @@ class HashGrid(Layer):
         if log2_table_size not in LOG2_TABLE_SIZES:
             raise ValueError(f"log2_table_size must lie in {LOG2_TABLE_SIZES[0]}..{LOG2_TABLE_SIZES[-1]} "
                              f"(got {log2_table_size})")
+        if detail < 0:
+            raise ValueError(f"detail counts vertices a side, 0 for none (got {detail})")
         if interpolation not in INTERPOLATIONS:
             raise ValueError(f"unknown interpolation {interpolation!r}: use one of {', '.join(INTERPOLATIONS)}")
         self.levels, self.features, self.log2_table_size = levels, features, log2_table_size
@@ -186,10 +195,24 @@ class HashGrid(Layer):
         table = rng.uniform(-1e-4, 1e-4, size=(sum(self.sizes), features)).astype(np.float32)
         self.params = {"table": table}
         self.grads = {"table": np.zeros_like(table)}
+        self.detail = int(detail)
+        self._detail = None
+        if self.detail:
+            rows = min(max(LOG2_TABLE_SIZES[0], (self.detail ** 2 - 1).bit_length()), LOG2_TABLE_SIZES[-1])
+            self._detail = HashGrid(1, 1, rows, self.detail, self.detail, True, "bspline", rng=rng)
+            self._link_detail()
         # Recent lookups, newest last: (input array, indices, weights, fractions).  A few are kept so
         # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
         self._lookups = []
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
+
+    def _link_detail(self):
+        """Share the detail level's table and gradient under this layer's own names."""
+        self.params["detail"], self.grads["detail"] = self._detail.params["table"], self._detail.grads["table"]
+
+    @property
+    def out_features(self) -> int:
+        return self.levels * self.features + (1 if self.detail else 0)
 
     @staticmethod
     def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int, centred: bool = False):
@@ -207,6 +230,8 @@ class HashGrid(Layer):
             config["centred"] = True
         if self.interpolation != "linear":
             config["interpolation"] = self.interpolation
+        if self.detail:
+            config["detail"] = self.detail
         return config
 
     # -- where each point reads ------------------------------------------------------------
@@ -267,7 +292,8 @@ class HashGrid(Layer):
 
     # -- forward and backward ------------------------------------------------------------
     def forward(self, x):
-        """``(n, 2)`` in [-1, 1] -> ``(n, levels * features)``, level-major."""
+        """``(n, 2)`` in [-1, 1] -> ``(n, levels * features)``, level-major (then the detail level's
+        feature, if any)."""
         reads = self._lookup(x)
         self._x = x
         corners = self._corner_features(reads.indices)  # (K, n, L, F)
@@ -275,10 +301,18 @@ class HashGrid(Layer):
         mixed = corners[0]
         for k in range(1, len(corners)):
             mixed += corners[k]
-        return mixed.reshape(len(x), -1)
+        mixed = mixed.reshape(len(x), -1)
+        if not self.detail:
+            return mixed
+        return get_array_module(x).concatenate([mixed, self._detail.forward(x)], axis=1)
 
     def backward(self, grad_out, need_grad_in: bool = True):
         xp = get_array_module(grad_out)
+        detail_grad = None
+        if self.detail:
+            detail_grad = self._detail.backward(grad_out[:, -1:], need_grad_in)
+            self.grads["detail"] = self._detail.grads["table"]
+            grad_out = grad_out[:, :-1]
         indices, weights, fractions, _ = self._lookup(self._x)
         n = len(grad_out)
         per_level = grad_out.reshape(n, self.levels, self.features)  # (n, L, F)
@@ -296,7 +330,8 @@ class HashGrid(Layer):
                                            minlength=len(grad_table))
         if not need_grad_in:
             return None
-        return self._input_grad(xp, per_level, indices, fractions)
+        grad = self._input_grad(xp, per_level, indices, fractions)
+        return grad if detail_grad is None else grad + detail_grad
 
     def _dense_grad(self, xp):
         grad = self.grads["table"]
@@ -342,4 +377,8 @@ class HashGrid(Layer):
 
     def to(self, backend) -> "HashGrid":
         self._lookups = []
-        return super().to(backend)
+        super().to(backend)
+        if self.detail:
+            self._detail.to(backend)  # drops its caches; it then reads the table moved above
+            self._detail.params["table"], self._detail.grads["table"] = self.params["detail"], self.grads["detail"]
+        return self

@@ -72,12 +72,12 @@ def fourier(in_size: int, out_size: int, frequencies: int = 128, sigma: float = 
 
 def hashgrid(in_size: int, out_size: int, levels: int = 16, features: int = 2, log2_table_size: int = 14,
              coarsest: int = 16, finest: int = 512, width: int = 64, depth: int = 2, centred: bool = False,
-             interpolation: str = "linear", *, rng) -> Sequential:
+             interpolation: str = "linear", detail: int = 0, *, rng) -> Sequential:
     """A multiresolution hash grid (2-D), then a small ReLU MLP (two 64-wide layers by default).
     ``centred`` puts the grid's vertices on cell centres, ``interpolation`` says how its levels
-    are read between them (see :class:`HashGrid`)."""
+    are read between them, ``detail`` adds a dense B-spline level (see :class:`HashGrid`)."""
     if in_size != 2:
         raise ValueError(f"the hash grid encodes 2-D coordinates (got in_size={in_size})")
-    encoding = HashGrid(levels, features, log2_table_size, coarsest, finest, centred, interpolation, rng=rng)
-    head = mlp(levels * features, out_size, width=width, depth=depth, activation="relu", rng=rng)
+    encoding = HashGrid(levels, features, log2_table_size, coarsest, finest, centred, interpolation, detail, rng=rng)
+    head = mlp(encoding.out_features, out_size, width=width, depth=depth, activation="relu", rng=rng)
     return Sequential(encoding, *head.layers)

@@ -21,12 +21,13 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
 * ``fourier``: ``src`` (slots of the input features), ``frequencies``, ``groups`` (frequencies
   / 4, rounded up), ``projection`` (texel offset: for each group, one texel per
   input holding that input's row of ``B`` for 4 frequencies), ``out4``;
-* ``hashgrid``: ``src`` (slots of x and y), ``features``, ``table`` (float
-  offset of the table, row-major ``(rows, features)``), ``shift`` (0.5 when the
-  vertices sit on cell centres, else 0), ``interpolation`` (``linear``: the 2 x 2
-  vertices from the cell's first, ``bspline``: the 4 x 4 from one before it),
-  ``levels`` (each with ``res`` cells and ``side`` vertices per side, ``size``,
-  ``offset`` in rows, ``hashed``), ``out4``.
+* ``hashgrid``: ``src`` (slots of x and y), ``levels``, ``out4``.  Each level has ``res``
+  cells and ``side`` vertices per side, ``size``, ``offset`` in rows, ``hashed``,
+  ``features``, ``table`` (float offset of its table, row-major ``(rows, features)``),
+  ``shift`` (0.5 when the vertices sit on cell centres, else 0) and ``interpolation``
+  (``linear``: the 2 x 2 vertices from the cell's first, ``bspline``: the 4 x 4 from one
+  before it).  Their features follow one another: the pyramid's levels, then the detail
+  level (one feature, from a table of its own), if any.
 """
 
 from __future__ import annotations
@@ -168,21 +169,28 @@ def _fourier(layer, slots, packer, index):
 
 def _hashgrid(layer, slots, packer, index):
     _expect_inputs(layer, index, slots, 2)
-    table = _host(layer.params["table"])  # (rows, features)
-    levels = [{"res": int(res), "side": int(side), "size": int(size), "offset": int(offset), "hashed": bool(hashed)}
-              for res, side, size, offset, hashed in zip(layer.resolutions, layer.sides, layer.sizes, layer.offsets,
-                                                         layer.hashed)]
+    levels = _grid_levels(layer, packer, index)
+    if layer.detail:
+        levels += _grid_levels(layer._detail, packer, index)
+    n_out = layer.out_features
+    return {"type": "hashgrid", "src": list(slots), "levels": levels, "out4": _ceil4(n_out)}, list(range(n_out))
+
+
+def _grid_levels(grid, packer, index):
+    """The level specs of a HashGrid's pyramid, its table packed."""
+    table = packer.add(_host(grid.params["table"])) * TEXEL  # (rows, features), row-major
+    levels = [{"res": int(res), "side": int(side), "size": int(size), "offset": int(offset), "hashed": bool(hashed),
+               "features": grid.features, "table": table, "shift": 0.5 if grid.centred else 0.0,
+               "interpolation": grid.interpolation}
+              for res, side, size, offset, hashed in zip(grid.resolutions, grid.sides, grid.sizes, grid.offsets,
+                                                         grid.hashed)]
     for level in levels:
         # The hash is computed in uint64 in NumPy but masked to size - 1; a power of two up to 2**24
         # keeps only low bits, which uint32 arithmetic on the GPU gives exactly.
         if level["hashed"] and (level["size"] & (level["size"] - 1) or level["size"] > 1 << 31):
             raise ViewerError(f"layer {index} (HashGrid) has a table of {level['size']} rows; "
                               "the viewer needs a power of two")
-    n_out = layer.levels * layer.features
-    op = {"type": "hashgrid", "src": list(slots), "features": layer.features, "table": packer.add(table) * TEXEL,
-          "shift": 0.5 if layer.centred else 0.0, "interpolation": layer.interpolation, "levels": levels,
-          "out4": _ceil4(n_out)}
-    return op, list(range(n_out))
+    return levels
 
 
 def texture_shape(plan: Plan) -> tuple[int, int]:

@@ -79,22 +79,23 @@ _TAPS = {"linear": (2, 0), "bspline": (4, -1)}
 
 
 def _hashgrid(index: int, op: dict, current: int) -> str:
-    features = op["features"]
     x = f"vec2({_slot(current, op['src'][0])}, {_slot(current, op['src'][1])})"
-    taps, first = _TAPS[op["interpolation"]]
-    blocks = []
+    blocks, slot = [], 0
     for level, spec in enumerate(op["levels"]):
-        res, last = spec["res"], spec["side"] - 1
+        res, last, features = spec["res"], spec["side"] - 1, spec["features"]
         if spec["hashed"]:
             row, kind = f"hashed_row(vertex, {spec['size'] - 1}u)", f"hashed into {spec['size']} rows"
         else:
             row, kind = f"dense_row(vertex, {spec['side']})", f"dense, {spec['side'] ** 2} vertices"
-        lines = [f"                {_slot(current + 1, level * features + feature)} += w * scalar(r + {feature});"
+        kind += f", {features} feature{'s' if features > 1 else ''}, {spec['interpolation']} reads"
+        lines = [f"                {_slot(current + 1, slot + feature)} += w * scalar(r + {feature});"
                  for feature in range(features)]
-        blocks.append(_fill("hashgrid_level", level=level, res=res, res_f=_float(res), shift=_float(op["shift"]),
+        slot += features
+        taps, first = _TAPS[spec["interpolation"]]
+        blocks.append(_fill("hashgrid_level", level=level, res=res, res_f=_float(res), shift=_float(spec["shift"]),
                             last=last, last_f=_float(last), below_f=_float(max(last - 1, 0)), kind=kind, index=index,
-                            table=op["table"], features=features, offset=spec["offset"], row=row,
-                            interpolation=op["interpolation"], taps=taps, first=first,
+                            table=spec["table"], features=features, offset=spec["offset"], row=row,
+                            interpolation=spec["interpolation"], taps=taps, first=first,
                             feature_lines="\n".join(lines)))
-    return _fill("hashgrid", index=index, levels=len(op["levels"]), features=features, out4=op["out4"], x=x,
-                 out=current + 1, level_blocks="\n".join(blocks), interpolation=op["interpolation"])
+    return _fill("hashgrid", index=index, levels=len(op["levels"]), features=slot, out4=op["out4"], x=x,
+                 out=current + 1, level_blocks="\n".join(blocks))

@@ -1,4 +1,4 @@
-    // layer $index, HashGrid: $levels levels x $features features, $interpolation reads of the table
+    // layer $index, HashGrid: $levels levels, $features features in all
     vec4 v$out[$out4];
     for (int k = 0; k < $out4; ++k) {
         v$out[k] = vec4(0.0);  // the gap after the last feature meets zero weights: keep it finite

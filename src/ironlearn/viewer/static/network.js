@@ -194,14 +194,15 @@ IL.compileCPU = function (ops, output, weights) {
           break;
         }
         case "hashgrid": {
-          const o = vectors[++n], f = op.features;
+          const o = vectors[++n];
           o.fill(0);
           const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
-          const [weights, first] = IL.GRID_READS[op.interpolation];
-          op.levels.forEach((level, l) => {
+          let slot = 0;  // each level's features follow the previous level's
+          for (const level of op.levels) {
+            const f = level.features, [weights, first] = IL.GRID_READS[level.interpolation];
             const res = level.res, last = level.side - 1, below = Math.max(last - 1, 0);
-            const px = Math.min(Math.max(ux * res - op.shift, 0), last);
-            const py = Math.min(Math.max(uy * res - op.shift, 0), last);
+            const px = Math.min(Math.max(ux * res - level.shift, 0), last);
+            const py = Math.min(Math.max(uy * res - level.shift, 0), last);
             const cx = Math.min(Math.floor(px), below), cy = Math.min(Math.floor(py), below);
             const wx = weights(px - cx), wy = weights(py - cy);
             const row = level.hashed
@@ -212,12 +213,13 @@ IL.compileCPU = function (ops, output, weights) {
             for (let j = 0; j < wy.length; j++) {
               for (let i = 0; i < wx.length; i++) {
                 // Vertices past the edge read the edge's (a level of one vertex reads it every time).
-                const r = op.table + f * (level.offset + row(clamp(cx + i + first), clamp(cy + j + first)));
+                const r = level.table + f * (level.offset + row(clamp(cx + i + first), clamp(cy + j + first)));
                 const weight = wx[i] * wy[j];
-                for (let k = 0; k < f; k++) o[l * f + k] += weight * w[r + k];
+                for (let k = 0; k < f; k++) o[slot + k] += weight * w[r + k];
               }
             }
-          });
+            slot += f;
+          }
           v = o;
           break;
         }
