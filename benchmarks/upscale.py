@@ -1,7 +1,7 @@
-"""Benchmark (c): fit camera at 256x256, render at 512x512, PSNR against the true 512x512,
-beside Pillow's nearest, bilinear, bicubic and Lanczos upscaling of the same 256x256 input.
+"""Benchmark (c): fit camera (or astronaut) at 256x256, render at 512x512, PSNR against the true
+512x512, beside Pillow's nearest, bilinear, bicubic and Lanczos upscaling of the same 256x256 input.
 
-    python benchmarks/upscale.py [--seconds 30] [--presets hashgrid siren] [--option finest=128 ...]
+    python benchmarks/upscale.py [--picture camera] [--seconds 30] [--presets hashgrid siren] [--option finest=128 ...]
                                  [--setting filter=centres --setting batch_size=0]
 """
 
@@ -33,6 +33,8 @@ def main():
     import skimage.data
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--picture", choices=("camera", "astronaut"), default="camera",
+                        help="a 512x512 scikit-image photograph: camera (gray) or astronaut (rgb)")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--presets", nargs="+", default=["hashgrid", "siren"])
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -42,16 +44,22 @@ def main():
     args = parser.parse_args()
     options = {k: _number_or_text(v) for k, v in (o.split("=", 1) for o in args.option)}
     settings = {k: _number_or_text(v) for k, v in (o.split("=", 1) for o in args.setting)}
-    truth_image = Image.fromarray(skimage.data.camera())  # 512x512
-    truth = np.asarray(truth_image, np.float32)[..., None] / 255
+    truth_image = Image.fromarray(getattr(skimage.data, args.picture)())  # 512x512
+    mode = "rgb" if truth_image.mode == "RGB" else "gray"
+
+    def as_array(image):
+        array = np.asarray(image)
+        return array if mode == "rgb" else array[..., None]
+
+    truth = as_array(truth_image).astype(np.float32) / 255
     small_image = truth_image.resize((256, 256), Image.LANCZOS)
-    small = Picture(np.asarray(small_image)[..., None], "gray", "camera")
+    small = Picture(as_array(small_image), mode, args.picture)
     print(f"# {datetime.date.today()}, {machine()}")
     print("| method | PSNR at 256 (fit) | PSNR at 512 vs truth |")
     print("| --- | --- | --- |")
     for name, method in (("nearest", Image.NEAREST), ("bilinear", Image.BILINEAR), ("bicubic", Image.BICUBIC),
                          ("Lanczos", Image.LANCZOS)):
-        upscaled = np.asarray(small_image.resize((512, 512), method), np.float32)[..., None] / 255
+        upscaled = as_array(small_image.resize((512, 512), method)).astype(np.float32) / 255
         print(f"| Pillow {name} | - | {psnr(upscaled, truth):.2f} |")
     for preset in args.presets:
         model, reached, steps, _ = timed_fit(preset, small, args.seconds, [args.seconds], options=options, **settings)
