@@ -111,7 +111,7 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
         if option.type is str:
             parser.add_argument(option.flag, choices=option.choices, dest=option.name, help=option_help(option.name))
             continue
-        convert = positive_int if option.type is int else positive_float
+        convert = (count if option.zero else positive_int) if option.type is int else positive_float
         parser.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
                             help=option_help(option.name))
     parser.add_argument("--steps", type=positive_int, metavar="N",

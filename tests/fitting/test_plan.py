@@ -180,9 +180,12 @@ def test_validate_checks_ranges_with_the_flag_names():
     for options, message in ((FitOptions("p", model_options={"log2_table_size": 40}), "--table-log2 must lie in 6..24"),
                              (FitOptions("p", steps=0), "--steps must be at least 1"),
                              (FitOptions("p", model_options={"width": 10**5}), "beyond what makes sense"),
+                             (FitOptions("p", model_options={"detail": -1}), "--detail must be at least 0"),
+                             (FitOptions("p", model_options={"width": 0}), "--width must be at least 1"),
                              (FitOptions("p", resume=True, force=True), "contradict")):
         with pytest.raises(UsageError, match=message):
             validate(options)
+    validate(FitOptions("p", model_options={"detail": 0}))  # 0: no detail level
 
 
 # -- the resume merge ----------------------------------------------------------------------------

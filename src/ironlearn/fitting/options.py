@@ -61,11 +61,11 @@ def _flag(name: str) -> str:
     return OPTIONS[name].flag if name in OPTIONS else "--" + name.replace("_", "-")
 
 
-def _check_positive(name: str, value, integer: bool) -> None:
+def _check_positive(name: str, value, integer: bool, low: int = 1) -> None:
     if value is None:
         return
-    if integer and value < 1:
-        raise UsageError(f"{_flag(name)} must be at least 1 (got {value})")
+    if integer and value < low:
+        raise UsageError(f"{_flag(name)} must be at least {low} (got {value})")
     if not integer and not (value > 0 and math.isfinite(value)):
         raise UsageError(f"{_flag(name)} must be a positive number (got {value})")
 
@@ -92,7 +92,7 @@ def validate(options: FitOptions) -> None:
         _check_positive(name, getattr(options, name), integer=False)
     for name, value in options.model_options.items():
         if OPTIONS[name].type is not str:
-            _check_positive(name, value, integer=OPTIONS[name].type is int)
+            _check_positive(name, value, integer=OPTIONS[name].type is int, low=0 if OPTIONS[name].zero else 1)
     _check_limits(options)
     for name, value in options.model_options.items():
         valid = OPTIONS[name].choices

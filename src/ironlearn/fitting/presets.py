@@ -29,6 +29,7 @@ class Option:
     flag: str = ""
     metavar: str | None = None
     limit: float | None = None  # an upper bound that catches typos (an extra zero or three)
+    zero: bool = False  # whether 0 is valid (it means "none"); otherwise values start above it
     choices: range | tuple | None = None  # the only valid values, when they are few
 
     def __post_init__(self):
@@ -60,7 +61,7 @@ OPTIONS = {o.name: o for o in (
     Option("interpolation", str, "how the grid is read between its vertices: linear (the 4 around a point) or "
            "bspline (the 16 around it, a smooth cubic B-spline)", choices=tuple(INTERPOLATIONS)),
     Option("detail", int, "vertices a side of one more level beside the pyramid: dense, of one feature, read by "
-           "a B-spline (0: none)", metavar="N", limit=8192),
+           "a B-spline (0: none)", metavar="N", limit=8192, zero=True),
 )}
 
 
