@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ironlearn.backend import Backend
-from ironlearn.nn import mse, siren
+from ironlearn.nn import hashgrid, mse, siren
 from ironlearn.optim import SGD, Adam, constant, cosine
 from ironlearn.train import Callback, Checkpointer, DivergenceError, History, Trainer, load_checkpoint
 
@@ -14,18 +14,26 @@ def toy_problem(backend, n=64):
     return backend.asarray(x), backend.asarray(y)
 
 
-def make_trainer(backend, batch_size=None, callbacks=(), lr=None):
-    model = siren(2, 1, width=16, depth=2, rng=np.random.default_rng(0)).to(backend)
+MODELS = {
+    "siren": lambda rng: siren(2, 1, width=16, depth=2, rng=rng),
+    # A colour thumbnail's layout: a coarse pyramid and a detail level (a second table to resume).
+    "hashgrid-detail": lambda rng: hashgrid(2, 1, levels=2, features=2, log2_table_size=8, coarsest=4, finest=8,
+                                            width=16, depth=1, detail=12, rng=rng),
+}
+
+
+def make_trainer(backend, batch_size=None, callbacks=(), lr=None, model="siren"):
+    model = MODELS[model](np.random.default_rng(0)).to(backend)
     opt = Adam(model.named_parameters(), lr=lr or cosine(1e-3, 1e-5, 60))
     x, y = toy_problem(backend)
     return Trainer(model, opt, mse, x, y, batch_size=batch_size, seed=5, callbacks=callbacks)
 
 
-@pytest.mark.parametrize("batch_size", [None, 20])
-def test_resume_is_bit_identical(backend, tmp_path, batch_size):
-    straight = make_trainer(backend, batch_size).run(60)
+@pytest.mark.parametrize("batch_size, model", [(None, "siren"), (20, "siren"), (20, "hashgrid-detail")])
+def test_resume_is_bit_identical(backend, tmp_path, batch_size, model):
+    straight = make_trainer(backend, batch_size, model=model).run(60)
     path = tmp_path / "ckpt.npz"
-    first = make_trainer(backend, batch_size, [Checkpointer(path, every=0)]).run(25)
+    first = make_trainer(backend, batch_size, [Checkpointer(path, every=0)], model=model).run(25)
     assert first.step == 25
 
     ckpt = load_checkpoint(path)
