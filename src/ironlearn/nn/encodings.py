@@ -201,7 +201,7 @@ class HashGrid(Layer):
             rows = min(max(LOG2_TABLE_SIZES[0], (self.detail ** 2 - 1).bit_length()), LOG2_TABLE_SIZES[-1])
             self._detail = HashGrid(1, 1, rows, self.detail, self.detail, True, "bspline", rng=rng)
             self._link_detail()
-        # Recent lookups, newest last: (input array, indices, weights, fractions).  A few are kept so
+        # Recent lookups, newest last: (input array, Reads).  A few are kept so
         # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
         self._lookups = []
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
@@ -379,6 +379,6 @@ class HashGrid(Layer):
         self._lookups = []
         super().to(backend)
         if self.detail:
-            self._detail.to(backend)  # drops its caches; it then reads the table moved above
-            self._detail.params["table"], self._detail.grads["table"] = self.params["detail"], self.grads["detail"]
+            self._detail.to(backend)
+            self._link_detail()  # its moved arrays under this layer's names again
         return self
