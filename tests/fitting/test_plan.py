@@ -108,7 +108,7 @@ def test_a_colour_thumbnail_gets_a_coarse_pyramid_and_a_detail_level_within_the_
     assert options["levels"] == 2 and options["coarsest"] == 16 and options["finest"] == max(width, height) // 4
     assert options["detail"] >= 7 / 8 * max(width, height)
     grid = preset.build(3, options, np.random.default_rng(0)).layers[0]
-    assert not any(grid.hashed) and not any(grid._detail.hashed)  # dense: no collisions
+    assert not any(grid.hashed) and not any(grid.detail_grid.hashed)  # dense: no collisions
     assert grid.out_features == 5
     assert preset.build(3, options, np.random.default_rng(0)).num_parameters <= width * height
     # The largest detail level: one more vertex a side would break the budget.

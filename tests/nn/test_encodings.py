@@ -133,7 +133,7 @@ def test_a_detail_level_gradient_with_the_pyramid_hashed(rng):
     for name in ("table", "detail"):
         grid.params[name][:] = rng.normal(size=grid.params[name].shape)
     check_layer_gradients(grid, rng.uniform(-0.6, 0.6, (7, 2)))
-    assert grid.params["detail"] is grid._detail.params["table"]
+    assert grid.params["detail"] is grid.detail_grid.params["table"]
 
 
 def test_a_detail_level_is_a_dense_bspline_level_after_the_pyramid(rng):

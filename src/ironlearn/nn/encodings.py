@@ -196,10 +196,10 @@ class HashGrid(Layer):
         self.params = {"table": table}
         self.grads = {"table": np.zeros_like(table)}
         self.detail = int(detail)
-        self._detail = None
+        self.detail_grid = None  # the detail level, a HashGrid of its own whose table this layer shares
         if self.detail:
             rows = min(max(LOG2_TABLE_SIZES[0], (self.detail ** 2 - 1).bit_length()), LOG2_TABLE_SIZES[-1])
-            self._detail = HashGrid(1, 1, rows, self.detail, self.detail, True, "bspline", rng=rng)
+            self.detail_grid = HashGrid(1, 1, rows, self.detail, self.detail, True, "bspline", rng=rng)
             self._link_detail()
         # Recent lookups, newest last: (input array, Reads).  A few are kept so
         # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
@@ -208,7 +208,8 @@ class HashGrid(Layer):
 
     def _link_detail(self):
         """Share the detail level's table and gradient under this layer's own names."""
-        self.params["detail"], self.grads["detail"] = self._detail.params["table"], self._detail.grads["table"]
+        grid = self.detail_grid
+        self.params["detail"], self.grads["detail"] = grid.params["table"], grid.grads["table"]
 
     @property
     def out_features(self) -> int:
@@ -304,14 +305,14 @@ class HashGrid(Layer):
         mixed = mixed.reshape(len(x), -1)
         if not self.detail:
             return mixed
-        return get_array_module(x).concatenate([mixed, self._detail.forward(x)], axis=1)
+        return get_array_module(x).concatenate([mixed, self.detail_grid.forward(x)], axis=1)
 
     def backward(self, grad_out, need_grad_in: bool = True):
         xp = get_array_module(grad_out)
         detail_grad = None
         if self.detail:
-            detail_grad = self._detail.backward(grad_out[:, -1:], need_grad_in)
-            self.grads["detail"] = self._detail.grads["table"]
+            detail_grad = self.detail_grid.backward(grad_out[:, -1:], need_grad_in)
+            self.grads["detail"] = self.detail_grid.grads["table"]
             grad_out = grad_out[:, :-1]
         indices, weights, fractions, _ = self._lookup(self._x)
         n = len(grad_out)
@@ -379,6 +380,6 @@ class HashGrid(Layer):
         self._lookups = []
         super().to(backend)
         if self.detail:
-            self._detail.to(backend)
+            self.detail_grid.to(backend)
             self._link_detail()  # its moved arrays under this layer's names again
         return self

@@ -171,7 +171,7 @@ def _hashgrid(layer, slots, packer, index):
     _expect_inputs(layer, index, slots, 2)
     levels = _grid_levels(layer, packer, index)
     if layer.detail:
-        levels += _grid_levels(layer._detail, packer, index)
+        levels += _grid_levels(layer.detail_grid, packer, index)
     n_out = layer.out_features
     return {"type": "hashgrid", "src": list(slots), "levels": levels, "out4": _ceil4(n_out)}, list(range(n_out))
 
