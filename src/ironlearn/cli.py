@@ -128,7 +128,8 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--filter", choices=FILTERS,
                         help="how training reads the picture between pixel centres: lanczos (default), bicubic, "
                              "bilinear, or centres (pixel centres only: the sharpest fit, the roughest renders "
-                             "larger)")
+                             "larger; the default for a colour thumbnail's detail level, which needs no samples "
+                             "between)")
     parser.add_argument("--seed", type=count, help="random seed (default 0)")
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="where to train (default auto: the GPU when CuPy sees one)")

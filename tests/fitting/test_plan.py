@@ -89,7 +89,7 @@ def test_the_schedule_warms_up_by_the_policy_then_anneals():
 def test_hashgrid_sizing_stays_within_the_pixel_count():
     # 32x32 is too small for even the smallest table plus the head: it gets the smallest table.
     assert PRESETS["hashgrid"].resolve({}, 32, 32, "rgb")["log2_table_size"] == LOG2_TABLE_SIZES[0]
-    for width, height, mode in ((200, 200, "binary"), (256, 170, "rgb"), (640, 480, "rgb")):
+    for width, height, mode in ((200, 200, "binary"), (300, 200, "rgb"), (640, 480, "rgb")):
         options = PRESETS["hashgrid"].resolve({}, width, height, mode)
         channels = 3 if mode == "rgb" else 1
         model = PRESETS["hashgrid"].build(channels, options, np.random.default_rng(0))
@@ -101,12 +101,12 @@ def test_hashgrid_sizing_stays_within_the_pixel_count():
             assert PRESETS["hashgrid"].build(channels, bigger, np.random.default_rng(0)).num_parameters > width * height
 
 
-@pytest.mark.parametrize("width, height", [(256, 256), (200, 200), (256, 240)])
+@pytest.mark.parametrize("width, height", [(256, 256), (200, 200), (256, 170), (128, 256)])
 def test_a_colour_thumbnail_gets_a_coarse_pyramid_and_a_detail_level_within_the_budget(width, height):
     preset = PRESETS["hashgrid"]
     options = preset.resolve({}, width, height, "rgb")
     assert options["levels"] == 2 and options["coarsest"] == 16 and options["finest"] == max(width, height) // 4
-    assert options["detail"] >= 7 / 8 * max(width, height)
+    assert options["detail"] >= 7 / 8 * min(width, height)
     grid = preset.build(3, options, np.random.default_rng(0)).layers[0]
     assert not any(grid.hashed) and not any(grid.detail_grid.hashed)  # dense: no collisions
     assert grid.out_features == 5
@@ -154,8 +154,18 @@ def test_a_gray_thumbnail_gets_one_dense_bspline_level_within_the_budget(width, 
     assert options["finest"] >= 7 / 8 * max(width, height)
 
 
+@pytest.mark.parametrize("mode, width, height, given, expected", [
+    ("rgb", 256, 256, {}, "centres"),  # the detail level: the pixels pin every vertex
+    ("rgb", 256, 256, {"filter": "bicubic"}, "bicubic"),
+    ("rgb", 512, 512, {}, "lanczos"), ("gray", 256, 256, {}, "lanczos"), ("binary", 200, 200, {}, "lanczos")])
+def test_only_a_detail_level_trains_on_pixel_centres_by_default(mode, width, height, given, expected):
+    channels = 3 if mode == "rgb" else 1
+    plan = make_plan(FitOptions("p.png", steps=10, **given), picture(width, height, channels, mode))
+    assert plan.filter == expected
+
+
 @pytest.mark.parametrize("mode, width, height, given", [
-    ("rgb", 512, 512, {}), ("rgb", 256, 170, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}), ("gray", 512, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
+    ("rgb", 512, 512, {}), ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}), ("gray", 512, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
     ("gray", 256, 256, {"levels": 4}), ("gray", 256, 256, {"interpolation": "linear"})])
 def test_other_pictures_keep_the_bilinear_pyramid(mode, width, height, given):
     options = PRESETS["hashgrid"].resolve(given, width, height, mode)

@@ -216,7 +216,7 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         model_options=model_options, lr=preset.lr if options.lr is None else options.lr,
         lr_min=preset.lr_min if options.lr_min is None else options.lr_min, schedule=options.schedule or "cosine",
         batch_size=_batch_size(options, preset, picture.width * picture.height),
-        filter=options.filter or preset.filter,
+        filter=options.filter or preset.default_filter(model_options),
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,
         time_budget=time_budget, timed=timed, checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
