@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..nn import presets as nets
-from ..nn.encodings import INTERPOLATIONS, LOG2_TABLE_SIZES, HashGrid
+from ..nn.encodings import INTERPOLATIONS, LOG2_TABLE_SIZES, HashGrid, dense_log2_table_size
 
 
 @dataclass(frozen=True)
@@ -213,9 +213,9 @@ def _spline_side(width_px: int, height_px: int, mode: str, o: dict) -> int:
 def _one_spline_level(o: dict, side: int) -> dict:
     """One dense level of ``side`` vertices a side read by a B-spline, centred (the options given
     are kept)."""
-    log2_table_size = o["log2_table_size"] or max(LOG2_TABLE_SIZES[0], (side * side - 1).bit_length())
     return {**o, "levels": 1, "features": o["features"] or 1, "coarsest": side, "finest": side,
-            "log2_table_size": min(log2_table_size, LOG2_TABLE_SIZES[-1]), "vertices": o["vertices"] or "centres",
+            "log2_table_size": o["log2_table_size"] or dense_log2_table_size(side * side),
+            "vertices": o["vertices"] or "centres",
             "interpolation": "bspline", "detail": 0}
 
 
@@ -225,8 +225,7 @@ def _coarse_pyramid_with_detail(width_px: int, height_px: int, mode: str, o: dic
     finest = max(16, max(width_px, height_px) // 4)
     coarsest, levels, features = min(16, finest), 2 if finest > 16 else 1, o["features"] or 2
     vertices = o["vertices"] or "corners"
-    rows = max(LOG2_TABLE_SIZES[0], ((finest + (vertices == "corners")) ** 2 - 1).bit_length())
-    log2_table_size = o["log2_table_size"] or min(rows, LOG2_TABLE_SIZES[-1])
+    log2_table_size = o["log2_table_size"] or dense_log2_table_size((finest + (vertices == "corners")) ** 2)
     pyramid = sum(HashGrid.level_shapes(levels, log2_table_size, coarsest, finest, vertices == "centres")[1])
     rest = width_px * height_px - pyramid * features - _head_parameters(levels * features + 1, o, mode)
     return {**o, "levels": levels, "features": features, "coarsest": coarsest, "finest": finest,

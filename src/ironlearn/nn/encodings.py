@@ -91,6 +91,12 @@ class Reads(NamedTuple):
 #: are 128 MiB a level, and Adam keeps two more tables like it.
 LOG2_TABLE_SIZES = range(6, 25)
 
+
+def dense_log2_table_size(vertices: int) -> int:
+    """The smallest of :data:`LOG2_TABLE_SIZES` whose table holds ``vertices`` rows (a level of
+    that many vertices is then dense), or the largest."""
+    return min(max(LOG2_TABLE_SIZES[0], (vertices - 1).bit_length()), LOG2_TABLE_SIZES[-1])
+
 # Primes from Instant-NGP's spatial hash; the first dimension is not multiplied.
 _HASH_PRIMES = (1, 2654435761)
 
@@ -198,8 +204,8 @@ class HashGrid(Layer):
         self.detail = int(detail)
         self.detail_grid = None  # the detail level, a HashGrid of its own whose table this layer shares
         if self.detail:
-            rows = min(max(LOG2_TABLE_SIZES[0], (self.detail ** 2 - 1).bit_length()), LOG2_TABLE_SIZES[-1])
-            self.detail_grid = HashGrid(1, 1, rows, self.detail, self.detail, True, "bspline", rng=rng)
+            self.detail_grid = HashGrid(1, 1, dense_log2_table_size(self.detail ** 2), self.detail, self.detail, True,
+                                        "bspline", rng=rng)
             self._link_detail()
         # Recent lookups, newest last: (input array, Reads).  A few are kept so
         # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
@@ -273,7 +279,7 @@ class HashGrid(Layer):
                 indices[k, :, level] = self._index(xp, level, along_x[i], along_y[j])
                 weights[k, :, level] = wx[i] * wy[j]
             fractions[0, :, level], fractions[1, :, level] = fx, fy
-        spread = xp.repeat(weights[..., None], self.features, axis=-1)
+        spread = weights[..., None] if self.features == 1 else xp.repeat(weights[..., None], self.features, axis=-1)
         reads = Reads(indices, weights, fractions, spread)
         self._lookups = self._lookups[-(LOOKUP_CACHE - 1):] + [(x, reads)]
         return reads
@@ -312,7 +318,7 @@ class HashGrid(Layer):
         detail_grad = None
         if self.detail:
             detail_grad = self.detail_grid.backward(grad_out[:, -1:], need_grad_in)
-            self.grads["detail"] = self.detail_grid.grads["table"]
+            self._link_detail()  # its backward made a new gradient array
             grad_out = grad_out[:, :-1]
         indices, weights, fractions, _ = self._lookup(self._x)
         n = len(grad_out)
