@@ -194,7 +194,9 @@ def test_bad_input_exits_2_with_one_line(tmp_path, picture, fitted, capsys, args
     assert {p: p.read_bytes() for p in before} == before
 
 
-def test_sigint_saves_a_resumable_checkpoint(tmp_path, picture):
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_sigint_and_sigterm_save_a_resumable_checkpoint(tmp_path, picture, signum, code):
+    """SIGTERM is what Ray, Slurm, Kubernetes and timeout send on preemption: it saves as Ctrl-C does."""
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "ironlearn", "fit", str(picture), "--out", str(out),
@@ -204,11 +206,11 @@ def test_sigint_saves_a_resumable_checkpoint(tmp_path, picture):
         first_line = proc.stderr.readline()  # "fitting ...": training is about to start
         assert first_line.startswith("fitting"), first_line
         time.sleep(1.5)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "--resume" in err
     step = load_checkpoint(out / "checkpoint.npz").step
     assert step > 0

@@ -1,18 +1,21 @@
 """The ``ironlearn`` command: fit, fit-many, render, view, encode, decode, info, demo.
 
 Bad input of any kind ends with one line on stderr (what is wrong, what to do)
-and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130.
+and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130, SIGTERM likewise with 143.
 :class:`ExitCode` lists every code; :func:`main` maps exceptions to them in one place.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import enum
 import json
 import os
+import signal
 import sys
+import threading
 from importlib import resources
 
 from . import __version__
@@ -39,6 +42,28 @@ class ExitCode(enum.IntEnum):
     FAILED = 1  # the work itself failed (training diverged); the last good checkpoint is kept
     USAGE = 2  # bad input: options, files, devices; nothing the user had was changed
     INTERRUPTED = 130  # Ctrl-C; a fit saved its checkpoint and printed how to resume
+    TERMINATED = 143  # SIGTERM (preemption by Ray, Slurm, Kubernetes, timeout): as Ctrl-C, checkpoint saved
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM outside a fit's training loop (which handles it itself): unwinds like Ctrl-C, so
+    locks are released and half-written files removed on the way out."""
+
+
+@contextlib.contextmanager
+def _terminate_cleanly():
+    """While inside: SIGTERM raises :class:`Terminated` in the main thread instead of killing the process."""
+    def on_sigterm(signum, frame):
+        raise Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 DEMO_SECONDS = 20.0  # the drawing passes 50 dB within 5 s; the rest makes a longer time-lapse
@@ -406,13 +431,14 @@ def main(argv=None) -> int:
         parser.print_help()
         return ExitCode.USAGE
     try:
-        return args.func(args)
+        with _terminate_cleanly():
+            return args.func(args)
     except (InputError, UsageError, CheckpointError, BackendError, ViewerError) as exc:
         say(f"ironlearn {args.command}: error: {exc}")
         return ExitCode.USAGE
     except (Interrupted, ManyInterrupted) as exc:
         say(str(exc))
-        return ExitCode.INTERRUPTED
+        return ExitCode.TERMINATED if getattr(exc, "signal", None) == signal.SIGTERM else ExitCode.INTERRUPTED
     except DivergenceError as exc:
         say(f"ironlearn {args.command}: error: training diverged at step {exc.step}: loss {exc.loss:.4g} at "
             f"learning rate {exc.lr:.3g}; try a lower one, e.g. --lr {exc.lr / 10:.2g}; the last good checkpoint is kept")
@@ -422,9 +448,10 @@ def main(argv=None) -> int:
         say(f"ironlearn {args.command}: error: could not write{where}: {exc.strerror or exc} "
             "(files written before are intact)")
         return ExitCode.USAGE
-    except KeyboardInterrupt:
-        say("interrupted; the last checkpoint written is kept")
-        return ExitCode.INTERRUPTED
+    except KeyboardInterrupt as exc:
+        what = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"
+        say(f"{what}; the last checkpoint written is kept")
+        return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -40,12 +40,21 @@ CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever t
 MAX_LOSS = 1e3  # an MSE on [0, 1] pixels above this is an explosion, not training
 
 
-class Interrupted(Exception):
-    """Ctrl-C: the checkpoint is saved; ``resume_command`` continues the run."""
+#: The signals that stop a fit cleanly: Ctrl-C, and what Ray, Slurm, Kubernetes and ``timeout``
+#: send on preemption.  The first lets the step in flight finish and saves; a second stops at once.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, step: int, resume_command: str):
-        self.step, self.resume_command = step, resume_command
-        super().__init__(f"interrupted at step {step}; checkpoint saved. Resume with:\n  {resume_command}")
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM: the checkpoint is saved; ``resume_command`` continues the run.
+
+    ``signal`` is the signal that stopped it (``signal.SIGINT`` for Ctrl-C).
+    """
+
+    def __init__(self, step: int, resume_command: str, signum: int = signal.SIGINT):
+        self.step, self.resume_command, self.signal = step, resume_command, signal.Signals(signum)
+        what = "interrupted" if self.signal == signal.SIGINT else f"stopped by {self.signal.name}"
+        super().__init__(f"{what} at step {step}; checkpoint saved. Resume with:\n  {resume_command}")
 
 
 def fit(options: FitOptions, *, log=print) -> dict:
@@ -261,7 +270,7 @@ def train(job: Job, log) -> None:
     trainer.callbacks.append(progress)
     if job.plan.timed:
         trainer.callbacks.append(Replan(job, progress))
-    with stop_on_sigint(trainer) as interrupted:
+    with stop_on_signals(trainer) as interrupted:
         for attempt in range(MAX_RETRIES + 1):
             try:
                 # A timed run trains to the end of its budget, its steps being an estimate.
@@ -275,16 +284,16 @@ def train(job: Job, log) -> None:
                 log(f"loss became {exc.loss:.3g} at step {exc.step}; rolled back to step {trainer.step}, "
                     f"retrying with learning rate {job.plan.lr:.3g} ({attempt + 1} of {MAX_RETRIES})")
     if interrupted:
-        raise Interrupted(trainer.step, resume_command(job.plan))
+        raise Interrupted(trainer.step, resume_command(job.plan), interrupted[0])
 
 
 @contextlib.contextmanager
-def stop_on_sigint(trainer):
-    """While inside: the first Ctrl-C lets the step in flight finish and stops the run (which then
-    saves); a second one stops at once.  Yields a list that is non-empty once Ctrl-C came."""
+def stop_on_signals(trainer):
+    """While inside: the first Ctrl-C or SIGTERM lets the step in flight finish and stops the run
+    (which then saves); a second one stops at once.  Yields a list of the signals that came."""
     interrupted = []
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
         if interrupted:
             raise KeyboardInterrupt
         interrupted.append(signum)
@@ -293,11 +302,12 @@ def stop_on_sigint(trainer):
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         yield interrupted
         return
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
     try:
         yield interrupted
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 # -- what the user reads -----------------------------------------------------------------------
