@@ -23,6 +23,7 @@ from .backend import DEVICES, BackendError, get_backend
 from .fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
 from .fitting.many import ManyInterrupted, fit_many
 from .fitting.options import SCHEDULES
+from .fitting.plan import fingerprint
 from .fitting.outputs import describe_result
 from .fitting.presets import option_help
 from .image.coords import parse_view
@@ -31,6 +32,7 @@ from .image.io import (MAX_PIXELS, MODES, InputError, load_picture, parse_size, 
 from .image.render import MAX_RENDER_SIDE, render_png
 from .image.sampling import FILTERS
 from .train import CheckpointError, DivergenceError, load_checkpoint
+from .train.checkpoint import read_meta
 from .viewer import ViewerError, serve, write_viewer
 from .viewer.run import locate_model
 
@@ -274,13 +276,17 @@ def build_parser() -> Parser:
 
     demo_p = commands.add_parser("demo", help="fit the bundled line drawing into ./ironlearn-demo",
                                  description="Fit the bundled 200x200 line drawing (binary) and write every output, "
-                                             "plus a 4x render, to ./ironlearn-demo (replacing an earlier demo).")
+                                             "plus a 4x render, to ./ironlearn-demo. An earlier demo there is "
+                                             "replaced; any other run or file is not, unless --force.")
     demo_p.add_argument("--out", default="ironlearn-demo", metavar="DIR")
     demo_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS", default=DEMO_SECONDS,
                         help=f"training time (default {DEMO_SECONDS:g} s)")
     demo_p.add_argument("--steps", type=positive_int, metavar="N")
     demo_p.add_argument("--device", choices=DEVICES, default="auto")
     demo_p.add_argument("--quiet", action="store_true")
+    demo_p.add_argument("--force", action="store_true",
+                        help="write into --out even if it holds another run or other files (a run there is "
+                             "replaced; files of other names are kept)")
     demo_p.set_defaults(func=cmd_demo)
     return parser
 
@@ -409,10 +415,9 @@ def cmd_info(args) -> int:
 
 def cmd_demo(args) -> int:
     with resources.as_file(resources.files("ironlearn") / "data" / "sample.png") as sample:
+        force = args.force or _holds_a_demo(args.out, sample)
         options = FitOptions(input=str(sample), out=args.out, mode="binary", steps=args.steps,
-                             time_budget=args.time_budget, device=args.device, quiet=args.quiet, force=True)
-        if os.path.exists(args.out) and not os.path.isdir(args.out):
-            raise UsageError(f"--out {args.out} is a file; give a folder")
+                             time_budget=args.time_budget, device=args.device, quiet=args.quiet, force=force)
         result = fit(options, log=say)
     saved = load_checkpoint(os.path.join(args.out, "model.npz"))
     backend = get_backend(args.device)
@@ -422,6 +427,17 @@ def cmd_demo(args) -> int:
     say(f"also: {big} ({4 * result['width']}x{4 * result['height']}); try "
         f"'ironlearn render {args.out}/model.npz --size 1024 -o big.png'")
     return ExitCode.OK
+
+
+def _holds_a_demo(out: str, sample) -> bool:
+    """Whether ``out`` holds a run of the bundled drawing (an earlier demo, which a demo replaces)."""
+    try:
+        saved = read_meta(os.path.join(out, "checkpoint.npz"))
+    except CheckpointError:
+        return False
+    settings = saved.get("settings")
+    drawing = load_picture(sample, mode="binary")
+    return isinstance(settings, dict) and settings.get("fingerprint") == fingerprint(drawing)
 
 
 def main(argv=None) -> int:

@@ -49,14 +49,19 @@ def atomic_write(path, write) -> None:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-        if isinstance(exc, OSError) and exc.filename is None:
-            raise OSError(exc.errno, exc.strerror, path) from None
+        if isinstance(exc, OSError) and exc.filename is None:  # name the file; keep the reason
+            raise OSError(exc.errno, exc.strerror or str(exc), path) from None
         raise
 
 
 def write_bytes(path, data: bytes) -> None:
     """:func:`atomic_write` of ``data``."""
     atomic_write(path, lambda file: file.write(data))
+
+
+def is_stale_temporary(entry: str, names) -> bool:
+    """Whether the file name ``entry`` is a temporary :func:`atomic_write` makes for one of ``names``."""
+    return entry.endswith(TMP_SUFFIX) and entry.startswith(tuple(_tmp_prefix(name) for name in names))
 
 
 def remove_stale_temporaries(folder, names) -> list[str]:
@@ -66,9 +71,8 @@ def remove_stale_temporaries(folder, names) -> list[str]:
     touched; returns the names removed.
     """
     removed = []
-    prefixes = tuple(_tmp_prefix(name) for name in names)
     for entry in os.listdir(folder):
-        if entry.endswith(TMP_SUFFIX) and entry.startswith(prefixes):
+        if is_stale_temporary(entry, names):
             try:
                 os.unlink(os.path.join(folder, entry))
                 removed.append(entry)

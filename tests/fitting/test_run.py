@@ -114,8 +114,8 @@ def test_an_unreadable_file_says_permission_denied(tmp_path, monkeypatch):
 
 
 def test_exit_codes_are_one_enum():
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 130]
-    assert [c.name for c in ExitCode] == ["OK", "FAILED", "USAGE", "INTERRUPTED"]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 130, 143]
+    assert [c.name for c in ExitCode] == ["OK", "FAILED", "USAGE", "INTERRUPTED", "TERMINATED"]
 
 
 @pytest.mark.parametrize("seconds_per_step", [1e-6, 10.0])  # calibration far too fast, far too slow

@@ -15,8 +15,9 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
-from ..files import remove_stale_temporaries
+from ..files import TMP_SUFFIX, is_stale_temporary, remove_stale_temporaries
 from .options import UsageError
 
 CHECKPOINT, MODEL, FRAMES, HISTORY = "checkpoint.npz", "model.npz", "frames.npz", "history.csv"
@@ -35,13 +36,33 @@ def check_resumable(out: str) -> str:
     return path
 
 
-def check_new(out: str, *, force: bool) -> None:
-    """UsageError unless a new run can be started in ``out`` (created later, by :func:`create`)."""
+def _leftovers(out: str) -> list[str]:
+    """What ``out`` holds besides a fit's housekeeping (its lock and the temporaries of a killed
+    fit), sorted: empty for a folder a new fit may use without asking."""
+    if not os.path.isdir(out):
+        return []
+    return sorted(entry for entry in os.listdir(out) if entry != LOCK and not is_stale_temporary(entry, FILES))
+
+
+def check_new(out: str, *, force: bool, input: str | None = None, writes=FILES) -> None:
+    """UsageError unless a new run can be started in ``out`` (created later, by :func:`create`).
+
+    A fit writes only into an empty folder, or over a run of its own with ``force``; any other
+    file there needs ``force`` too, and even then only the names in ``writes`` are replaced.
+    The picture ``input`` is never written over, whatever the options.
+    """
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
-    if os.path.exists(os.path.join(out, CHECKPOINT)) and not force:
-        raise UsageError(f"{out} already holds a run; use --resume to continue it, --force to start over, "
-                         "or --out for another folder")
+    check_not_input(out, input, writes)
+    if os.path.exists(os.path.join(out, CHECKPOINT)):
+        if not force:
+            raise UsageError(f"{out} already holds a run; use --resume to continue it, --force to start over, "
+                             "or --out for another folder")
+    elif not force and _leftovers(out):
+        found = _leftovers(out)
+        listed = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise UsageError(f"{out} is not empty and holds no run ({listed}); give an empty or new folder with --out, "
+                         "or --force to write the run's files beside these (files of other names are kept)")
     parent = os.path.abspath(out)
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
@@ -50,6 +71,45 @@ def check_new(out: str, *, force: bool) -> None:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"cannot create the output folder {out}: {parent} is not writable; "
                          "choose another with --out")
+
+
+def check_not_input(out: str, input: str | None, writes=FILES) -> None:
+    """UsageError when the picture ``input`` is one of the files a fit in ``out`` writes."""
+    if input is None or not os.path.isfile(input):
+        return
+    for name in writes:
+        path = os.path.join(out, name)
+        if os.path.exists(path) and os.path.samefile(path, input):
+            raise UsageError(f"{input} is where the run writes its {name}; move the picture, or choose "
+                             "another --out")
+
+
+def check_writable(out: str) -> None:
+    """UsageError when files cannot be created in the existing folder ``out`` (checked before
+    training, so that a resume does not train for nothing)."""
+    try:
+        # Named as atomic_write names a checkpoint's temporary, so that clean() removes a leftover.
+        fd, probe = tempfile.mkstemp(dir=out, prefix=f".{CHECKPOINT}.", suffix=TMP_SUFFIX)
+    except OSError as exc:
+        reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+        raise UsageError(f"cannot write in {out}: {reason}; make it writable, or copy the run to another "
+                         "folder and resume there") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def start_over(out: str, writes=FILES) -> list[str]:
+    """Remove the outputs of an earlier run in ``out`` (the names in ``writes``), before a forced
+    fit starts: a forced fit killed before it writes its own would otherwise leave the old run's
+    model, metrics and time-lapse beside its new checkpoint, and ``render`` or ``view`` would show
+    the old run as if it were the new one.  Returns the names removed; nothing else is touched."""
+    removed = []
+    for name in writes:
+        path = os.path.join(out, name)
+        if os.path.isfile(path) or os.path.islink(path):
+            os.unlink(path)
+            removed.append(name)
+    return removed
 
 
 def create(out: str) -> None:

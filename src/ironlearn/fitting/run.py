@@ -83,14 +83,20 @@ def _fit(options: FitOptions, saved, log) -> dict:
     picture = load_picture(options.input, mode=options.mode, size=options.size,
                            max_pixels=options.max_pixels or MAX_PIXELS)
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
-    if not plan.resume:
-        folder.check_new(plan.out, force=plan.force)
+    if plan.resume:
+        folder.check_not_input(plan.out, plan.input)
+        folder.check_writable(plan.out)  # before training, not after it
+    else:
+        folder.check_new(plan.out, force=plan.force, input=plan.input)
     backend = get_backend(plan.device, notify=None if plan.quiet else log)
     if plan.resume:
         return _run(plan, picture, saved, backend, log)
     folder.create(plan.out)  # only now, when nothing above can fail, touch the disk
     with folder.RunLock(plan.out):
-        folder.check_new(plan.out, force=plan.force)  # again: another fit may have begun here meanwhile
+        # Again: another fit may have begun here meanwhile.
+        folder.check_new(plan.out, force=plan.force, input=plan.input)
+        if plan.force:
+            folder.start_over(plan.out)
         return _run(plan, picture, None, backend, log)
 
 

@@ -1,0 +1,138 @@
+"""Nothing the user had is lost: what a fit may write over, and what it must leave alone.
+
+The rules (fitting/folder.py): a fit writes only into an empty folder or over a run of its own;
+anything else needs --force, and even --force replaces only the files a fit writes, never the
+picture it fits.  A forced fit clears the old run's outputs before it trains, so that a kill
+cannot leave a mix of two runs.  Each data-loss case asserts every file byte for byte.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from helpers import make_picture, run_cli
+from ironlearn.train import load_checkpoint
+
+QUICK = ["--quiet", "--device", "cpu", "--width", "16", "--depth", "1"]
+OUTPUTS = ("reconstruction.png", "model.npz", "metrics.json", "history.csv", "loss.png", "timelapse.gif",
+           "frames.npz", "checkpoint.npz")
+
+
+def snapshot(folder):
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def assert_refused(capsys, args, message, *folders):
+    before = {p: data for folder in folders for p, data in snapshot(folder).items()}
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2, err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert {p: p.read_bytes() for p in before} == before
+    return err
+
+
+@pytest.mark.parametrize("name", OUTPUTS[:-1])  # checkpoint.npz: "already holds a run", tested in test_cli
+def test_a_user_file_named_like_an_output_is_never_replaced(tmp_path, capsys, name):
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / name).write_bytes(b"the user's own file")
+    assert_refused(capsys, ["fit", picture, "--out", out, "--steps", "5", *QUICK], "is not empty and holds no run",
+                   tmp_path)
+
+
+def test_the_input_picture_is_never_written_over_even_with_force(tmp_path, capsys):
+    out = tmp_path / "d"
+    out.mkdir()
+    picture = make_picture(out / "reconstruction.png")  # the issue's probe: the picture where an output goes
+    for extra in ([], ["--force"]):
+        assert_refused(capsys, ["fit", picture, "--out", out, "--steps", "5", *QUICK, *extra],
+                       "is where the run writes its reconstruction.png", tmp_path)
+
+
+def test_force_writes_beside_other_files_and_keeps_them(tmp_path, capsys):
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "metrics.json").write_text("mine too")
+    code, _, err = run_cli(capsys, "fit", picture, "--out", out, "--steps", "5", *QUICK, "--force")
+    assert code == 0, err
+    assert (out / "notes.txt").read_text() == "mine"  # a name a fit does not write: kept
+    assert (out / "metrics.json").read_text() != "mine too"  # a fit's own name: --force replaces it
+    assert load_checkpoint(out / "model.npz").step == 5
+
+
+def test_an_empty_folder_or_one_with_only_housekeeping_needs_no_force(tmp_path, capsys):
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / ".lock").write_text("12345")  # a fit killed before its first checkpoint
+    (out / ".checkpoint.npz.abc123.tmp").write_bytes(b"half")
+    code, _, err = run_cli(capsys, "fit", picture, "--out", out, "--steps", "5", *QUICK)
+    assert code == 0, err
+    assert not (out / ".checkpoint.npz.abc123.tmp").exists()
+
+
+def test_a_forced_fit_removes_the_old_runs_outputs_before_it_trains(tmp_path):
+    """A forced fit killed before its first checkpoint must not leave the old run's model, metrics and
+    time-lapse for render and view to show as if they were the new run's."""
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "run"
+    old = subprocess.run([sys.executable, "-m", "ironlearn", "fit", str(picture), "--out", str(out), "--steps", "5",
+                          *QUICK], capture_output=True, text=True)
+    assert old.returncode == 0, old.stderr
+    (out / "notes.txt").write_text("mine")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ironlearn", "fit", str(picture), "--out", str(out), "--force",
+                             "--steps", "1000000", "--checkpoint-every", "1000000", "--device", "cpu", "--width", "16",
+                             "--depth", "1"], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr.readline().startswith("fitting")  # training is about to start
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    left = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert left == ["notes.txt"], left  # the old run is gone, the user's file stays
+
+
+def test_demo_replaces_an_earlier_demo_but_not_a_real_run(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert run_cli(capsys, "demo", "--out", out, "--steps", "5", "--quiet", "--device", "cpu")[0] == 0
+    code, _, err = run_cli(capsys, "demo", "--out", out, "--steps", "6", "--quiet", "--device", "cpu")
+    assert code == 0, err  # an earlier demo is the demo's to replace
+    assert load_checkpoint(out / "model.npz").step == 6
+
+    picture = make_picture(tmp_path / "pic.png")
+    run = tmp_path / "run"
+    assert run_cli(capsys, "fit", picture, "--out", run, "--steps", "5", *QUICK)[0] == 0
+    assert_refused(capsys, ["demo", "--out", run, "--steps", "5", "--quiet"], "already holds a run", tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "render_4x.png").write_bytes(b"the user's own file")
+    assert_refused(capsys, ["demo", "--out", mine, "--steps", "5", "--quiet"], "is not empty", tmp_path)
+
+
+@pytest.mark.parametrize("how", ["chmod", "patched"])
+def test_resume_in_a_folder_it_cannot_write_fails_before_training(tmp_path, capsys, monkeypatch, how):
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "run"
+    assert run_cli(capsys, "fit", picture, "--out", out, "--steps", "5", *QUICK)[0] == 0
+    if how == "chmod":
+        if os.geteuid() == 0:
+            pytest.skip("root may write anywhere (the patched case stands in)")
+        os.chmod(out, 0o555)
+    else:
+        def denied(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+        monkeypatch.setattr("ironlearn.fitting.folder.tempfile.mkstemp", denied)
+    try:
+        assert_refused(capsys, ["fit", picture, "--out", out, "--resume", "--steps", "50", "--quiet"],
+                       "cannot write in", tmp_path)
+    finally:
+        os.chmod(out, 0o755)
+    assert load_checkpoint(out / "checkpoint.npz").step == 5  # nothing was trained for nothing
