@@ -8,8 +8,8 @@ Beside the network it shows what the run folder holds (:mod:`.run`).
 
 from .page import payload, render_page, write_viewer
 from .plan import DRAWABLE, Plan, ViewerError, build_plan
-from .serve import serve
+from .serve import make_server, serve
 from .shader import fragment_shader
 
-__all__ = ["DRAWABLE", "Plan", "ViewerError", "build_plan", "fragment_shader", "payload", "render_page", "serve",
-           "write_viewer"]
+__all__ = ["DRAWABLE", "Plan", "ViewerError", "build_plan", "fragment_shader", "make_server", "payload",
+           "render_page", "serve", "write_viewer"]

@@ -3,6 +3,12 @@
 Only the page itself is served (at ``/`` and under its own name), never the
 folder around it.  The page needs no server: this is for opening it in a
 browser that cannot reach the file, or from another program.
+
+Binding 127.0.0.1 keeps other machines out, but not other web sites: a page
+from anywhere can point a name of its own at 127.0.0.1 (DNS rebinding) and
+read what it fetches there.  Its requests carry that name in the Host header,
+so the page goes only to requests addressed to 127.0.0.1, localhost or [::1]
+at this port; any other Host, or none, gets 403.
 """
 
 from __future__ import annotations
@@ -12,11 +18,27 @@ import os
 import sys
 import threading
 import webbrowser
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .plan import ViewerError
 
 DEFAULT_PORT = 8000
+LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the only Host names answered
+
+
+def local_hosts(port: int) -> set[str]:
+    """The Host header values a request to this machine at ``port`` carries (without the port
+    on 80, as browsers send it)."""
+    return {f"{name}:{port}" for name in LOCAL_NAMES} | (set(LOCAL_NAMES) if port == 80 else set())
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A browser that hangs up (a closed tab, a cancelled load) is no error of ours: no
+        # traceback on the user's terminal.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler(page_path: str):
@@ -24,17 +46,30 @@ def _handler(page_path: str):
 
     class PageHandler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (the http.server name)
+            self._answer(with_body=True)
+
+        def do_HEAD(self):  # noqa: N802
+            self._answer(with_body=False)
+
+        def _answer(self, with_body: bool):
+            port = self.server.server_port
+            hosts = self.headers.get_all("Host", [])
+            if len(hosts) != 1 or hosts[0].strip().lower() not in local_hosts(port):
+                self.send_error(HTTPStatus.FORBIDDEN, explain=f"this server answers only requests to 127.0.0.1:{port}, "
+                                                             f"localhost:{port} or [::1]:{port}")
+                return
             if self.path.split("?")[0] not in ("/", name):
-                self.send_error(404, "only the viewer page is served here")
+                self.send_error(HTTPStatus.NOT_FOUND, "only the viewer page is served here")
                 return
             with open(page_path, "rb") as file:  # read per request: a rewritten page is served fresh
                 body = file.read()
-            self.send_response(200)
+            self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
-            self.wfile.write(body)
+            if with_body:
+                self.wfile.write(body)
 
         def log_message(self, format, *args):  # one line per request would bury the URL
             pass
@@ -42,11 +77,19 @@ def _handler(page_path: str):
     return PageHandler
 
 
-def _bind(page_path: str, port: int | None) -> ThreadingHTTPServer:
-    """A server on ``port``; without one, on 8000 or (when taken) any free port."""
+def make_server(page_path, port: int | None = None) -> ThreadingHTTPServer:
+    """A server of the page at ``page_path`` on 127.0.0.1:``port``; without a port, on 8000 or
+    (when taken) any free port.  Call its ``serve_forever`` to answer, ``shutdown`` to stop.
+
+    Raises
+    ------
+    ViewerError
+        The port is taken or cannot be bound.
+    """
+    page_path = os.path.abspath(os.fspath(page_path))
     for candidate in ([port] if port is not None else [DEFAULT_PORT, 0]):
         try:
-            return ThreadingHTTPServer(("127.0.0.1", candidate), _handler(page_path))
+            return _QuietServer(("127.0.0.1", candidate), _handler(page_path))
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or port is not None:
                 raise ViewerError(f"cannot serve on 127.0.0.1:{candidate}: {exc.strerror or exc}; "
@@ -69,7 +112,7 @@ def serve(page_path, port: int | None = None, *, open_browser: bool = True, log=
         The port is taken or cannot be bound.
     """
     page_path = os.path.abspath(os.fspath(page_path))
-    server = _bind(page_path, port)
+    server = make_server(page_path, port)
     url = f"http://127.0.0.1:{server.server_port}/{os.path.basename(page_path)}"
     thread = threading.Thread(target=server.serve_forever, name="ironlearn-view", daemon=True)
     thread.start()

@@ -1,0 +1,126 @@
+"""Nothing lost, nothing leaked: what a page may embed, and whom the server answers.
+
+A model file may come from someone else and name any local picture; the page
+may be shared or served.  The server runs in a thread of this process and is
+spoken to over real sockets, so its Host checks and its quiet hang-ups are
+what a browser would meet.
+"""
+
+import socket
+import struct
+import threading
+
+import pytest
+
+from ironlearn.viewer import make_server
+
+
+# -- the server ----------------------------------------------------------------------------------
+PAGE = b"<!DOCTYPE html><title>the page</title>"
+
+
+class Served:
+    """The page ``body`` served by :func:`make_server` from a thread of this process."""
+
+    def __init__(self, page, body: bytes):
+        page.write_bytes(body)
+        self.server = make_server(page, 0)
+        self.server.daemon_threads = False  # so that server_close() waits for the requests in flight
+        self.port = self.server.server_port
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        """Stop serving, once every request in flight is answered (and has printed what it would)."""
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def serving(tmp_path):
+    """``serving(body=PAGE)`` starts a :class:`Served`; the test's end stops it."""
+    started = []
+
+    def start(body=PAGE):
+        started.append(Served(tmp_path / "viewer.html", body))
+        return started[-1]
+
+    yield start
+    for served in started:
+        served.stop()
+
+
+def request(port, head: bytes) -> tuple[int, dict, bytes]:
+    """Send ``head`` (a request without its final blank line); returns (status, headers, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(head + b"\r\n")
+        answer = b""
+        while chunk := client.recv(1 << 16):
+            answer += chunk
+    top, _, body = answer.partition(b"\r\n\r\n")
+    lines = top.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, body
+
+
+def get(port, host: str | None, method="GET", path="/") -> tuple[int, dict, bytes]:
+    if host is None:  # HTTP/1.0 may leave the Host out
+        return request(port, f"{method} {path} HTTP/1.0\r\n".encode())
+    return request(port, f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n".encode())
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "LocalHost:{port}"])
+def test_the_page_goes_to_local_host_names(serving, host):
+    port = serving().port
+    status, headers, body = get(port, host.format(port=port))
+    assert status == 200 and body == PAGE and headers["Content-Type"].startswith("text/html")
+    assert get(port, host.format(port=port), path="/viewer.html?x=1")[2] == PAGE
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1:{other}", "localhost",
+                                  "127.0.0.1.evil.example:{port}", None, "two"])
+def test_any_other_host_is_refused(serving, host, capfd):
+    port = serving().port
+    if host == "two":  # one right, one wrong: which one would a proxy believe?
+        status, _, body = request(port, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: evil.example\r\n"
+                                        "Connection: close\r\n".encode())
+    else:
+        status, _, body = get(port, host and host.format(port=port, other=port + 1))
+    assert status == 403 and PAGE not in body and len(body) < 1000
+    assert b"127.0.0.1:%d" % port in body  # says where to ask instead
+    assert capfd.readouterr().err == ""
+
+
+def test_head_answers_as_get_without_the_body(serving):
+    port = serving().port
+    status, headers, body = get(port, f"127.0.0.1:{port}", method="HEAD")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) == len(PAGE)
+    assert headers.keys() == get(port, f"127.0.0.1:{port}")[1].keys()
+    assert get(port, "evil.example", method="HEAD")[::2] == (403, b"")
+    assert get(port, f"127.0.0.1:{port}", method="HEAD", path="/model.npz")[::2] == (404, b"")
+
+
+def _hang_up_hard(client):
+    """Close with a reset, as a killed browser does, instead of an orderly goodbye."""
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.close()
+
+
+@pytest.mark.parametrize("how", ["connect and close", "connect and reset", "mid-request", "mid-response"])
+def test_a_client_hanging_up_prints_nothing(serving, capfd, how):
+    served = serving(PAGE + b" " * (32 << 20))  # larger than any socket buffer: the server is mid-write
+    port = served.port
+    client = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if how == "connect and close":
+        client.close()
+    elif how == "connect and reset":
+        _hang_up_hard(client)
+    elif how == "mid-request":
+        client.sendall(b"GET / HTTP/1.1\r\nHost: 127.0")
+        _hang_up_hard(client)
+    else:
+        client.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        assert client.recv(1024).startswith(b"HTTP/1.0 200")
+        _hang_up_hard(client)
+    assert get(port, f"127.0.0.1:{port}", path="/elsewhere")[0] == 404  # still answering
+    served.stop()
+    assert capfd.readouterr().err == ""
