@@ -6,13 +6,59 @@ spoken to over real sockets, so its Host checks and its quiet hang-ups are
 what a browser would meet.
 """
 
+import json
+import re
 import socket
 import struct
 import threading
 
 import pytest
 
-from ironlearn.viewer import make_server
+from helpers import rewrite_meta, run_cli
+from ironlearn.viewer import make_server, payload, render_page
+from models import save_model
+
+MARKERS = ("@title", "/*@style*/", "/*@data*/", "/*@script*/")
+
+
+def data_of(page_path) -> dict:
+    text = page_path.read_text(encoding="utf-8")
+    return json.loads(re.search(r'<script type="application/json" id="ironlearn-data">(.*?)</script>', text, re.S)[1])
+
+
+def set_settings(path, **changes):
+    """Change (or, with None, remove) settings of a saved model, as someone handing it over could."""
+    def change(meta, arrays):
+        for name, value in changes.items():
+            if value is None:
+                meta["settings"].pop(name, None)
+            else:
+                meta["settings"][name] = value
+    rewrite_meta(path, change)
+
+
+# -- the page template's markers -----------------------------------------------------------------
+@pytest.mark.parametrize("title", [*MARKERS, "".join(MARKERS), "</title><script>alert(1)</script>"])
+def test_a_title_holding_the_templates_markers_stays_a_title(tmp_path, title):
+    data = payload(save_model(tmp_path / "model.npz", "mlp"))
+    data["title"] = title
+    data["notes"] = list(MARKERS)
+    page = render_page(data)
+    assert re.search(r"<title>(.*?)</title>", page, re.S)[1] == title.replace("<", "&lt;").replace(">", "&gt;")
+    found = json.loads(re.search(r'id="ironlearn-data">(.*?)</script>', page, re.S)[1])
+    assert found["title"] == title and found["notes"] == list(MARKERS)
+    # The script went in once, where the template wants it, and nowhere else.
+    assert page.count("window.ironlearnViewer") == render_page({**data, "title": "x"}).count("window.ironlearnViewer")
+
+
+def test_markers_in_a_models_settings_reach_the_page_as_text(tmp_path, capsys):
+    model = save_model(tmp_path / "model.npz", "mlp")
+    set_settings(model, input=f"/pictures/{''.join(MARKERS)}.png", model="/*@script*/",
+                 metrics={marker: marker for marker in MARKERS})
+    code, _, err = run_cli(capsys, "view", model)
+    assert code == 0 and "Traceback" not in err, err
+    data = data_of(tmp_path / "viewer.html")
+    assert data["preset"] == "/*@script*/" and data["metrics"]["/*@data*/"] == "/*@data*/"
 
 
 # -- the server ----------------------------------------------------------------------------------

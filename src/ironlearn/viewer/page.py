@@ -11,6 +11,7 @@ import base64
 import html
 import json
 import os
+import re
 from importlib import resources
 
 from .. import __version__
@@ -75,14 +76,14 @@ def render_page(data: dict) -> str:
     """The HTML of the page for a :func:`payload`."""
     # "<" escaped inside the JSON so no string in it can close the <script> block.
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
-    script = "\n".join(_static(name) for name in SCRIPTS)
+    values = {"@title": html.escape(data["title"]), "/*@style*/": _static("viewer.css"), "/*@data*/": blob,
+              "/*@script*/": "\n".join(_static(name) for name in SCRIPTS)}
     page = _static("viewer.html")
-    for marker, value in (("@title", html.escape(data["title"])), ("/*@style*/", _static("viewer.css")),
-                          ("/*@data*/", blob), ("/*@script*/", script)):
+    for marker in values:
         if page.count(marker) != 1:
             raise RuntimeError(f"viewer.html must hold {marker} exactly once")
-        page = page.replace(marker, value)
-    return page
+    # One pass: what goes in (a title, the data) is never scanned for markers again.
+    return re.sub("|".join(map(re.escape, values)), lambda match: values[match[0]], page)
 
 
 def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE) -> str:
