@@ -251,6 +251,13 @@ def build_parser() -> Parser:
                                                                     "one when 8000 is taken)")
     view_p.add_argument("--no-browser", action="store_true", help="with --serve, do not open a browser")
     view_p.add_argument("--force", action="store_true", help="replace the page if it exists")
+    picture_p = view_p.add_mutually_exclusive_group()
+    picture_p.add_argument("--with-picture", dest="with_picture", action="store_const", const=True,
+                           help="embed the training picture the model names also for a bare model file (one not "
+                                "named model.npz or checkpoint.npz); a run's is embedded by default. Either way "
+                                "only if it is the picture the model was fitted on")
+    picture_p.add_argument("--without-picture", dest="with_picture", action="store_const", const=False,
+                           help="leave the training picture out, also for a run (a page to share)")
     view_p.set_defaults(func=cmd_view)
 
     encode_p = commands.add_parser("encode", help="image -> pixel CSV (x,y,pixel_value)",
@@ -363,7 +370,7 @@ def cmd_view(args) -> int:
     _check_output(output, args.force)
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
-    write_viewer(model_path, output)
+    write_viewer(model_path, output, with_picture=args.with_picture)
     say(f"wrote {output} ({os.path.getsize(output) / 2**20:.1f} MB): open it in a browser, no server needed")
     if args.serve:
         serve(output, args.port, open_browser=not args.no_browser, log=say)

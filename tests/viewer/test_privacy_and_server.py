@@ -8,13 +8,16 @@ what a browser would meet.
 
 import json
 import re
+import shutil
 import socket
 import struct
 import threading
 
 import pytest
+from PIL import Image
 
-from helpers import rewrite_meta, run_cli
+from helpers import make_picture, rewrite_meta, run_cli
+from ironlearn.cli import main
 from ironlearn.viewer import make_server, payload, render_page
 from models import save_model
 
@@ -35,6 +38,91 @@ def set_settings(path, **changes):
             else:
                 meta["settings"][name] = value
     rewrite_meta(path, change)
+
+
+# -- the training picture ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A run folder of 'ironlearn fit' and the picture it was fitted on."""
+    folder = tmp_path_factory.mktemp("fitted")
+    picture = make_picture(folder / "disc.png", size=24)
+    run = folder / "run"
+    assert main(["fit", str(picture), "--out", str(run), "--steps", "8", "--width", "8", "--depth", "1", "--quiet",
+                 "--device", "cpu"]) == 0
+    return run, picture
+
+
+@pytest.fixture
+def run(tmp_path, fitted):
+    """A fresh copy of the fitted run, to rewrite at will."""
+    return shutil.copytree(fitted[0], tmp_path / "run")
+
+
+@pytest.fixture
+def private(tmp_path):
+    """A local picture nobody asked to share: pure red, so it is easy to recognise."""
+    path = tmp_path / "private.png"
+    Image.new("RGB", (24, 24), (255, 0, 0)).save(path)
+    return path
+
+
+def test_a_run_folder_still_shows_the_picture_it_was_fitted_on(run):
+    data = payload(run)
+    assert data["original"].startswith("data:image/png;base64,") and data["notes"] == []
+    assert data["timelapse"] and data["lossPlot"]
+
+
+@pytest.mark.parametrize("how", ["another picture named", "picture replaced", "no fingerprint"])
+def test_a_picture_that_is_not_the_one_fitted_stays_out(run, private, how):
+    if how == "another picture named":
+        set_settings(run / "model.npz", input=str(private), mode="rgb")
+    elif how == "picture replaced":  # the run's name, size and mode; other pixels
+        replaced = private.with_name("disc.png")
+        Image.new("L", (24, 24), 255).save(replaced)
+        set_settings(run / "model.npz", input=str(replaced))
+    else:
+        set_settings(run / "model.npz", fingerprint=None)
+    data = payload(run)
+    assert data["original"] is None
+    assert len(data["notes"]) == 1
+    assert ("does not record" if how == "no fingerprint" else "not the picture it was fitted on") in data["notes"][0]
+
+
+def test_a_missing_picture_and_another_picture_read_alike(run, private, tmp_path):
+    """The page must not tell whoever reads it whether a file exists at a path the model chose."""
+    set_settings(run / "model.npz", input=str(private))
+    there = payload(run)["notes"]
+    set_settings(run / "model.npz", input=str(tmp_path / "nowhere" / "private.png"))
+    assert payload(run)["notes"] == there
+
+
+def test_a_bare_model_file_embeds_its_picture_only_on_request(run, tmp_path, capsys):
+    bare = shutil.copy(run / "model.npz", tmp_path / "shared.npz")
+    page = tmp_path / "viewer.html"
+    assert run_cli(capsys, "view", bare)[0] == 0
+    data = data_of(page)
+    assert data["original"] is None and "--with-picture" in " ".join(data["notes"])
+    # Its folder is not its run's: nothing beside it is read.
+    shutil.copy(run / "timelapse.gif", tmp_path / "timelapse.gif")
+    assert run_cli(capsys, "view", bare, "--force", "--with-picture")[0] == 0
+    data = data_of(page)
+    assert data["original"].startswith("data:image/png;base64,") and data["timelapse"] is None
+
+
+def test_with_picture_still_checks_the_fingerprint(run, private, tmp_path, capsys):
+    bare = shutil.copy(run / "model.npz", tmp_path / "shared.npz")
+    set_settings(bare, input=str(private), mode="rgb")
+    assert run_cli(capsys, "view", bare, "--with-picture")[0] == 0
+    data = data_of(tmp_path / "viewer.html")
+    assert data["original"] is None and "not the picture" in data["notes"][0]
+
+
+def test_without_picture_leaves_a_runs_picture_out(run, capsys):
+    code, _, err = run_cli(capsys, "view", run, "--without-picture")
+    assert code == 0, err
+    assert data_of(run / "viewer.html")["original"] is None
+    code, _, err = run_cli(capsys, "view", run, "--force", "--with-picture", "--without-picture")
+    assert code == 2 and len(err.strip().splitlines()) == 1
 
 
 # -- the page template's markers -----------------------------------------------------------------

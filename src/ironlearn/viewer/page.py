@@ -18,7 +18,7 @@ from .. import __version__
 from ..files import write_bytes
 from ..train import load_checkpoint
 from .plan import build_plan, texture_shape
-from .run import MAX_ORIGINAL_SIDE, collect_extras, locate_model
+from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
 from .shader import fragment_shader
 
 #: The page's script files, inlined in this order into one <script>.
@@ -29,8 +29,12 @@ def _static(name: str) -> str:
     return (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")
 
 
-def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE) -> dict:
+def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture: bool | None = None) -> dict:
     """Everything the page reads about the model at ``source`` (a run folder or model file), JSON-ready.
+
+    ``with_picture`` None embeds the training picture for a run's model and not for a bare
+    model file (see :mod:`.run`); True or False decides for either.  Either way the picture
+    must have the fingerprint the run saved.
 
     Raises
     ------
@@ -43,7 +47,9 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE) -> dict:
     saved = load_checkpoint(model_path)
     plan = build_plan(saved.model)
     settings = saved.settings
-    extras = collect_extras(os.path.dirname(os.path.abspath(model_path)), settings, max_original_side)
+    run = is_run_model(model_path)
+    extras = collect_extras(os.path.dirname(os.path.abspath(model_path)) if run else None, settings,
+                            max_original_side, with_picture=run if with_picture is None else with_picture)
     size = settings.get("size") or [None, None]  # a model saved by the library alone: shown square
     metrics = {"params": saved.model.num_parameters, "steps": saved.step, **extras.metrics}
     return {
@@ -86,7 +92,8 @@ def render_page(data: dict) -> str:
     return re.sub("|".join(map(re.escape, values)), lambda match: values[match[0]], page)
 
 
-def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE) -> str:
+def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE,
+                 with_picture: bool | None = None) -> str:
     """Write the viewer page for ``source`` (a run folder or a model .npz) to ``out_html``, atomically.
 
     Parameters
@@ -97,12 +104,14 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
         The page to write (replaced if it exists).
     max_original_side : int
         The training picture is embedded downscaled to at most this many pixels a side.
+    with_picture : bool or None
+        Embed the training picture: None for a run's model only (see :func:`payload`).
 
     Returns
     -------
     str
         ``out_html``.
     """
-    text = render_page(payload(source, max_original_side))
+    text = render_page(payload(source, max_original_side, with_picture=with_picture))
     write_bytes(out_html, text.encode("utf-8"))
     return os.fspath(out_html)

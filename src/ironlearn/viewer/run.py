@@ -4,6 +4,13 @@ Everything is optional except the model: a model file saved by the library has
 no run folder, and a run still training has a checkpoint but no ``model.npz``.
 What is missing is left out of the page, with a note when the user would
 otherwise wonder (the training picture moved, a time-lapse too large to embed).
+
+A model file may come from someone else, and the page may be shared or served,
+so nothing local goes into it on the model's word alone.  The model is a run's
+when its file is named ``model.npz`` or ``checkpoint.npz`` (what ``ironlearn
+fit`` writes); any other file is a *bare* model file, and nothing around it is
+read.  The training picture its settings name is embedded only when its pixels
+have the fingerprint the run saved, and for a bare model file only on request.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from ..fitting import folder as run_folder
+from ..fitting.plan import fingerprint
 from ..image.io import InputError, load_picture, scaled_size, to_uint8
 from .plan import ViewerError
 
@@ -55,14 +63,37 @@ def locate_model(source) -> str:
     return source
 
 
+def is_run_model(model_path) -> bool:
+    """Whether ``model_path`` is a run folder's model (named ``model.npz`` or ``checkpoint.npz``)
+    rather than a bare model file."""
+    return os.path.basename(os.fspath(model_path)) in MODEL_NAMES
+
+
 def data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def collect_extras(folder: str, settings: dict, max_original_side: int = MAX_ORIGINAL_SIDE) -> RunExtras:
-    """The training picture (from ``settings["input"]``) and the run's time-lapse, plot and metrics."""
+def collect_extras(folder: str | None, settings: dict, max_original_side: int = MAX_ORIGINAL_SIDE, *,
+                   with_picture: bool = True) -> RunExtras:
+    """What the page shows beside the model.
+
+    Parameters
+    ----------
+    folder : str or None
+        The run folder: its time-lapse, plot, history and metrics are read.  None for a bare
+        model file, whose folder is not its run's.
+    settings : dict
+        The model's saved settings.
+    max_original_side : int
+        The training picture is downscaled to at most this many pixels a side.
+    with_picture : bool
+        Embed the training picture ``settings["input"]``, if its fingerprint matches
+        ``settings["fingerprint"]``.
+    """
     extras = RunExtras(metrics=dict(settings.get("metrics", {})))
-    extras.original = _original(settings, max_original_side, extras.notes)
+    extras.original = _original(settings, max_original_side, extras.notes, with_picture)
+    if folder is None:
+        return extras
     extras.timelapse = _embedded(os.path.join(folder, run_folder.TIMELAPSE), "image/gif", extras.notes)
     extras.loss_plot = _embedded(os.path.join(folder, run_folder.LOSS_PLOT), "image/png", extras.notes)
     if extras.loss_plot is None:
@@ -79,15 +110,29 @@ def collect_extras(folder: str, settings: dict, max_original_side: int = MAX_ORI
     return extras
 
 
-def _original(settings: dict, max_side: int, notes: list) -> str | None:
+def _original(settings: dict, max_side: int, notes: list, wanted: bool) -> str | None:
     path, size = settings.get("input"), settings.get("size")
     if not path or not size:
+        return None
+    name = os.path.basename(path)
+    if not wanted:
+        notes.append(f"the training picture {name} is left out (ironlearn view --with-picture embeds it)")
+        return None
+    if not settings.get("fingerprint"):  # saved by the library alone, or edited
+        notes.append(f"the training picture {name} is left out: the model does not record "
+                     "which picture it was fitted on")
         return None
     try:
         # As the network saw it: resized to the training size and in the training mode.
         picture = load_picture(path, mode=settings.get("mode"), size=tuple(size))
-    except (InputError, OSError, ValueError):
-        notes.append(f"the training picture {os.path.basename(path)} could not be read, so there is no comparison")
+        fitted_on = fingerprint(picture) == settings["fingerprint"]
+    except (InputError, OSError, ValueError, TypeError):  # TypeError: a size that is not two numbers
+        fitted_on = False
+    if not fitted_on:
+        # One note whether the file is missing, unreadable or another picture: a page that
+        # someone shares must not tell whether a file exists at a path the model chose.
+        notes.append(f"the training picture {name} is not where the run read it, or is not the picture "
+                     "it was fitted on, so there is no comparison")
         return None
     image = Image.fromarray(to_uint8(picture.pixels))
     target = scaled_size(*image.size, max_side, enlarge=False)
