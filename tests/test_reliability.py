@@ -96,6 +96,42 @@ def test_unusual_images_work(tmp_path, capsys, name, mode):
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["mode"] == mode
 
 
+def test_a_float_tiff_fits_on_its_own_range(tmp_path, capsys):
+    """Pillow's float buffer is read-only (it was divided in place: a traceback), and floats in [0, 1]
+    are intensities already: dividing them by 255 would fit a black picture."""
+    from ironlearn.image import load_picture
+
+    ramp = np.linspace(0.1, 0.9, 24 * 24, dtype=np.float32).reshape(24, 24)
+    Image.fromarray(ramp, "F").save(tmp_path / "unit.tif")
+    Image.fromarray(ramp * 1000 - 300, "F").save(tmp_path / "wide.tif")
+    np.testing.assert_allclose(load_picture(tmp_path / "unit.tif").pixels[..., 0], ramp)
+    wide = load_picture(tmp_path / "wide.tif")
+    assert wide.pixels.min() == 0 and wide.pixels.max() == 1 and "stretched" in wide.notes[0]
+    code, _, err = run_cli(capsys, "fit", tmp_path / "unit.tif", "--out", tmp_path / "run", "--steps", 5, *FAST)
+    assert code == 0, err
+    Image.fromarray(np.full((8, 8), np.nan, np.float32), "F").save(tmp_path / "nan.tif")
+    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "nan.tif", "--out", tmp_path / "other", *FAST],
+                         "NaN or infinite")
+
+
+def test_what_is_lost_in_reading_is_said(tmp_path, capsys):
+    """An animated GIF trains on its first frame, and Pillow reads 16-bit colour as 8 bits: one note each."""
+    odd_but_valid_images(tmp_path)
+    code, _, err = run_cli(capsys, "fit", tmp_path / "animated.gif", "--out", tmp_path / "gif", "--steps", 5, *FAST)
+    assert code == 0 and "note: animated.gif has 3 frames; ironlearn fits the first" in err, err
+    rows = np.random.default_rng(0).integers(0, 65535, (8, 8 * 3)).astype(">u2")
+    raw = b"".join(b"\0" + row.tobytes() for row in rows)
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    (tmp_path / "deep.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 16, 2, 0, 0, 0))
+                                        + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    code, _, err = run_cli(capsys, "fit", tmp_path / "deep.png", "--out", tmp_path / "deep", "--steps", 5, *FAST)
+    assert code == 0 and "16 bits a colour channel" in err, err
+    code, _, err = run_cli(capsys, "fit", tmp_path / "sixteen.png", "--out", tmp_path / "gray", "--steps", 5, *FAST)
+    assert code == 0 and "note:" not in err, err  # 16-bit gray keeps its 16 bits: nothing to say
+
+
 def test_alpha_is_composited_on_white(tmp_path):
     from ironlearn.image import load_picture
 
@@ -113,6 +149,8 @@ def test_alpha_is_composited_on_white(tmp_path):
     ("x,y,pixel_value\n0,0,1\n0,0,0\n", "more than once"),
     ("x,y,pixel_value\n0,0,1\n3,3,0\n", "missing"),
     ("x,y,pixel_value\n-1,0,1\n", "whole numbers from 0"),
+    ("x,y,pixel_value\n0,0,1\n1,0\n0,1,1\n1,1,0\n", "line 3: expected 3 values"),  # a ragged row
+    ("x,y,pixel_value\n0,0,1\n1e20,0,1\n", "more than ironlearn reads"),
 ])
 def test_bad_csvs(tmp_path, capsys, text, message):
     (tmp_path / "p.csv").write_text(text)
@@ -182,10 +220,45 @@ def test_resume_from_another_image(run_folder, tmp_path, capsys):
     (["--resume", "--force"], "contradict"),
     (["--model", "classic", "--depth", "3"], "does not apply"),
     (["--model", "hashgrid", "--w0", "3"], "does not apply"),
+    (["--lr", "0.001", "--lr-min", "0.1"], "--lr-min 0.1 is above --lr"),
+    (["--lr-min", "0.5"], "is above the learning rate of --model hashgrid"),
+    (["--coarsest", "64", "--finest", "16"], "--coarsest 64 is above --finest"),
+    (["--coarsest", "64"], "give a smaller --coarsest or a larger --finest"),  # the 32-pixel picture's finest: 32
+    (["--max-pixels", "100"], "over the limit you set (--max-pixels 100)"),
 ])
 def test_bad_options(tmp_path, capsys, extra, message):
     picture = make_picture(tmp_path / "disc.png")
     expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", tmp_path / "run", *extra], message)
+
+
+def test_resume_at_another_size_says_so(run_folder, tmp_path, capsys):
+    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
+                                            "--size", "16"], "was trained at 32x32, and --size gives 16x16")
+
+
+def test_running_out_of_memory_is_one_line(tmp_path):
+    """A real MemoryError: the address space limited (ulimit -v) under what a 6000x6000 picture needs."""
+    resource = pytest.importorskip("resource")
+    big = tmp_path / "big.png"
+    Image.fromarray(np.add.outer(np.arange(6000), np.arange(6000)).astype(np.uint8)).save(big)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (900 << 20, 900 << 20))
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "ironlearn", "fit", str(big), "--out", str(tmp_path / "run"),
+                           "--steps", "3", "--quiet", "--device", "cpu"], capture_output=True, text=True,
+                          preexec_fn=limit, env=env, timeout=300)
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("step ")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(errors) == 1 and "out of memory" in errors[0] and "--size" in errors[0], done.stderr
+
+
+def test_an_image_format_that_cannot_hold_the_picture_says_why(tmp_path, capsys):
+    """Pillow's OSError for a gray picture written as XBM has no errno: its reason used to be dropped."""
+    (tmp_path / "p.csv").write_text("x,y,pixel_value\n0,0,10\n1,0,200\n0,1,30\n1,1,90\n")
+    expect_clean_failure(capsys, tmp_path, ["decode", tmp_path / "p.csv", "-o", tmp_path / "p.xbm"],
+                         "cannot write mode L as XBM")
+    assert not (tmp_path / "p.xbm").exists()
 
 
 def test_output_path_that_is_a_file(tmp_path, capsys):

@@ -68,6 +68,14 @@ def _terminate_cleanly():
         signal.signal(signal.SIGTERM, previous)
 
 
+#: What to try when a command runs out of memory.
+MEMORY_ADVICE = {
+    "fit": "fit a smaller picture (--size), train on smaller batches (--batch-size) or a smaller model, "
+           "or free memory",
+    "render": "render a smaller --size, or free memory",
+    "view": "free memory, or view a smaller model",
+}
+MEMORY_ADVICE["fit-many"] = MEMORY_ADVICE["fit"] + "; or run fewer at once (--workers)"
 DEMO_SECONDS = 20.0  # the drawing passes 50 dB within 5 s; the rest makes a longer time-lapse
 
 
@@ -147,7 +155,7 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                         help="stop after this much training time (default, without --steps: 40 s); alone, it "
                              "sizes the learning-rate schedule to the steps that fit, revised as the run goes")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
-    parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule")
+    parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule (at most the peak, --lr)")
     parser.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (default cosine)")
     parser.add_argument("--batch-size", type=count, metavar="N",
                         help="points per step; 0 = the whole picture every step (default: the preset's; a "
@@ -466,6 +474,10 @@ def main(argv=None) -> int:
         say(f"ironlearn {args.command}: error: training diverged at step {exc.step}: loss {exc.loss:.4g} at "
             f"learning rate {exc.lr:.3g}; try a lower one, e.g. --lr {exc.lr / 10:.2g}; the last good checkpoint is kept")
         return ExitCode.FAILED
+    except MemoryError:  # NumPy's says how much it wanted; the user needs to know what to change
+        say(f"ironlearn {args.command}: error: out of memory; {MEMORY_ADVICE.get(args.command, MEMORY_ADVICE['fit'])} "
+            "(files written before are intact)")
+        return ExitCode.USAGE
     except OSError as exc:  # disk full, permissions, a folder vanished: no traceback, nothing half-written
         where = f" {exc.filename}" if exc.filename else ""
         say(f"ironlearn {args.command}: error: could not write{where}: {exc.strerror or exc} "

@@ -194,6 +194,11 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
 
     ``saved`` is the run's saved settings on ``--resume`` (its image and step count).
     """
+    if saved is not None and list(saved.get("size", [])) != [picture.width, picture.height]:
+        width, height = saved["size"]
+        raise UsageError(f"the run in {options.run_folder} was trained at {width}x{height}, and --size gives "
+                         f"{picture.width}x{picture.height}; drop --size to resume it, or use --force to start "
+                         "a new run at this size")
     print_ = fingerprint(picture)
     if saved is not None and saved.get("fingerprint") != print_:
         raise UsageError(f"{options.input} is not the image the run in {options.run_folder} was trained on "
@@ -203,6 +208,14 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.mode)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    lr = preset.lr if options.lr is None else options.lr
+    lr_min = preset.lr_min if options.lr_min is None else options.lr_min
+    if lr_min > lr:
+        if options.lr_min is not None:
+            source = "--lr" if options.lr is not None else f"the learning rate of --model {preset.name}"
+            raise UsageError(f"--lr-min {lr_min:g} is above {source} ({lr:g}), where the schedule starts; "
+                             "give a smaller --lr-min")
+        lr_min = lr  # a peak under the preset's floor: the schedule stays at it
     time_budget, timed = options.time_budget, False
     if options.steps is not None:
         steps = options.steps
@@ -213,8 +226,7 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
     return RunPlan(
         input=options.input, out=options.run_folder, fingerprint=print_, mode=picture.mode,
         width=picture.width, height=picture.height, channels=picture.channels, model=preset.name,
-        model_options=model_options, lr=preset.lr if options.lr is None else options.lr,
-        lr_min=preset.lr_min if options.lr_min is None else options.lr_min, schedule=options.schedule or "cosine",
+        model_options=model_options, lr=lr, lr_min=lr_min, schedule=options.schedule or "cosine",
         batch_size=_batch_size(options, preset, picture.width * picture.height),
         filter=options.filter or preset.default_filter(model_options),
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,

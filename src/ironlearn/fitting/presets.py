@@ -239,7 +239,8 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
     picture up to 256 px a side gets one dense B-spline level instead (:func:`grid_interpolation`),
     and a colour one a coarse pyramid and a detail level (:func:`grid_detail`), unless levels, the
     finest level or the detail level are given."""
-    longest, chosen = max(width_px, height_px), o["levels"] or o["finest"] or o["detail"] is not None
+    longest = max(width_px, height_px)
+    chosen = o["levels"] or o["finest"] or o["coarsest"] or o["detail"] is not None
     if mode == "gray" and not chosen and o["interpolation"] != "linear":
         side = _spline_side(width_px, height_px, mode, o)
         if grid_interpolation(mode, longest, side) == "bspline":
@@ -250,6 +251,10 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
             return sized
     o = {**o, "interpolation": o["interpolation"] or "linear", "detail": o["detail"] or 0}
     finest = o["finest"] or max(width_px, height_px)
+    if o["coarsest"] and o["coarsest"] > finest:
+        given = "--finest" if o["finest"] else "the finest level (the picture's longest side)"
+        raise ValueError(f"--coarsest {o['coarsest']} is above {given}, {finest} cells; give a smaller "
+                         "--coarsest" + ("" if o["finest"] else " or a larger --finest"))
     coarsest = min(o["coarsest"] or max(2, min(16, finest // 16)), finest)
     levels = o["levels"] or (4 if finest >= 4 * coarsest else 2)
     features = o["features"] or 2

@@ -82,6 +82,8 @@ def _fit(options: FitOptions, saved, log) -> dict:
         options = resume_options(options, saved.settings)
     picture = load_picture(options.input, mode=options.mode, size=options.size,
                            max_pixels=options.max_pixels or MAX_PIXELS)
+    for note in picture.notes:
+        log(f"note: {note}")
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
     if plan.resume:
         folder.check_not_input(plan.out, plan.input)

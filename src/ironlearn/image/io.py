@@ -13,8 +13,7 @@ import csv
 import io
 import os
 import re
-import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -44,6 +43,8 @@ class Picture:
     values: np.ndarray
     mode: str
     source: str
+    #: What the user should know about how the file was read (frame 0 of an animation, ...).
+    notes: list = field(default_factory=list)
 
     @property
     def height(self) -> int:
@@ -97,7 +98,17 @@ def _megapixels(pixels: int) -> str:
     return f"{pixels / 1e6:g} MP"
 
 
-def _open(path: str, max_pixels: int = MAX_PIXELS) -> Image.Image:
+def _over_limit(path: str, width: int, height: int, max_pixels: int, what: str = "declares") -> InputError:
+    if max_pixels == MAX_PIXELS:
+        return InputError(f"{path} {what} {width}x{height} pixels, more than ironlearn reads "
+                          f"({_megapixels(max_pixels)}); resize it first, or raise --max-pixels")
+    return InputError(f"{path} {what} {width}x{height} pixels, over the limit you set (--max-pixels {max_pixels:,}); "
+                      "raise it, or resize the picture first")
+
+
+def _open(path: str, max_pixels: int = MAX_PIXELS) -> tuple[Image.Image, list[str]]:
+    """The image at ``path``, decoded once its declared size is known to be within ``max_pixels``,
+    and the notes on how it was read (:func:`_notes`)."""
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -106,22 +117,17 @@ def _open(path: str, max_pixels: int = MAX_PIXELS) -> Image.Image:
         raise InputError(f"{path} is empty; give an image file (PNG, JPEG, WebP, BMP, ...)")
     guard = Image.MAX_IMAGE_PIXELS
     try:
-        with warnings.catch_warnings():
-            # Pillow's decompression-bomb guard, set to our own limit: it checks the declared size
-            # before decoding; past twice the limit Pillow refuses, past it we do (below).
-            Image.MAX_IMAGE_PIXELS = max_pixels
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image = Image.open(path)
-            width, height = image.size
-            if width * height > max_pixels:
-                raise InputError(f"{path} declares {width}x{height} pixels, more than ironlearn reads "
-                                 f"({_megapixels(max_pixels)}); resize it first, or raise --max-pixels")
-            image.load()
+        # Pillow's decompression-bomb guard is ours to apply: the declared size is checked below,
+        # before anything is decoded, with a message that names the limit the user set.
+        Image.MAX_IMAGE_PIXELS = None
+        image = Image.open(path)
+        width, height = image.size
+        if width * height > max_pixels:
+            raise _over_limit(path, width, height, max_pixels)
+        notes = _notes(path, image)  # before load(), which forgets how the file stores its samples
+        image.load()
     except InputError:
         raise
-    except Image.DecompressionBombError:
-        raise InputError(f"{path} declares an enormous size (a decompression bomb?); resize it first, "
-                         "or raise --max-pixels") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or copy it") from None
     except UnidentifiedImageError:
@@ -131,15 +137,35 @@ def _open(path: str, max_pixels: int = MAX_PIXELS) -> Image.Image:
         raise InputError(f"{path}: the image is truncated or corrupt ({exc}); re-export it") from None
     finally:
         Image.MAX_IMAGE_PIXELS = guard
-    return image
+    return image, notes
 
 
-def _decode(image: Image.Image) -> np.ndarray:
+def _notes(path: str, image: Image.Image) -> list[str]:
+    """What is lost or chosen in reading ``image`` (opened, not yet loaded), said once to the user."""
+    notes, rawmode = [], image.tile[0][3] if image.tile and isinstance(image.tile[0][3], str) else ""
+    frames = getattr(image, "n_frames", 1)
+    if frames > 1:
+        notes.append(f"{os.path.basename(path)} has {frames} frames; ironlearn fits the first")
+    if image.mode in ("RGB", "RGBA") and ";16" in rawmode:
+        notes.append(f"{os.path.basename(path)} has 16 bits a colour channel; Pillow reads it as 8, so the fit "
+                     "sees 8-bit colour (16-bit gray pictures keep their 16 bits)")
+    return notes
+
+
+def _decode(image: Image.Image, notes: list) -> np.ndarray:
     """Any Pillow image (palette, alpha, CMYK, 16-bit, animated) -> (h, w, 1 or 3): uint8 0-255
     for 8-bit images, float32 in [0, 1] for 16-bit and float ones (their precision kept)."""
     image = ImageOps.exif_transpose(image)  # upright as the camera meant; frame 0 of an animation
-    if image.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
-        values = np.asarray(image, dtype=np.float32)
+    if image.mode == "F":
+        values = np.array(image, dtype=np.float32)  # a copy: Pillow's buffer is read-only
+        low, high = _float_range(values)
+        if not (low >= 0 and high <= 1):  # a float file has no fixed white, as 255 is for 8 bits
+            notes.append(f"float values from {low:.4g} to {high:.4g}, stretched to black..white")
+            values -= np.float32(low)
+            values /= np.float32(high - low if high > low else 1.0)
+        return values[..., None]
+    if image.mode in ("I;16", "I;16B", "I;16L", "I"):
+        values = np.array(image, dtype=np.float32)  # a copy: Pillow's buffer is read-only
         peak = 65535.0 if image.mode.startswith("I;16") or values.max(initial=0) > 255 else 255.0
         values /= np.float32(peak)
         return np.clip(values, 0, 1, out=values)[..., None]
@@ -156,6 +182,12 @@ def _decode(image: Image.Image) -> np.ndarray:
     if np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 1], rgb[..., 2]):
         return rgb[..., :1].copy()
     return rgb
+
+
+def _float_range(values: np.ndarray) -> tuple[float, float]:
+    if not np.isfinite(values).all():
+        raise ValueError("the float picture holds NaN or infinite values")
+    return float(values.min()), float(values.max())
 
 
 def as_float(values: np.ndarray) -> np.ndarray:
@@ -194,11 +226,16 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
     path = os.fspath(path)
     if mode is not None and mode not in MODES:
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    notes = []
     if path.lower().endswith(CSV_SUFFIXES):
         values, csv_mode = read_pixel_csv(path)
         mode = mode or csv_mode
     else:
-        values = _decode(_open(path, max_pixels))
+        image, notes = _open(path, max_pixels)
+        try:
+            values = _decode(image, notes)
+        except ValueError as exc:
+            raise InputError(f"{path}: {exc}; re-export it with finite values") from None
         mode = mode or ("rgb" if values.shape[2] == 3 else "gray")
     height, width = values.shape[:2]
     if min(width, height) < MIN_SIDE:
@@ -210,7 +247,7 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
         raise InputError(f"--size gives {target_w}x{target_h} pixels, more than ironlearn reads "
                          f"({_megapixels(max_pixels)}); choose a smaller size or raise --max-pixels")
     values = to_mode(_resize(values, target_w, target_h), mode)
-    return Picture(values=np.ascontiguousarray(values), mode=mode, source=path)
+    return Picture(values=np.ascontiguousarray(values), mode=mode, source=path, notes=notes)
 
 
 def to_uint8(pixels: np.ndarray) -> np.ndarray:
@@ -277,14 +314,14 @@ def read_pixel_csv(path) -> tuple[np.ndarray, str]:
     if not body:
         raise InputError(f"{path} has a header but no pixels")
     ncols = len(header)
+    ragged = next((i for i, row in enumerate(body, start=2) if row and len(row) != ncols), None)
+    if ragged is not None:
+        raise InputError(f"{path}, line {ragged}: expected {ncols} values per row")
     try:
-        table = np.array([[float(v) for v in row] for row in body if row], np.float64)
+        table = np.array([[float(v) for v in row] for row in body if row], np.float64).reshape(-1, ncols)
     except ValueError:
         line = next(i for i, row in enumerate(body, start=2) if row and not _all_numeric(row))
         raise InputError(f"{path}, line {line}: a non-numeric value; every cell must be a number") from None
-    if table.ndim != 2 or table.shape[1] != ncols:
-        line = next((i for i, row in enumerate(body, start=2) if row and len(row) != ncols), 2)
-        raise InputError(f"{path}, line {line}: expected {ncols} values per row")
     if not np.isfinite(table).all():
         line = int(np.argmax(~np.isfinite(table).all(axis=1))) + 2
         raise InputError(f"{path}, line {line}: NaN or infinite value; every cell must be a finite number")
@@ -292,10 +329,12 @@ def read_pixel_csv(path) -> tuple[np.ndarray, str]:
     if (coords < 0).any() or (coords != np.round(coords)).any():
         line = int(np.argmax(((coords < 0) | (coords != np.round(coords))).any(axis=1))) + 2
         raise InputError(f"{path}, line {line}: coordinates must be whole numbers from 0")
-    xs, ys = coords[:, 0].astype(np.int64), coords[:, 1].astype(np.int64)
-    width, height = int(xs.max()) + 1, int(ys.max()) + 1
+    width, height = coords.max(axis=0) + 1  # still floats: 1e20 must not overflow an integer
     if width * height > MAX_PIXELS:
-        raise InputError(f"{path}: coordinates reach {width}x{height}, more than ironlearn reads")
+        raise InputError(f"{path}: coordinates reach {width:.0f}x{height:.0f} pixels, more than ironlearn reads "
+                         f"({_megapixels(MAX_PIXELS)}); check the x and y columns")
+    xs, ys = coords[:, 0].astype(np.int64), coords[:, 1].astype(np.int64)
+    width, height = int(width), int(height)
     counts = np.bincount(ys * width + xs, minlength=width * height)
     if (counts > 1).any():
         flat = int(np.argmax(counts > 1))
