@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..backend import get_array_module, take_rows
-from .layers import Layer, register
+from .layers import Layer, bound_arguments, check_count, check_positive, register
 from .sparse import RowGrad
 
 
@@ -51,6 +51,14 @@ class FourierFeatures(Layer):
 
     def config(self) -> dict:
         return {"in_features": self.in_features, "frequencies": self.frequencies, "sigma": self.sigma}
+
+    @classmethod
+    def shapes(cls, config: dict) -> tuple[dict, int, int]:
+        arguments = bound_arguments(cls, config)
+        n_in = check_count(arguments["in_features"], "in_features")
+        frequencies = check_count(arguments["frequencies"], "frequencies")
+        check_positive(arguments["sigma"], "sigma")
+        return {"projection": (n_in, frequencies)}, n_in, 2 * frequencies
 
     def forward(self, x):
         xp = get_array_module(x)
@@ -240,6 +248,27 @@ class HashGrid(Layer):
         if self.detail:
             config["detail"] = self.detail
         return config
+
+    @classmethod
+    def shapes(cls, config: dict) -> tuple[dict, int, int]:
+        arguments = bound_arguments(cls, config)
+        # Listing the sizes of a level costs a step each: a few thousand levels stay instant (fit uses 32 at most).
+        levels = check_count(arguments["levels"], "levels", high=4096)
+        features = check_count(arguments["features"], "features")
+        log2_table_size = check_count(arguments["log2_table_size"], "log2_table_size", LOG2_TABLE_SIZES[0],
+                                      LOG2_TABLE_SIZES[-1])
+        coarsest = check_count(arguments["coarsest"], "coarsest")
+        finest = check_count(arguments["finest"], "finest", coarsest)
+        detail = check_count(arguments["detail"], "detail", 0)
+        centred, interpolation = arguments["centred"], arguments["interpolation"]
+        if not isinstance(centred, bool):
+            raise ValueError(f"centred must be true or false (got {centred!r})")
+        if not isinstance(interpolation, str) or interpolation not in INTERPOLATIONS:
+            raise ValueError(f"unknown interpolation: use one of {', '.join(INTERPOLATIONS)}")
+        shapes = {"table": (sum(cls.level_shapes(levels, log2_table_size, coarsest, finest, centred)[1]), features)}
+        if detail:  # the one dense level the constructor builds for it
+            shapes["detail"] = (cls.level_shapes(1, dense_log2_table_size(detail ** 2), detail, detail, True)[1][0], 1)
+        return shapes, 2, levels * features + (1 if detail else 0)
 
     # -- where each point reads ------------------------------------------------------------
     def _lookup(self, x) -> Reads:

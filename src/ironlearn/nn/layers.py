@@ -15,12 +15,49 @@ code runs on either backend and in float64 for gradient checks.
 
 from __future__ import annotations
 
+import inspect
 import math
+import reprlib
+import sys
 
 import numpy as np
 
 from ..backend import get_array_module
 from . import init as initializers
+
+
+#: The largest count a saved layer argument may hold: array dimensions here fit an int32, and
+#: keeping every count below it keeps the arithmetic on them exact and cheap.
+MAX_COUNT = 2**31 - 1
+
+
+def bound_arguments(cls, config: dict) -> dict:
+    """``config`` bound to the constructor of ``cls`` (its ``rng`` aside), defaults filled in.
+
+    Raises
+    ------
+    TypeError
+        An argument the constructor does not take, or one it needs and ``config`` lacks.
+    """
+    signature = inspect.signature(cls)
+    bound = signature.bind(**config, **({"rng": None} if "rng" in signature.parameters else {}))
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def check_count(value, name: str, low: int = 1, high: int = MAX_COUNT) -> int:
+    """``value`` if it is a whole number in ``low..high`` (a bool is not); else ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number in {low}..{high} (got {reprlib.repr(value)})")
+    return value
+
+
+def check_positive(value, name: str) -> float:
+    """``value`` as a float if it is a finite number above 0; else ValueError naming ``name``."""
+    # Compared before float(): an int beyond float's range would raise OverflowError there.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= sys.float_info.max:
+        raise ValueError(f"{name} must be a finite number above 0 (got {reprlib.repr(value)})")
+    return float(value)
 
 
 class Layer:
@@ -44,6 +81,38 @@ class Layer:
     def config(self) -> dict:
         """Constructor arguments that rebuild this layer (without its values)."""
         return {}
+
+    @classmethod
+    def shapes(cls, config: dict) -> tuple[dict, int | None, int | None]:
+        """What a layer built from ``config`` would hold and take, worked out without building it.
+
+        A saved architecture is checked with this against the arrays its file stores before
+        anything is allocated: a crafted file could ask for a 10^6 x 10^6 ``Linear``.
+
+        Parameters
+        ----------
+        config : dict
+            Constructor arguments, as :meth:`config` gives them.
+
+        Returns
+        -------
+        shapes : dict
+            ``{name: shape}`` of every parameter and buffer: none here, so a layer that holds
+            arrays overrides this.
+        in_features : int or None
+            Width of the input it takes (None: any).
+        out_features : int or None
+            Width of its output (None: the input's).
+
+        Raises
+        ------
+        ValueError
+            An argument out of its range.
+        TypeError
+            An argument the constructor does not take, or one it needs and ``config`` lacks.
+        """
+        bound_arguments(cls, config)
+        return {}, None, None
 
     def to(self, backend) -> "Layer":
         """Move parameters onto ``backend`` (and its dtype); gradients follow, caches are dropped."""
@@ -99,6 +168,17 @@ class Linear(Layer):
         if self.init.startswith("siren"):
             cfg["w0"] = self.w0
         return cfg
+
+    @classmethod
+    def shapes(cls, config: dict) -> tuple[dict, int, int]:
+        arguments = bound_arguments(cls, config)
+        n_in = check_count(arguments["in_features"], "in_features")
+        n_out = check_count(arguments["out_features"], "out_features")
+        init = arguments["init"]
+        if not isinstance(init, str) or init not in initializers.INITS:
+            raise ValueError(f"unknown init {reprlib.repr(init)}: use one of {', '.join(initializers.INITS)}")
+        check_positive(arguments["w0"], "w0")  # the siren initialisers divide by it
+        return {"weight": (n_in, n_out), "bias": (n_out,)}, n_in, n_out
 
     def forward(self, x):
         self._x = x
@@ -193,6 +273,11 @@ class Sine(Layer):
     def config(self) -> dict:
         return {"w0": self.w0}
 
+    @classmethod
+    def shapes(cls, config: dict) -> tuple[dict, None, None]:
+        check_positive(bound_arguments(cls, config)["w0"], "w0")
+        return {}, None, None
+
     def forward(self, x):
         xp = get_array_module(x)
         self._arg = x * self.w0
@@ -213,6 +298,10 @@ ACTIVATIONS = {"tanh": Tanh, "sigmoid": Sigmoid, "relu": ReLU, "sine": Sine}
 
 
 def register(cls):
-    """Make a layer class rebuildable from a saved architecture (``LAYERS[name]``)."""
+    """Make a layer class rebuildable from a saved architecture (``LAYERS[name]``).
+
+    A layer that holds parameters or buffers must override :meth:`Layer.shapes` so that a saved
+    architecture can be checked against its file's arrays before it is built.
+    """
     LAYERS[cls.__name__] = cls
     return cls

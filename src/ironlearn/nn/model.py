@@ -6,6 +6,7 @@ The ready-made networks built from it live in :mod:`ironlearn.nn.presets`.
 from __future__ import annotations
 
 import inspect
+import reprlib
 
 import numpy as np
 
@@ -94,25 +95,94 @@ class Sequential:
         """A JSON-ready description that :meth:`from_config` rebuilds."""
         return {"type": "Sequential", "layers": [{"type": type(l).__name__, **l.config()} for l in self.layers]}
 
+    @staticmethod
+    def shapes(config: dict) -> dict:
+        """The arrays a model built from ``config`` would hold, by dotted name, without building it.
+
+        Parameters
+        ----------
+        config : dict
+            An architecture, as :meth:`config` writes it.
+
+        Returns
+        -------
+        dict
+            ``{"layers.<i>.<name>": shape}`` of every parameter and buffer.
+
+        Raises
+        ------
+        ValueError
+            ``config`` is not a list of known layers with sane arguments; the message names the layer.
+        """
+        return {f"layers.{index}.{name}": tuple(shape)
+                for index, (arrays, _, _) in enumerate(_layer_shapes(config)) for name, shape in arrays.items()}
+
+    @staticmethod
+    def out_features(config: dict, in_features: int | None = None) -> int | None:
+        """Width of the output of a model built from ``config`` and given ``in_features`` (None: what
+        its first layer takes), without building it.
+
+        Returns None only for activations alone given no ``in_features``.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`shapes`, or a layer does not take the width the one before it gives.
+        """
+        width = in_features
+        for index, (_, takes, gives) in enumerate(_layer_shapes(config)):
+            if takes is not None and width is not None and takes != width:
+                raise ValueError(f"layer {index} takes {takes} inputs but gets {width}")
+            width = takes if width is None else width
+            width = width if gives is None else gives
+        return width
+
     @classmethod
     def from_config(cls, config: dict) -> "Sequential":
-        """Rebuild the layers of :meth:`config` (with throwaway initial values; load a state next)."""
-        if config.get("type") != "Sequential":
-            raise ValueError(f"not a Sequential architecture: type {config.get('type')!r}")
+        """Rebuild the layers of :meth:`config` (with throwaway initial values; load a state next).
+
+        Raises
+        ------
+        ValueError
+            ``config`` is not an architecture :meth:`out_features` accepts (checked before anything is built).
+        """
+        cls.out_features(config)
         rng = np.random.default_rng(0)
         layers = []
-        for spec in config["layers"]:
-            spec = dict(spec)
-            name = spec.pop("type")
-            if name not in LAYERS:
-                raise ValueError(f"unknown layer type {name!r} in the saved architecture")
-            layer_cls = LAYERS[name]
+        for index, spec in enumerate(config["layers"]):
+            layer_cls, arguments = _layer_class(spec, index)
             if "rng" in inspect.signature(layer_cls).parameters:
-                spec["rng"] = rng
-            layers.append(layer_cls(**spec))
+                arguments["rng"] = rng
+            layers.append(layer_cls(**arguments))
         return cls(*layers)
 
     def __repr__(self) -> str:
         body = "".join(f"\n  ({i}): {layer!r}" for i, layer in enumerate(self.layers))
         return f"Sequential({body}\n)  # {self.num_parameters:,} parameters"
 
+
+def _layer_class(spec, index: int) -> tuple[type, dict]:
+    """The class a saved layer ``{"type": name, **arguments}`` names, and a copy of its arguments."""
+    name = spec.get("type") if isinstance(spec, dict) else None
+    if not isinstance(name, str) or name not in LAYERS:
+        raise ValueError(f"layer {index} is of unknown type {reprlib.repr(name)} (known: {', '.join(LAYERS)})")
+    arguments = dict(spec)
+    del arguments["type"]
+    return LAYERS[name], arguments
+
+
+def _layer_shapes(config) -> list:
+    """:meth:`Layer.shapes` of each layer of the architecture ``config``: ``(shapes, in, out)``."""
+    if not isinstance(config, dict) or config.get("type") != "Sequential":
+        raise ValueError("not a Sequential architecture")
+    specs = config.get("layers")
+    if not isinstance(specs, list) or not specs:
+        raise ValueError("the architecture lists no layers")
+    described = []
+    for index, spec in enumerate(specs):
+        layer_cls, arguments = _layer_class(spec, index)
+        try:
+            described.append(layer_cls.shapes(arguments))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"layer {index} ({layer_cls.__name__}): {exc}") from None
+    return described
