@@ -10,12 +10,21 @@ Layout of the archive:
 
 Files are written atomically: a temporary file in the same folder, flushed and
 synced, then ``os.replace``; a crash mid-write leaves the previous file intact.
+
+Files are read as untrusted: the archive's array headers, then the metadata's
+fields and the architecture's would-be arrays are checked before anything is
+read in full or built (:func:`_check_meta`), so a damaged or crafted file ends
+in one :class:`CheckpointError`, never in another exception or a huge allocation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
+import reprlib
+import struct
 import zipfile
 from dataclasses import dataclass, field
 
@@ -29,6 +38,8 @@ from ..optim.optimizers import OPTIMIZERS
 
 FORMAT = "ironlearn"
 FORMAT_VERSION = 1
+#: A model draws a picture: it maps (x, y) to 1 channel (gray) or 3 (rgb).
+IN_FEATURES, CHANNELS = 2, (1, 3)
 
 
 class CheckpointError(ValueError):
@@ -90,6 +101,11 @@ class Checkpoint:
     def settings(self) -> dict:
         return self.meta.get("settings", {})
 
+    @property
+    def channels(self) -> int:
+        """Channels the model draws: 1 (gray) or 3 (rgb), as :func:`load` checked."""
+        return Sequential.out_features(self.meta["architecture"], IN_FEATURES)
+
     def optimizer(self, params: dict, schedule=None):
         """Rebuild the saved optimizer on ``params``, its step and slots restored.
 
@@ -98,16 +114,20 @@ class Checkpoint:
         """
         if "optimizer" not in self.meta:
             raise CheckpointError("this file holds a model without optimizer state; build a new optimizer")
-        if schedule is None:
-            if "schedule" not in self.meta:
-                raise CheckpointError("this checkpoint does not record its learning-rate schedule; "
-                                      "pass one: checkpoint.optimizer(params, schedule=...)")
-            schedule = schedules.from_config(self.meta["schedule"])
-        config = dict(self.meta["optimizer"])
-        cls = OPTIMIZERS[config.pop("type").lower()]
-        if "betas" in config:
-            config["betas"] = tuple(config["betas"])
-        optimizer = cls(params, lr=schedule, **config)
+        if schedule is None and "schedule" not in self.meta:
+            raise CheckpointError("this checkpoint does not record its learning-rate schedule; "
+                                  "pass one: checkpoint.optimizer(params, schedule=...)")
+        try:
+            if schedule is None:
+                schedule = schedules.from_config(self.meta["schedule"])
+            config = dict(self.meta["optimizer"])
+            cls = OPTIMIZERS[config.pop("type").lower()]
+            if "betas" in config:
+                config["betas"] = tuple(config["betas"])
+            optimizer = cls(params, lr=schedule, **config)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # an edited file may hold any JSON here
+            raise CheckpointError(f"the saved optimizer or schedule cannot be rebuilt ({exc}); the file was "
+                                  "edited or damaged: use another copy, or fit again without --resume") from None
         try:
             optimizer.load_state_dict({"step": self.step, **self.optimizer_state})
         except ValueError as exc:
@@ -121,29 +141,23 @@ def load(path) -> Checkpoint:
     Raises
     ------
     CheckpointError
-        Missing, truncated, corrupt, foreign or newer-format files, or arrays
-        that do not fit the saved architecture; the message names the file.
+        Missing, truncated, corrupt, foreign or newer-format files, metadata of the
+        wrong types, an architecture that does not fit the stored arrays or does not
+        draw a picture, or NaN/inf weights; the message names the file.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise CheckpointError(f"{path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}  # reads (and CRC-checks) everything
-        meta = json.loads(arrays.pop("meta").tobytes().decode())
-    except (zipfile.BadZipFile, ValueError, KeyError, OSError, EOFError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path}: not a readable ironlearn checkpoint (truncated or corrupt: {exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: not an ironlearn checkpoint")
-    version = meta.get("version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise CheckpointError(f"{path}: written in checkpoint format {version}, newer than this ironlearn "
-                              f"reads ({FORMAT_VERSION}); upgrade ironlearn")
-    try:
-        model = Sequential.from_config(meta["architecture"])
-        model.load_state_dict({k[6:]: v for k, v in arrays.items() if k.startswith("model/")}, strict=True)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"{path}: arrays do not fit the saved architecture ({exc})") from None
+    with _archive(path) as archive:
+        headers = _array_headers(path, archive)
+        meta = _read_meta(path, archive, headers)
+        _check_meta(path, meta, headers)
+        arrays = {name: _read_array(archive, info) for name, (info, _) in headers.items() if name != "meta"}
+    state = {name[6:]: value for name, value in arrays.items() if name.startswith("model/")}
+    bad = [name for name, value in state.items() if not np.isfinite(value).all()]
+    if bad:  # save() refuses these; only an edited file holds them, and it would draw black
+        raise CheckpointError(f"{path}: {bad[0]} holds NaN or inf values, so the model cannot draw; "
+                              "use another copy or fit again")
+    model = Sequential.from_config(meta["architecture"])  # the shapes were checked: this allocates what is stored
+    model.load_state_dict(state, strict=True)
     optimizer_state = {k[6:]: v for k, v in arrays.items() if k.startswith("optim/")}
     return Checkpoint(model=model, meta=meta, optimizer_state=optimizer_state)
 
@@ -151,19 +165,175 @@ def load(path) -> Checkpoint:
 def read_meta(path) -> dict:
     """The metadata of a checkpoint or model file (step, settings, ...) without reading its arrays.
 
+    The metadata is checked as :func:`load` checks it, against the arrays' headers.
+
     Raises
     ------
     CheckpointError
-        Missing, unreadable or foreign files; the message names the file.
+        Missing, unreadable or foreign files, or metadata that :func:`load` refuses; the message names the file.
     """
     path = os.fspath(path)
+    with _archive(path) as archive:
+        headers = _array_headers(path, archive)
+        meta = _read_meta(path, archive, headers)
+        _check_meta(path, meta, headers)
+    return meta
+
+
+def _unreadable(path: str, why: str = "truncated or corrupt") -> CheckpointError:
+    # Never NumPy's or zipfile's own text: for a file that is not an archive NumPy suggests loading
+    # it "unsafely" with allow_pickle, which ironlearn must never advise.
+    return CheckpointError(f"{path}: not a readable ironlearn checkpoint ({why}); "
+                           "give a model.npz or checkpoint.npz that ironlearn wrote")
+
+
+@contextlib.contextmanager
+def _archive(path: str):
+    """The zip archive at ``path``, open; whatever damage reading it meets becomes a CheckpointError."""
+    if not os.path.isfile(path):
+        raise CheckpointError(f"{path}: no such file")
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            meta = json.loads(archive["meta"].tobytes().decode())
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such file") from None
-    except (zipfile.BadZipFile, ValueError, KeyError, OSError, EOFError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path}: not a readable ironlearn checkpoint (truncated or corrupt: {exc})") from None
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, ValueError, EOFError, struct.error):
+        raise _unreadable(path, "not a zip archive: another kind of file, or truncated or corrupt") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        with archive:
+            yield archive
+    except CheckpointError:
+        raise
+    # Reading a damaged archive raises any of these, from zipfile (bad CRC, an encrypted or oddly
+    # compressed member) or from NumPy (a bad array header).
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, RuntimeError,
+            NotImplementedError, struct.error):
+        raise _unreadable(path) from None
+
+
+_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _array_headers(path: str, archive) -> dict:
+    """``{name: (zip member, shape)}`` of every array in ``archive``, from its header alone.
+
+    An .npy header states a shape, and NumPy allocates that much before it finds the data
+    missing, so a crafted header could ask for terabytes.  Each member must therefore be an
+    uncompressed .npy (as ``np.savez`` writes) of plain numbers whose data fill it exactly, and
+    the members must fit in the file: nothing read later is larger than the file.
+    """
+    headers, room = {}, os.path.getsize(path)
+    for info in archive.infolist():
+        if not info.filename.endswith(".npy"):
+            raise _unreadable(path, f"it holds {reprlib.repr(info.filename)}, which is not an array")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise _unreadable(path, "its arrays are compressed; ironlearn reads the uncompressed .npz it writes")
+        room -= info.compress_size
+        if info.file_size != info.compress_size or room < 0:
+            raise _unreadable(path)
+        with archive.open(info) as member:
+            read_header = _HEADER_READERS.get(np.lib.format.read_magic(member))
+            if read_header is None:
+                raise _unreadable(path)
+            shape, _, dtype = read_header(member)
+            if (dtype.kind not in "biuf" or min(shape, default=0) < 0
+                    or member.tell() + dtype.itemsize * math.prod(shape) != info.file_size):
+                raise _unreadable(path)
+        headers[info.filename[:-4]] = (info, tuple(shape))
+    return headers
+
+
+def _read_array(archive, info) -> np.ndarray:
+    with archive.open(info) as member:  # reads to the end, so zipfile checks the CRC
+        return np.lib.format.read_array(member, allow_pickle=False)
+
+
+def _read_meta(path: str, archive, headers: dict):
+    """The decoded JSON of the ``meta`` array (any JSON value: :func:`_check_meta` judges it)."""
+    if "meta" not in headers:
+        raise CheckpointError(f"{path}: not an ironlearn checkpoint (it holds no metadata)")
+    array = _read_array(archive, headers["meta"][0])
+    if array.dtype != np.uint8 or array.ndim != 1:
+        raise _unreadable(path)
+    try:
+        return json.loads(array.tobytes().decode())
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past Python's stack
+        raise _unreadable(path, "its metadata is not JSON") from None
+
+
+#: Settings that ironlearn's commands read besides ``size``, with their types (None: unset).
+_SETTINGS = {"input": (str, "a path"), "fingerprint": (str, "text"), "mode": (str, "text"), "model": (str, "text"),
+             "model_options": (dict, "a mapping"), "metrics": (dict, "a mapping"),
+             "train_seconds": ((int, float), "a number")}
+
+
+def _is_count(value, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _check_meta(path: str, meta, headers: dict) -> None:
+    """Refuse metadata that does not describe a picture model rebuildable from the stored arrays.
+
+    Every field the loader and the commands read is checked by type (a newer format is told to
+    upgrade first: its fields may differ), and the architecture's would-be arrays are compared, by
+    shape, with the stored ones before anything is built: a crafted architecture cannot make
+    ironlearn allocate more than the file holds.
+
+    Raises
+    ------
+    CheckpointError
+        Naming the first field that is wrong.
+    """
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an ironlearn checkpoint")
-    return meta
+    version = meta.get("version")
+    if _is_count(version, 1) and version > FORMAT_VERSION:
+        raise CheckpointError(f"{path}: written in checkpoint format {version}, newer than this ironlearn "
+                              f"reads ({FORMAT_VERSION}); upgrade ironlearn")
+    settings = meta.get("settings", {})
+    size = settings.get("size") if isinstance(settings, dict) else None
+    fields = [  # (name, value, whether it is right, what it should be)
+        ("version", version, _is_count(version, 1), "a whole number >= 1"),
+        ("step", meta.get("step"), _is_count(meta.get("step", 0), 0), "a whole number >= 0"),
+        ("seed", meta.get("seed"), meta.get("seed") is None or _is_count(meta["seed"], 0), "a whole number >= 0"),
+        ("settings", settings, isinstance(settings, dict), "a mapping"),
+        ("settings.size", size, size is None or (isinstance(size, list) and len(size) == 2
+                                                 and all(_is_count(n, 1) for n in size)),
+         "two whole numbers >= 1 (width, height)"),
+        ("optimizer", meta.get("optimizer"), isinstance(meta.get("optimizer", {}), dict), "a mapping"),
+        ("schedule", meta.get("schedule"), isinstance(meta.get("schedule", {}), dict), "a mapping"),
+    ]
+    if isinstance(settings, dict):
+        fields += [(f"settings.{key}", settings[key], isinstance(settings[key], kind), wanted)
+                   for key, (kind, wanted) in _SETTINGS.items() if settings.get(key) is not None]
+    for name, value, right, wanted in fields:
+        if not right:
+            raise _edited(path, f"its {name} is {reprlib.repr(value)}, not {wanted}")
+    architecture = meta.get("architecture")
+    try:
+        expected = Sequential.shapes(architecture)
+    except ValueError as exc:
+        raise _edited(path, f"its architecture cannot be built ({exc})") from None
+    stored = {name[6:]: shape for name, (_, shape) in headers.items() if name.startswith("model/")}
+    if stored != expected:  # before the widths: an edited layer is named by the array it no longer fits
+        raise _edited(path, f"arrays do not fit the saved architecture ({_difference(expected, stored)})")
+    try:
+        channels = Sequential.out_features(architecture, IN_FEATURES)
+    except ValueError as exc:
+        raise _edited(path, f"its architecture cannot be built ({exc})") from None
+    if channels not in CHANNELS:
+        raise CheckpointError(f"{path}: its model maps {IN_FEATURES} inputs to {channels} outputs, not to a "
+                              "picture's 1 (gray) or 3 (rgb) channels; ironlearn cannot draw it")
+
+
+def _edited(path: str, what: str) -> CheckpointError:
+    return CheckpointError(f"{path}: {what}; the file was edited or damaged: use another copy or fit again")
+
+
+def _difference(expected: dict, stored: dict) -> str:
+    """The first way ``stored`` array shapes differ from ``expected`` ones, in words."""
+    for name in expected:
+        if name not in stored:
+            return f"{name} is missing"
+        if stored[name] != expected[name]:
+            return f"{name} is stored as {stored[name]}, the architecture needs {expected[name]}"
+    return f"{reprlib.repr(sorted(set(stored) - set(expected)))} are not in the architecture"
