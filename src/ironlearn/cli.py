@@ -366,8 +366,7 @@ def cmd_render(args) -> int:
     width, height = _render_size(args.size, saved.settings, args.view)
     backend = get_backend(args.device, notify=say)
     model = saved.model.to(backend)
-    channels = model.layers[-1].config().get("out_features") or model.layers[-2].config()["out_features"]
-    render_png(model, args.output, width, height, backend, channels, progress=True, view=args.view)
+    render_png(model, args.output, width, height, backend, saved.channels, progress=True, view=args.view)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK
 
@@ -408,7 +407,8 @@ def cmd_info(args) -> int:
         print(json.dumps(saved.meta, indent=2))
         return ExitCode.OK
     settings = saved.settings
-    found = settings.get("metrics", {})
+    # Only numbers are formatted as such: the loader checks the metrics are a mapping, not what they hold.
+    found = {k: v for k, v in settings.get("metrics", {}).items() if isinstance(v, (int, float))}
     lines = [f"{args.model}", repr(saved.model), f"parameters: {saved.model.num_parameters:,}",
              f"steps: {saved.step:,}"]
     if "train_seconds" in settings:
