@@ -288,3 +288,9 @@ def test_real_metadata_with_a_field_replaced_loads_or_is_refused(real, scratch, 
     target[last] = value
     write_with_meta(scratch, meta, real[2])
     must_load_or_refuse(scratch)
+
+
+def test_info_formats_only_the_metrics_that_are_numbers(capsys, model_file):
+    rewrite_meta(model_file, lambda meta, arrays: meta["settings"]["metrics"].update(psnr_db="high"))
+    code, out, err = run_cli(capsys, "info", model_file)
+    assert code == 0 and "PSNR" not in out and "steps: 1" in out, err
