@@ -389,3 +389,17 @@ def test_sigkill_at_random_moments_never_loses_the_run(tmp_path):
     assert done.returncode == 0, done.stderr
     assert load_checkpoint(out / "model.npz").step == last_step + 10
     assert not [name for name in os.listdir(out) if name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("name,value", [("lr", "x"), ("size", None), ("steps", -4), ("model", "nope"),
+                                        ("model_options", [1]), ("batch_size", 1.5), ("timed", "yes")])
+def test_resume_refuses_damaged_settings(run_folder, tmp_path, capsys, name, value):
+    """Settings a resume reads, damaged in the checkpoint (the loader checks only what every command reads)."""
+    def damage(meta, arrays):
+        if value is None:
+            del meta["settings"][name]
+        else:
+            meta["settings"][name] = value
+    rewrite_meta(run_folder / "checkpoint.npz", damage)
+    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
+                                            "--steps", 40], name)

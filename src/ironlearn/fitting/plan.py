@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 
+from ..image.io import MODES
+from ..image.sampling import FILTERS
 from ..image.timelapse import frame_steps
 from ..optim import constant, warmup_cosine
-from .options import FitOptions, UsageError
+from .options import SCHEDULES, FitOptions, UsageError
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
@@ -44,10 +47,51 @@ def fingerprint(picture) -> str:
     return digest.hexdigest()[:16]
 
 
+def _whole(low, none=False):
+    return lambda v: (none and v is None) or (isinstance(v, int) and not isinstance(v, bool) and v >= low)
+
+
+def _number(low, none=False):
+    return lambda v: (none and v is None) or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                               and math.isfinite(v) and v >= low)
+
+
+def _one_of(choices):
+    return lambda v: v in choices
+
+
+# What a run's saved settings must hold for --resume to rebuild its plan: name -> check.
+# A file from elsewhere (or edited) is refused with one line instead of failing somewhere inside.
+_SAVED = {
+    "size": lambda v: isinstance(v, list) and len(v) == 2 and all(_whole(1)(n) for n in v),
+    "fingerprint": lambda v: isinstance(v, str),
+    "model": _one_of(PRESETS), "mode": _one_of(MODES), "schedule": _one_of((None, *SCHEDULES)),
+    "filter": lambda v: v is None or v in FILTERS,
+    "model_options": lambda v: isinstance(v, dict) and all(k in OPTIONS for k in v),
+    "batch_size": _whole(0), "seed": _whole(0, none=True), "steps": _whole(1, none=True),
+    "lr": _number(1e-30), "lr_min": _number(0), "time_budget": _number(1e-30, none=True),
+    "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),
+    "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0),
+}
+_SAVED_OPTIONAL = ("fingerprint", "filter", "schedule", "timed", "train_seconds", "time_budget", "checkpoint_every", "snapshot_every")
+
+
+def check_saved(saved: dict, where: str) -> None:
+    """UsageError unless ``saved`` (a run's settings) holds every setting a resume reads, each valid."""
+    for name, valid in _SAVED.items():
+        if name not in saved and name in _SAVED_OPTIONAL:
+            continue
+        if name not in saved or not valid(saved[name]):
+            what = "lacks" if name not in saved else "holds a bad value for"
+            raise UsageError(f"the checkpoint in {where} {what} the setting {name!r} (damaged, or not written by "
+                             "ironlearn fit), so it cannot be resumed; use --force to start a new run")
+
+
 def resume_options(options: FitOptions, saved: dict) -> FitOptions:
     """``options`` with what ``--resume`` leaves unset taken from the run's ``saved`` settings.
 
-    Raises UsageError when a setting the run fixed is given with another value.
+    Raises UsageError when a setting the run fixed is given with another value (``saved`` is
+    taken as valid: see :func:`check_saved`).
     """
     mismatches, changes = [], {}
     for name in _FIXED:

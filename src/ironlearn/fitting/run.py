@@ -32,7 +32,7 @@ from ..train import Callback, Checkpointer, DivergenceError, Every, Progress, Ro
 from . import folder
 from .options import FitOptions, UsageError, validate
 from .outputs import Recorder, write_outputs
-from .plan import RunPlan, make_plan, resume_options
+from .plan import RunPlan, check_saved, make_plan, resume_options
 
 CALIBRATION_STEPS = 6
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
@@ -79,6 +79,7 @@ def fit(options: FitOptions, *, log=print) -> dict:
 
 def _fit(options: FitOptions, saved, log) -> dict:
     if saved is not None:
+        check_saved(saved.settings, options.run_folder)
         options = resume_options(options, saved.settings)
     picture = load_picture(options.input, mode=options.mode, size=options.size,
                            max_pixels=options.max_pixels or MAX_PIXELS)
