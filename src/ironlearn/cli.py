@@ -209,7 +209,8 @@ def build_parser() -> Parser:
         epilog="Running the same command again skips pictures done before and resumes interrupted ones from their "
                "checkpoints (--force redoes them all). A picture that fails is listed with its error and the others "
                "go on; the exit code is then 1. Ctrl-C stops cleanly: finished runs are kept and running ones save "
-               "a checkpoint (exit code 130).\n\n"
+               "a checkpoint (exit code 130); SIGTERM (Slurm, Kubernetes, timeout, kill) does the same with exit code "
+               "143. A SIGTERM to one worker process stops its picture alone, saved and listed as interrupted.\n\n"
                "  ironlearn fit-many photos/ --out runs/photos --steps 2000\n"
                "  ironlearn fit-many 'kodak/*.png' --out runs/kodak --workers 2 --time-budget 30\n"
                "  ironlearn fit-many data/ --out runs/data --engine ray --address auto --gpus-per-fit 0.25")
@@ -335,11 +336,13 @@ def cmd_fit_many(args) -> int:
     rows = fit_many(args.inputs, args.out, options=options, workers=args.workers, engine=args.engine,
                     address=args.address, cpus_per_fit=args.cpus_per_fit, gpus_per_fit=args.gpus_per_fit,
                     log=say)
-    failed = [row for row in rows if row["status"] != "done"]
-    if not failed:
+    unfinished = [row for row in rows if row["status"] != "done"]
+    if not unfinished:
         return ExitCode.OK
-    say(f"ironlearn fit-many: error: {len(failed)} of {len(rows)} pictures failed:")
-    for row in failed:
+    stopped = any(row["status"] == "interrupted" for row in unfinished)
+    say(f"ironlearn fit-many: error: {len(unfinished)} of {len(rows)} pictures "
+        + ("did not finish (the same command again resumes the stopped ones):" if stopped else "failed:"))
+    for row in unfinished:
         say(f"  {row['picture']}: {row['error']}")
     return ExitCode.FAILED
 

@@ -255,11 +255,54 @@ def test_a_picture_whose_worker_dies_twice_fails_with_that_reason(tmp_path):
     assert row["error"] == "its worker process died twice (last: killed by SIGKILL)"
 
 
+def fitting(picture_name):
+    """``(process, run folder)`` of the fit of ``picture_name`` once it has saved a checkpoint, else None
+    (Linux /proc): the process holds the run folder's lock, DIR/<name>/.lock for a local worker, and for
+    a Ray task that of a temporary folder beside its copy of the picture."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            opened = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        for run in [os.path.dirname(path) for path in opened if os.path.basename(path) == run_folder.LOCK]:
+            named = os.path.basename(run) == picture_name or os.path.isfile(
+                os.path.join(os.path.dirname(run), f"{picture_name}.png"))
+            if named and os.path.isfile(os.path.join(run, "checkpoint.npz")):
+                return int(pid), run
+    return None
+
+
+def checkpoint_step(run) -> int:
+    return read_meta(os.path.join(run, "checkpoint.npz"))["step"]
+
+
 @linux_only
-@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_sigterm_to_a_worker_saves_its_fit_which_is_listed_as_interrupted(tmp_path):
+    """SIGTERM to the worker fitting b (a user's kill, a memory watchdog): b saves its checkpoint where it
+    stopped and is listed as interrupted, not failed or fitted again; that worker exits, and a new one fits a."""
+    make_picture(tmp_path / "b.png", 128)
+    make_picture(tmp_path / "a.png", 16)
+    out = tmp_path / "out"
+    thread, result, messages = fit_many_in_a_thread([tmp_path / "b.png", tmp_path / "a.png"], out, workers=1,
+                                                    options=quick_options(steps=2000, checkpoint_every=10))
+    wait_for(lambda: fitting("b"), what="b training")
+    worker, _ = fitting("b")
+    os.kill(worker, signal.SIGTERM)
+    wait_for(lambda: worker not in find_workers(), timeout=20, what="the worker to exit")
+    thread.join(60)
+    assert not thread.is_alive() and "error" not in result, result
+    b, a = result["rows"]
+    assert a["status"] == "done" and b["status"] == "interrupted", result["rows"]
+    step = checkpoint_step(out / "b")
+    assert b["error"] == f"stopped by SIGTERM at step {step:,}; checkpoint saved" and step < 2000
+    assert not (out / "b" / "model.npz").exists() and not [m for m in messages if "died" in m], messages
+
+
+@linux_only
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp_path, how):
-    """Ctrl-C (SIGINT) or SIGKILL to the driver midway: the picture done is kept, the one running saves a
-    checkpoint (on SIGKILL its worker sees the driver gone), and the same command again finishes the job."""
+    """Ctrl-C (SIGINT), SIGTERM or SIGKILL to the driver midway: the picture done is kept, the one running
+    saves a checkpoint (on SIGKILL its worker sees the driver gone), and the same command again finishes the job."""
     make_picture(tmp_path / "a.png", 16)  # done first: b has 64 times its pixels, still training when stopped
     make_picture(tmp_path / "b.png", 128)
     out = tmp_path / "out"
@@ -271,9 +314,11 @@ def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp
     done_at = (out / "a" / "model.npz").stat().st_mtime_ns
     driver.send_signal(how)
     _, err = driver.communicate(timeout=60)
-    if how == signal.SIGINT:
-        assert driver.returncode == ExitCode.INTERRUPTED, err
-        assert "interrupted: 1 done, 0 failed, 1 stopped" in err and "Traceback" not in err, err
+    if how != signal.SIGKILL:
+        code, said = {signal.SIGINT: (ExitCode.INTERRUPTED, "interrupted"),
+                      signal.SIGTERM: (ExitCode.TERMINATED, "stopped by SIGTERM")}[how]
+        assert driver.returncode == code, err
+        assert f"{said}: 1 done, 0 failed, 1 stopped" in err and "Traceback" not in err, err
         rows = summary.read(out / "summary.csv")
         assert [(r["picture"], r["status"]) for r in rows] == [("a", "done"), ("b", "interrupted")], rows
         assert rows[1]["error"].startswith("stopped at step ") and "checkpoint saved" in rows[1]["error"]
@@ -345,6 +390,45 @@ def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path
     for row in rows:
         if row["status"] == "done":  # written by the driver alone: a fit in this folder would have left .lock
             assert sorted(os.listdir(out / row["picture"])) == sorted(run_folder.FILES)
+
+
+@linux_only
+def test_sigterm_to_a_ray_task_saves_its_fit_and_the_checkpoint_comes_back(ray_instance, tmp_path):
+    """SIGTERM to the Ray worker process fitting b (a node being drained, a user's kill): the fit saves
+    in its temporary folder, the checkpoint comes back into DIR/b, and b is listed as interrupted."""
+    make_picture(tmp_path / "a.png", 16)
+    make_picture(tmp_path / "b.png", 128)
+    out = tmp_path / "out"
+    thread, result, _ = fit_many_in_a_thread([tmp_path / "a.png", tmp_path / "b.png"], out, engine="ray",
+                                             options=quick_options(steps=2000, checkpoint_every=10))
+    wait_for(lambda: fitting("b"), what="b training")
+    os.kill(fitting("b")[0], signal.SIGTERM)
+    thread.join(90)
+    assert not thread.is_alive() and "error" not in result, result
+    a, b = result["rows"]
+    assert a["status"] == "done" and b["status"] == "interrupted", result["rows"]
+    step = checkpoint_step(out / "b")
+    assert b["error"] == f"stopped by SIGTERM at step {step:,}; checkpoint saved" and 0 < step < 2000
+
+
+@linux_only
+def test_sigterm_to_the_ray_driver_stops_like_ctrl_c(ray_instance, tmp_path):
+    """SIGTERM to the command on a Ray cluster (here the module's instance): the running task is cancelled,
+    saves its checkpoint, which lands in DIR/b; the summary is written and the exit code is 143."""
+    make_picture(tmp_path / "a.png", 16)
+    make_picture(tmp_path / "b.png", 128)
+    out = tmp_path / "out"
+    driver = run_in_subprocess("fit-many", tmp_path / "a.png", tmp_path / "b.png", "--out", out, "--engine", "ray",
+                               "--address", ray_instance.get_runtime_context().gcs_address, "--steps", "2000",
+                               "--checkpoint-every", "10", *QUICK[2:])
+    wait_for(lambda: (out / "a" / "metrics.json").exists() and fitting("b"), what="a done and b training")
+    driver.send_signal(signal.SIGTERM)
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == ExitCode.TERMINATED, err
+    assert "stopped by SIGTERM: 1 done, 0 failed, 1 stopped" in err and "Traceback" not in err, err
+    a, b = summary.read(out / "summary.csv")
+    assert (a["status"], b["status"]) == ("done", "interrupted"), (a, b)
+    assert b["error"] == f"stopped at step {checkpoint_step(out / 'b'):,}; checkpoint saved"
 
 
 def test_a_picture_the_ray_driver_cannot_read_fails_in_the_words_of_fit(tmp_path):

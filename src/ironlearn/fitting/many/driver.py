@@ -13,6 +13,7 @@ import time
 from .. import folder
 from ..options import FitOptions, UsageError, validate
 from ..outputs import describe_result
+from ..run import STOP_SIGNALS
 from . import summary
 from .inputs import expand
 from .task import DONE, FAILED, INTERRUPTED, Outcome, Task, prepare
@@ -22,13 +23,15 @@ SUMMARY = "summary.csv"
 
 
 class ManyInterrupted(Exception):
-    """Ctrl-C: finished runs are kept, running ones saved their checkpoints; ``rows`` is the summary."""
+    """Ctrl-C or SIGTERM: finished runs are kept, running ones saved their checkpoints; ``rows`` is the
+    summary, ``signal`` the signal that stopped the command (``signal.SIGINT`` for Ctrl-C)."""
 
-    def __init__(self, rows: list[dict]):
-        self.rows = rows
+    def __init__(self, rows: list[dict], signum: int = signal.SIGINT):
+        self.rows, self.signal = rows, signal.Signals(signum)
         counts = {status: sum(r["status"] == status for r in rows) for status in (DONE, FAILED, INTERRUPTED)}
         waiting = len(rows) - sum(counts.values())
-        super().__init__(f"interrupted: {counts[DONE]} done, {counts[FAILED]} failed, {counts[INTERRUPTED]} stopped "
+        what = "interrupted" if self.signal == signal.SIGINT else f"stopped by {self.signal.name}"
+        super().__init__(f"{what}: {counts[DONE]} done, {counts[FAILED]} failed, {counts[INTERRUPTED]} stopped "
                          f"(with their checkpoints where training had begun), {waiting} not started; run the same "
                          "command again to continue")
 
@@ -73,7 +76,8 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     UsageError
         Bad options, no pictures, an unusable output folder, Ray missing or unreachable.
     ManyInterrupted
-        After Ctrl-C, once the running fits saved their checkpoints (its ``rows`` is the summary).
+        After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the
+        summary).
     """
     template = _template(options, force)
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
@@ -160,7 +164,7 @@ def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
     log(summary.table(result, seconds, finished))
     log(f"summary: {path}")
     if stop.count:
-        raise ManyInterrupted(result)
+        raise ManyInterrupted(result, stop.signal)
     return result
 
 
@@ -196,25 +200,31 @@ def _beside(bar, log):
 
 
 class _Stop:
-    """How many times Ctrl-C came (engines poll it: once stops cleanly, twice at once)."""
+    """How many times Ctrl-C or SIGTERM came, and the first of them (engines poll ``count``: once
+    stops cleanly, twice at once)."""
 
-    count = 0
+    def __init__(self):
+        self.count, self.signal = 0, signal.SIGINT
 
 
 @contextlib.contextmanager
 def _stop_requests():
-    """While inside: Ctrl-C (SIGINT) counts in the yielded object instead of raising, so the engine
-    can stop its workers cleanly.  Signals reach the main thread only; elsewhere nothing changes."""
+    """While inside: Ctrl-C (SIGINT) and SIGTERM count in the yielded object instead of raising or
+    killing, so the engine can stop its workers cleanly.  Signals reach the main thread only;
+    elsewhere nothing changes."""
     stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
+        if not stop.count:
+            stop.signal = signal.Signals(signum)
         stop.count += 1
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

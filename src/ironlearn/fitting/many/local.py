@@ -126,9 +126,11 @@ class LocalEngine:
     def run(self, tasks, report, stop) -> None:
         """Fit ``tasks``, calling ``report(task, outcome)`` as each ends.
 
-        A task whose worker dies (killed, out of memory) is retried once in a new worker.
-        Once ``stop.count`` is above zero (Ctrl-C), no task starts and each busy worker gets
-        one SIGINT; a second Ctrl-C sends another (stop at once), a third kills them.
+        A task whose worker dies (killed, out of memory) is retried once in a new worker; one
+        whose worker was stopped by a signal of its own (SIGTERM) is reported as interrupted,
+        with its checkpoint saved.  Once ``stop.count`` is above zero (Ctrl-C or SIGTERM to
+        the driver), no task starts and each busy worker gets one SIGINT; a second stop sends
+        another (stop at once), a third kills them.
         """
         queue, idle, busy, forwarded = collections.deque(tasks), [], {}, 0
         try:
@@ -148,7 +150,10 @@ class LocalEngine:
                     task, started = busy.pop(worker)
                     outcome = worker.receive()
                     if outcome is not None:
-                        idle.append(worker)
+                        if outcome.status == INTERRUPTED:
+                            worker.close()  # it exits: the signal that stopped its fit was meant for it
+                        else:
+                            idle.append(worker)
                         report(task, outcome)
                         continue
                     why = worker.close()

@@ -9,11 +9,14 @@ them atomically into ``DIR/<name>/``.  Ray is imported only here, when this engi
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import math
 import os
+import signal
 import tempfile
+import threading
 from dataclasses import dataclass
 
 from ...files import write_bytes
@@ -113,6 +116,18 @@ def land(task: Task, files: dict) -> None:
 
 
 # -- the engine -------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _keeping_sigterm():
+    """Put back this process's SIGTERM handler after ``ray.init``, which installs its own (exit at
+    once, and a stack dump), so that SIGTERM to the command stops it as Ctrl-C does."""
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if handler is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
+
+
 class RayEngine:
     """Fits pictures as Ray tasks of ``cpus_per_fit`` CPUs and ``gpus_per_fit`` GPUs each.
 
@@ -136,7 +151,8 @@ class RayEngine:
     def _connect(self) -> None:
         extra = {} if self.address else {"include_dashboard": False}
         try:
-            self.ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING, **extra)
+            with _keeping_sigterm():
+                self.ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING, **extra)
         except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -164,8 +180,9 @@ class RayEngine:
         """Fit ``tasks``, calling ``report(task, outcome)`` as each ends.
 
         Ray retries a task once when its worker dies.  Once ``stop.count`` is above zero
-        (Ctrl-C), no task starts and each running one is cancelled: Ray raises SIGINT's
-        handler in it, and the fit saves its checkpoint, which comes back like any file.
+        (Ctrl-C or SIGTERM), no task starts and each running one is cancelled: Ray raises SIGINT's
+        handler in it, and the fit saves its checkpoint, which comes back like any file (as it
+        does when a task's own process gets SIGTERM).
         A second Ctrl-C cancels again (stop at once); a third kills the workers.
         """
         ray = self.ray

@@ -8,9 +8,12 @@ whatever machine, runs :func:`run_task`, which turns every way a fit can end int
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -75,18 +78,36 @@ def failure(exc: BaseException) -> str:
 def run_task(options: FitOptions, *, log=None) -> Outcome:
     """Run ``fit(options)`` and say how it ended; never raises for the fit's own errors.
 
-    Ctrl-C (SIGINT) during training saves the checkpoint, as in ``ironlearn fit``, and
-    gives an ``interrupted`` outcome.
+    Ctrl-C (SIGINT) or SIGTERM during training saves the checkpoint, as in ``ironlearn fit``,
+    and gives an ``interrupted`` outcome; outside training either one gives that outcome too,
+    with the last checkpoint written kept.
     """
-    _wait_for_lock(options.run_folder)
     try:
-        return Outcome(DONE, metrics=fit(options, log=log or (lambda message: None)))
+        with _sigterm_as_ctrl_c():
+            _wait_for_lock(options.run_folder)
+            return Outcome(DONE, metrics=fit(options, log=log or (lambda message: None)))
     except Interrupted as exc:
-        return Outcome(INTERRUPTED, error=f"stopped at step {exc.step:,}; checkpoint saved")
+        by = "" if exc.signal == signal.SIGINT else f" by {exc.signal.name}"
+        return Outcome(INTERRUPTED, error=f"stopped{by} at step {exc.step:,}; checkpoint saved")
     except KeyboardInterrupt:
-        return Outcome(INTERRUPTED, error="stopped outside training; the last checkpoint written is kept")
+        return Outcome(INTERRUPTED, error="stopped; the last checkpoint written is kept")
     except Exception as exc:  # noqa: BLE001  (every failure is this picture's alone)
         return Outcome(FAILED, error=failure(exc))
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """While inside: SIGTERM raises KeyboardInterrupt, as Ctrl-C does, where fit's training loop (which
+    stops cleanly on either) does not catch it; a worker would otherwise die without its outcome (a
+    local one by default, a Ray one by Ray's handler).  Signals reach the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _wait_for_lock(out: str) -> None:

@@ -4,7 +4,8 @@ It reads tasks from stdin and writes outcomes to stdout, each a pickle behind it
 length, one task at a time.  Its environment was set before Python started, so numpy's
 BLAS reads its thread limit as it loads.  stdin is also its lifeline: when it closes
 while a fit runs (the driver was killed), the worker sends itself SIGINT, and the fit
-saves its checkpoint and stops as it would on Ctrl-C.
+saves its checkpoint and stops as it would on Ctrl-C.  A worker whose fit was stopped
+(by the driver, or by a SIGTERM sent to the worker itself) reports it and exits.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import struct
 import sys
 import threading
 
-from .task import run_task
+from .task import INTERRUPTED, run_task
 
 _HEADER = struct.Struct("<Q")
 
@@ -65,6 +66,8 @@ def main() -> None:
             outcome = run_task(task.options)
             busy.clear()
             write_message(results, outcome)
+            if outcome.status == INTERRUPTED:  # a signal stopped it: it was meant for this process too
+                return
     except (KeyboardInterrupt, BrokenPipeError):  # Ctrl-C while idle; or the driver died meanwhile
         pass
 
