@@ -215,7 +215,9 @@ def build_parser() -> Parser:
                "  ironlearn fit-many 'kodak/*.png' --out runs/kodak --workers 2 --time-budget 30\n"
                "  ironlearn fit-many data/ --out runs/data --engine ray --address auto --gpus-per-fit 0.25")
     many_p.add_argument("inputs", nargs="+", metavar="INPUT", help="image, pixel CSV, folder or glob (quote globs)")
-    many_p.add_argument("--out", required=True, metavar="DIR", help="folder for the run folders and summary.csv")
+    many_p.add_argument("--out", required=True, metavar="DIR",
+                        help="folder for the run folders and summary.csv (refused if DIR/summary.csv is a file "
+                             "fit-many did not write)")
     many_p.add_argument("--workers", type=positive_int, metavar="N",
                         help="fits at once (default: local, one per two cores; ray, as many as the cluster holds)")
     many_p.add_argument("--engine", choices=["local", "ray"], default="local",
@@ -229,7 +231,9 @@ def build_parser() -> Parser:
     many_p.add_argument("--gpus-per-fit", type=non_negative_float, default=0.0, metavar="G",
                         help="with --engine ray: the GPUs each task declares (a fraction shares one; default 0: "
                              "fits run on CPUs)")
-    many_p.add_argument("--force", action="store_true", help="fit every picture anew, replacing its run folder")
+    many_p.add_argument("--force", action="store_true",
+                        help="fit every picture anew, replacing its run (never files fit-many does not write: "
+                             "another summary.csv, a run folder's other files)")
     add_fit_options(many_p)
     many_p.set_defaults(func=cmd_fit_many)
 

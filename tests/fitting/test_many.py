@@ -103,6 +103,23 @@ def test_options_that_cannot_work_are_one_line_usage_errors(tmp_path, capsys, ar
     assert not (tmp_path / "out" / "a").exists()
 
 
+@pytest.mark.parametrize("force", [[], ["--force"]])
+@pytest.mark.parametrize("theirs", ["a file", "a folder"])
+def test_a_summary_csv_fit_many_did_not_write_is_never_replaced(tmp_path, capsys, theirs, force):
+    make_picture(tmp_path / "a.png", 16)
+    out = tmp_path / "out"
+    out.mkdir()
+    if theirs == "a file":
+        (out / "summary.csv").write_bytes(b"name,score\nalice,3\n")
+    else:
+        (out / "summary.csv").mkdir()
+    before = {p.name: p.read_bytes() if p.is_file() else None for p in out.iterdir()}
+    code, _, err = run_cli(capsys, "fit-many", tmp_path / "a.png", "--out", out, *QUICK, *force)
+    assert code == ExitCode.USAGE and err.count("\n") == 1, err
+    assert "is not a summary that fit-many wrote" in err and "not even with --force" in err
+    assert {p.name: p.read_bytes() if p.is_file() else None for p in out.iterdir()} == before  # no .lock, no run
+
+
 def test_missing_ray_is_one_clear_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     make_picture(tmp_path / "a.png", 16)
@@ -429,6 +446,22 @@ def test_sigterm_to_the_ray_driver_stops_like_ctrl_c(ray_instance, tmp_path):
     a, b = summary.read(out / "summary.csv")
     assert (a["status"], b["status"]) == ("done", "interrupted"), (a, b)
     assert b["error"] == f"stopped at step {checkpoint_step(out / 'b'):,}; checkpoint saved"
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_a_run_folder_holding_the_users_files_is_not_written_into(tmp_path, request, engine):
+    """DIR/a holds a user's files and no run: the picture fails in fit's words and nothing there changes,
+    on Ray too, where the driver writes the files a task sends back."""
+    if engine == "ray":
+        request.getfixturevalue("ray_instance")
+    make_picture(tmp_path / "a.png", 16)
+    (tmp_path / "out" / "a").mkdir(parents=True)
+    (tmp_path / "out" / "a" / "reconstruction.png").write_bytes(b"the user's own")
+    rows = fit_many([tmp_path / "a.png"], tmp_path / "out", options=quick_options(), engine=engine,
+                    log=lambda message: None)
+    assert rows[0]["status"] == "failed" and "is not empty and holds no run" in rows[0]["error"], rows
+    assert os.listdir(tmp_path / "out" / "a") == ["reconstruction.png"]
+    assert (tmp_path / "out" / "a" / "reconstruction.png").read_bytes() == b"the user's own"
 
 
 def test_a_picture_the_ray_driver_cannot_read_fails_in_the_words_of_fit(tmp_path):

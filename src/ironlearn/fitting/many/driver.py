@@ -74,7 +74,8 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     Raises
     ------
     UsageError
-        Bad options, no pictures, an unusable output folder, Ray missing or unreachable.
+        Bad options, no pictures, an unusable output folder (or a ``summary.csv`` there that
+        fit-many did not write), Ray missing or unreachable.
     ManyInterrupted
         After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the
         summary).
@@ -82,6 +83,7 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     template = _template(options, force)
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
     sources = expand(inputs)
+    summary.earlier(os.path.join(out, SUMMARY))  # before anything is written: a user's file there stops us
     folder.create(out)
     show_bar = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
     with folder.RunLock(out):  # one fit-many per output folder

@@ -23,7 +23,7 @@ from ...files import write_bytes
 from .. import folder
 from ..options import FitOptions, UsageError
 from .local import thread_environment
-from .task import FAILED, INTERRUPTED, Outcome, Task, run_task
+from .task import FAILED, INTERRUPTED, Outcome, Task, one_line, run_task
 
 MISSING = "the ray engine needs Ray, which is not installed; install it with pip install 'ironlearn[ray]'"
 RESUME_FILES = (folder.CHECKPOINT, folder.FRAMES, folder.HISTORY)  # what a resume reads from the run folder
@@ -98,6 +98,14 @@ def fit_shipped(shipment: Shipment) -> tuple[Outcome, dict]:
                     files[name] = file.read()
     error = outcome.error.replace(out, shipment.options.run_folder).replace(picture, shipment.options.input)
     return dataclasses.replace(outcome, error=error), files
+
+
+def check_run_folder(task: Task) -> None:
+    """What fit() checks of a new run's folder, checked here, where the files will land: the task
+    fits in an empty temporary folder, and DIR/<name> must be empty, or hold a run that ``--force``
+    replaces (UsageError otherwise, in fit's words)."""
+    if not task.options.resume:
+        folder.check_new(task.options.run_folder, force=task.options.force, input=task.options.input)
 
 
 def land(task: Task, files: dict) -> None:
@@ -194,7 +202,10 @@ class RayEngine:
             while queue and not stop.count and len(flying) < self.workers:
                 task = self._on_device(queue.popleft())
                 try:
+                    check_run_folder(task)
                     flying[remote.remote(ship(task))] = task
+                except UsageError as exc:
+                    report(task, Outcome(FAILED, error=one_line(exc)))
                 except OSError as exc:
                     report(task, Outcome(FAILED, error=unreadable(task.options.input, exc)))
             if stop.count > cancelled:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 
 from ...files import write_bytes
+from ..options import UsageError
 from .task import DONE, FAILED, INTERRUPTED, Outcome
 
 COLUMNS = ("picture", "width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db", "accuracy",
            "status", "error")
+HEADER = ",".join(COLUMNS)  # how fit-many knows a summary.csv as its own
 PENDING = "pending"  # not started (yet, or before a Ctrl-C)
 _FROM_METRICS = ("width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db", "accuracy")
 
@@ -39,6 +42,27 @@ def read(path) -> list[dict]:
     """The rows of a summary.csv, as text (empty cells as "")."""
     with open(path, newline="") as file:
         return list(csv.DictReader(file))
+
+
+def earlier(path) -> list[dict]:
+    """The rows of the summary that fit-many wrote at ``path`` before (as :func:`read` gives them),
+    or [] when there is nothing there.
+
+    A summary is fit-many's when its first line is the header fit-many writes.  Anything else at
+    ``path`` (a user's file, a folder) is a UsageError: fit-many replaces only its own summary,
+    ``--force`` or not.
+    """
+    if not os.path.lexists(path):
+        return []
+    try:
+        with open(path, newline="") as file:
+            if file.readline().rstrip("\r\n") == HEADER:
+                file.seek(0)
+                return list(csv.DictReader(file))
+    except (OSError, UnicodeDecodeError):  # a folder, a dangling link, unreadable or binary
+        pass
+    raise UsageError(f"{path} is not a summary that fit-many wrote, and fit-many does not replace it (not even "
+                     "with --force); move it away or choose another --out")
 
 
 def mean_psnr(rows) -> float | None:

@@ -112,8 +112,9 @@ def _sigterm_as_ctrl_c():
 
 def _wait_for_lock(out: str) -> None:
     """Wait (up to LOCK_WAIT) while another process holds ``out``'s lock: a worker of a driver that
-    was killed may still be saving its checkpoint there.  fit() then takes the lock itself."""
-    if not os.path.isdir(out):
+    was killed may still be saving its checkpoint there.  fit() then takes the lock itself.  Without
+    a lock file there, no fit is running and none is created (the folder may be a user's)."""
+    if not os.path.isfile(os.path.join(out, folder.LOCK)):
         return
     deadline = time.monotonic() + LOCK_WAIT
     while True:
