@@ -205,7 +205,9 @@ def build_parser() -> Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Fit every picture named by INPUT (files, folders' images and .csv pixel files, globs), each into "
                     "its own run folder DIR/<name>/ exactly as 'ironlearn fit' writes it, with every fit option "
-                    "applied to each. DIR/summary.csv gets one row per picture as each finishes.",
+                    "applied to each. DIR/summary.csv gets one row per picture as each finishes, with its file's "
+                    "path (relative to DIR); a rerun gives each file the name it had, a new picture a name of its "
+                    "own, and keeps the rows of pictures it does not name.",
         epilog="Running the same command again skips pictures done before and resumes interrupted ones from their "
                "checkpoints (--force redoes them all). A picture that fails is listed with its error and the others "
                "go on; the exit code is then 1. Ctrl-C stops cleanly: finished runs are kept and running ones save "

@@ -18,6 +18,7 @@ from ironlearn.cli import ExitCode
 from ironlearn.fitting import FitOptions, UsageError
 from ironlearn.fitting import folder as run_folder
 from ironlearn.fitting.many import COLUMNS, Source, expand, fit_many, summary
+from ironlearn.fitting.many.inputs import unique_names
 from ironlearn.fitting.many.local import THREAD_VARIABLES, worker_environment
 from ironlearn.fitting.many.task import prepare
 from ironlearn.train.checkpoint import read_meta
@@ -40,8 +41,10 @@ def make_pictures(folder, broken=True):
     return folder
 
 
-def without_seconds(rows):
-    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+def comparable(rows):
+    """Summary rows without what differs between two runs of the same pictures: the time, and the
+    path of the picture, relative to each run's output folder."""
+    return [{k: v for k, v in row.items() if k not in ("seconds", "input")} for row in rows]
 
 
 def run_in_subprocess(*args, **kwargs):
@@ -79,6 +82,55 @@ def test_inputs_are_files_folders_and_globs_each_once_with_unique_names(tmp_path
     assert [os.path.basename(s.path) for s in sources] == ["a.png", "b.png", "c.png", "d.png", "a.csv", "a.png",
                                                            "missing.png"]
     assert [s.name for s in expand([tmp_path / "two" / "a.png", tmp_path / "one"])][:2] == ["a", "a-2"]
+
+
+def test_names_never_clash_with_recorded_ones_or_the_files_beside_the_run_folders(tmp_path):
+    recorded = {os.path.realpath(tmp_path / "old" / "a.png"): "a"}
+    paths = [str(tmp_path / "new" / "a.png"), str(tmp_path / "old" / "a.png"), "summary.csv.png", ".lock.csv"]
+    assert unique_names(paths, recorded) == ["a-2", "a", "summary.csv-2", ".lock-2"]
+
+
+def test_a_rerun_keeps_each_pictures_folder_name_whatever_was_added(tmp_path, monkeypatch):
+    """a.png fitted into R/a; a.jpg added beside it (it sorts first): the rerun leaves a.png's run alone
+    and fits a.jpg into R/a-2; the summary records which file has which name, for every later run."""
+    pictures = tmp_path / "dir"
+    pictures.mkdir()
+    make_picture(pictures / "a.png", 16)
+    out = tmp_path / "R"
+    fit_many([pictures], out, options=quick_options(), log=lambda message: None)
+    done_at = (out / "a" / "model.npz").stat().st_mtime_ns
+
+    make_picture(pictures / "a.jpg", 20, colour=True)
+    messages = []
+    rows = fit_many([pictures], out, options=quick_options(), log=messages.append)
+    assert [(r["picture"], r["input"], r["status"]) for r in rows] == [
+        ("a-2", os.path.join("..", "dir", "a.jpg"), "done"), ("a", os.path.join("..", "dir", "a.png"), "done")]
+    assert "fitting 1 of 2 pictures" in messages[0] and "1 done before" in messages[0], messages
+    assert (out / "a" / "model.npz").stat().st_mtime_ns == done_at
+    assert read_meta(out / "a-2" / "model.npz")["settings"]["size"] == [20, 20]
+
+    # From another folder, one picture named as a relative path, and a new picture also called a:
+    # a.png is still R/a (nothing to do), the newcomer gets a name no recorded picture has.
+    make_picture(tmp_path / "a.png", 24)
+    monkeypatch.chdir(pictures)
+    rows = fit_many(["a.png", tmp_path / "a.png"], out, options=quick_options(), log=messages.append)
+    assert [(r["picture"], r["status"]) for r in rows] == [("a", "done"), ("a-3", "done")]
+    assert (out / "a" / "model.npz").stat().st_mtime_ns == done_at
+    assert [r["picture"] for r in summary.read(out / "summary.csv")] == ["a", "a-2", "a-3"]  # all, first fitted first
+
+
+def test_a_summary_from_before_inputs_were_recorded_is_fit_manys_own(tmp_path):
+    """A summary.csv without the input column (written by an older ironlearn) is recognised, its runs
+    are found under the names they had, and the rewritten summary records their inputs."""
+    make_picture(tmp_path / "a.png", 16)
+    out = tmp_path / "out"
+    fit_many([tmp_path / "a.png"], out, options=quick_options(), log=lambda message: None)
+    old = [{k: v for k, v in row.items() if k != "input"} for row in summary.read(out / "summary.csv")]
+    (out / "summary.csv").write_text(summary.HEADERS[1] + "\n" + "".join(",".join(r.values()) + "\n" for r in old))
+    messages = []
+    rows = fit_many([tmp_path / "a.png"], out, options=quick_options(), log=messages.append)
+    assert "fitting 0 of 1 pictures" in messages[0] and rows[0]["picture"] == "a", messages
+    assert summary.read(out / "summary.csv")[0]["input"] == os.path.join("..", "a.png")
 
 
 @pytest.mark.parametrize("given,expected", [(["empty"], "no pictures in this folder"),
@@ -186,8 +238,8 @@ def test_a_rerun_skips_done_pictures_and_force_redoes_them(local_run, tmp_path, 
     code, _, err = run_cli(capsys, "fit-many", base / "pictures", "--out", out, "--workers", "2", *QUICK)
     assert code == ExitCode.FAILED and "fitting 1 of 5 pictures" in err and "4 done before" in err, err
     assert {p.name: (p / "model.npz").stat().st_mtime_ns for p in out.iterdir() if p.is_dir()} == before
-    assert without_seconds(summary.read(out / "summary.csv")) == \
-        without_seconds(summary.read(base / "out" / "summary.csv"))
+    assert comparable(summary.read(out / "summary.csv")) == \
+        comparable(summary.read(base / "out" / "summary.csv"))
     assert "broken: pictures" not in err and err.strip().splitlines()[-1].startswith("  broken: ")
 
     code, _, err = run_cli(capsys, "fit-many", base / "pictures" / "a.png", "--out", out, "--force", *QUICK)
@@ -401,8 +453,8 @@ def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path
     messages = []
     rows = fit_many([base / "pictures"], out, options=quick_options(), engine="ray", log=messages.append)
     assert "up to 2 fits at once, 1 CPU each" in messages[0], messages
-    assert without_seconds(summary.read(out / "summary.csv")) == \
-        without_seconds(summary.read(base / "out" / "summary.csv"))
+    assert comparable(summary.read(out / "summary.csv")) == \
+        comparable(summary.read(base / "out" / "summary.csv"))
     assert [r["status"] for r in rows] == ["done", "done", "failed", "done", "done"]
     for row in rows:
         if row["status"] == "done":  # written by the driver alone: a fit in this folder would have left .lock

@@ -15,11 +15,10 @@ from ..options import FitOptions, UsageError, validate
 from ..outputs import describe_result
 from ..run import STOP_SIGNALS
 from . import summary
-from .inputs import expand
+from .inputs import SUMMARY, expand
 from .task import DONE, FAILED, INTERRUPTED, Outcome, Task, prepare
 
 ENGINES = ("local", "ray")
-SUMMARY = "summary.csv"
 
 
 class ManyInterrupted(Exception):
@@ -69,7 +68,9 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     Returns
     -------
     list of dict
-        The rows of ``summary.csv`` (:data:`summary.COLUMNS`), in the order of the inputs.
+        The rows of ``summary.csv`` (:data:`summary.COLUMNS`) of these pictures, in the order of
+        the inputs.  The file also keeps the rows of pictures earlier runs fitted into ``out``, so
+        that each picture keeps its run folder's name from run to run.
 
     Raises
     ------
@@ -82,13 +83,13 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     """
     template = _template(options, force)
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
-    sources = expand(inputs)
-    summary.earlier(os.path.join(out, SUMMARY))  # before anything is written: a user's file there stops us
+    earlier = summary.earlier(os.path.join(out, SUMMARY))  # first: a user's file there stops the command
+    sources = expand(inputs, summary.recorded_names(earlier, out))
     folder.create(out)
     show_bar = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
     with folder.RunLock(out):  # one fit-many per output folder
         try:
-            return _fit_all(sources, out, template, runner, log, show_bar)
+            return _fit_all(sources, out, earlier, template, runner, log, show_bar)
         finally:
             runner.close()
 
@@ -127,16 +128,23 @@ def _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log):
     return LocalEngine(workers, threads, log)
 
 
-def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
+def _fit_all(sources, out, earlier, template, runner, log, show_bar: bool) -> list[dict]:
     started = time.perf_counter()
+    path = os.path.join(out, SUMMARY)
+    # The pictures earlier runs fitted here stay listed, so that their names stay theirs.
+    kept = {entry["picture"]: entry for entry in earlier}
     rows, tasks = {}, []
     for source in sources:
         prepared = prepare(source, out, template, force=template.force)
         if isinstance(prepared, Task):
             tasks.append(prepared)
-        rows[source.name] = summary.row(source.name, prepared if isinstance(prepared, Outcome) else None)
-    path = os.path.join(out, SUMMARY)
-    summary.write(path, rows.values())
+        rows[source.name] = summary.row(source.name, summary.input_cell(source.path, out),
+                                        prepared if isinstance(prepared, Outcome) else None)
+
+    def save() -> None:
+        summary.write(path, {**kept, **rows}.values())
+
+    save()
     skipped, resumed = len(sources) - len(tasks), sum(t.options.resume for t in tasks)
     if tasks:
         runner.start()  # only now: a Ray cluster is not joined when every picture is done
@@ -147,8 +155,8 @@ def _fit_all(sources, out, template, runner, log, show_bar: bool) -> list[dict]:
     _show_mean(bar, rows.values())
 
     def report(task: Task, outcome: Outcome) -> None:
-        rows[task.name] = summary.row(task.name, outcome)
-        summary.write(path, rows.values())
+        rows[task.name] = summary.row(task.name, rows[task.name]["input"], outcome)
+        save()
         say(_message(task, outcome))
         if bar is not None:
             _show_mean(bar, rows.values())

@@ -3,8 +3,9 @@
 An input is a file (taken as it is), a folder (its images and ``.csv`` pixel files,
 not its subfolders) or a glob (the pictures it matches).  Each picture's run folder
 is named after the file; when two share a name, the later ones get ``-2``, ``-3``, ...
-in the order the inputs were given, so the same command maps each picture to the
-same folder every time.
+in the order the inputs were given.  ``summary.csv`` records the name each file got, and
+a rerun gives it the same one, whatever pictures were added or removed meanwhile; a new
+picture gets a name no recorded one has.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from .. import folder
 from ..options import UsageError
 
 GLOB_CHARACTERS = "*?["
+SUMMARY = "summary.csv"
+BESIDE = frozenset({SUMMARY, folder.LOCK})  # what the output folder holds besides the run folders
 
 
 @dataclass(frozen=True)
@@ -64,21 +68,27 @@ def _expand(text: str, suffixes) -> list[str]:
     return found
 
 
-def unique_names(paths: list[str]) -> list[str]:
-    """A run-folder name per path: the file name without its suffix, made unique with ``-2``, ``-3``, ..."""
-    names, used = [], set()
+def unique_names(paths: list[str], recorded: dict | None = None) -> list[str]:
+    """A run-folder name per path: the one ``recorded`` gives its file (``{real path: name}``, from
+    earlier runs), else the file name without its suffix, made unique with ``-2``, ``-3``, ...
+    among the names given, every recorded one and the files kept beside the run folders."""
+    recorded = recorded or {}
+    names, used = [], set(recorded.values()) | BESIDE
     for path in paths:
-        stem = os.path.splitext(os.path.basename(os.path.normpath(path)))[0] or "picture"
-        name, n = stem, 2
-        while name in used:
-            name, n = f"{stem}-{n}", n + 1
+        name = recorded.get(os.path.realpath(path))
+        if name is None:
+            stem = os.path.splitext(os.path.basename(os.path.normpath(path)))[0] or "picture"
+            name, n = stem, 2
+            while name in used:
+                name, n = f"{stem}-{n}", n + 1
         used.add(name)
         names.append(name)
     return names
 
 
-def expand(inputs) -> list[Source]:
-    """The pictures that ``inputs`` (files, folders and globs) name, each once, in the order given.
+def expand(inputs, recorded: dict | None = None) -> list[Source]:
+    """The pictures that ``inputs`` (files, folders and globs) name, each once, in the order given,
+    named as :func:`unique_names` does with ``recorded``.
 
     Raises UsageError for a folder or glob with no pictures, and when there are none at all.
     """
@@ -91,4 +101,4 @@ def expand(inputs) -> list[Source]:
                 paths.append(path)
     if not paths:
         raise UsageError("no pictures given: name image files, pixel CSVs, folders or globs")
-    return [Source(name, path) for name, path in zip(unique_names(paths), paths)]
+    return [Source(name, path) for name, path in zip(unique_names(paths, recorded), paths)]

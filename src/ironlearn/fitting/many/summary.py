@@ -11,23 +11,46 @@ from ...files import write_bytes
 from ..options import UsageError
 from .task import DONE, FAILED, INTERRUPTED, Outcome
 
-COLUMNS = ("picture", "width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db", "accuracy",
-           "status", "error")
-HEADER = ",".join(COLUMNS)  # how fit-many knows a summary.csv as its own
+COLUMNS = ("picture", "input", "width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db",
+           "accuracy", "status", "error")
+#: The header rows fit-many writes, and wrote before summaries recorded each picture's input.
+HEADERS = (",".join(COLUMNS), ",".join(c for c in COLUMNS if c != "input"))
 PENDING = "pending"  # not started (yet, or before a Ctrl-C)
 _FROM_METRICS = ("width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db", "accuracy")
 
 
-def row(name: str, outcome: Outcome | None = None) -> dict:
-    """The summary row of picture ``name`` (its run folder's name); pending without an ``outcome``.
-    Columns a picture has no value for (accuracy outside binary mode, all but the error of a
-    failure) are None, written as empty cells."""
+def row(name: str, input: str, outcome: Outcome | None = None) -> dict:
+    """The summary row of picture ``name`` (its run folder's name) whose file is ``input`` (as
+    :func:`input_cell` gives it); pending without an ``outcome``.  Columns a picture has no
+    value for (accuracy outside binary mode, all but the error of a failure) are None, written
+    as empty cells."""
     entry = dict.fromkeys(COLUMNS)
-    entry.update(picture=name, status=PENDING, error="")
+    entry.update(picture=name, input=input, status=PENDING, error="")
     if outcome is not None:
         entry.update(status=outcome.status, error=outcome.error)
         entry.update({key: (outcome.metrics or {}).get(key) for key in _FROM_METRICS})
     return entry
+
+
+def input_cell(path, out) -> str:
+    """How the summary in ``out`` names the picture file ``path``: relative to ``out``, so that the
+    record holds whatever folder the command runs from, and when both folders move together."""
+    try:
+        return os.path.relpath(os.path.realpath(path), os.path.realpath(out))
+    except ValueError:  # on another drive (Windows)
+        return os.path.realpath(path)
+
+
+def recorded_names(rows, out) -> dict:
+    """``{real path: run folder name}`` of the pictures that ``rows`` (of the summary in ``out``)
+    record and that are still there.  A row of an older summary (no input), or of a picture no
+    longer where it was, records nothing: its name goes, as before, to the picture named so."""
+    found = {}
+    for entry in rows:
+        path = os.path.realpath(os.path.join(os.path.realpath(out), entry.get("input") or ""))
+        if entry.get("input") and os.path.isfile(path):
+            found.setdefault(path, entry["picture"])
+    return found
 
 
 def write(path, rows) -> None:
@@ -48,7 +71,7 @@ def earlier(path) -> list[dict]:
     """The rows of the summary that fit-many wrote at ``path`` before (as :func:`read` gives them),
     or [] when there is nothing there.
 
-    A summary is fit-many's when its first line is the header fit-many writes.  Anything else at
+    A summary is fit-many's when its first line is a header fit-many writes (or wrote).  Anything else at
     ``path`` (a user's file, a folder) is a UsageError: fit-many replaces only its own summary,
     ``--force`` or not.
     """
@@ -56,7 +79,7 @@ def earlier(path) -> list[dict]:
         return []
     try:
         with open(path, newline="") as file:
-            if file.readline().rstrip("\r\n") == HEADER:
+            if file.readline().rstrip("\r\n") in HEADERS:
                 file.seek(0)
                 return list(csv.DictReader(file))
     except (OSError, UnicodeDecodeError):  # a folder, a dangling link, unreadable or binary
