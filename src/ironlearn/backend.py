@@ -8,14 +8,18 @@ for, so importing ironlearn never touches a GPU.
 Host <-> device copies go one way: :func:`to_host` and :func:`asarray_like`
 here, which :meth:`Backend.to_host` and :meth:`Backend.asarray` wrap.  They
 happen at I/O boundaries (loading data, saving and loading checkpoints,
-rendering), never inside a training step.  The Backend methods count the
-copies that cross, so a test can prove that a step copies nothing; the
-module-level functions serve code that holds arrays but no Backend (saving
-and loading states) and count nothing.
+rendering), never inside a training step.  Every copy that crosses is counted
+(:func:`crossings`; a Backend also counts its own in ``transfers``), and
+:meth:`Backend.device_only` turns a crossing, and on a GPU a device sync, into
+an error: a test wraps a training step in it to prove the step stays on the
+device.  The few device primitives that NumPy and CuPy spell differently
+(a scatter-add) live here too; the hand-written CUDA kernels live in
+:mod:`ironlearn.kernels`, which gets CuPy from here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import platform
@@ -32,7 +36,14 @@ class BackendError(RuntimeError):
     """A device was asked for that this machine cannot provide."""
 
 
+class HostTransferError(RuntimeError):
+    """A copy between host and device was asked for inside :meth:`Backend.device_only`."""
+
+
 _cupy = None  # CuPy once imported and checked; get_array_module asks for it many times per step
+_cupyx = None
+_crossings = 0  # copies that crossed between host and device, through any function here
+_device_only = 0  # > 0 inside Backend.device_only: a crossing raises
 
 
 def _import_cupy():
@@ -60,6 +71,22 @@ def _load_cupy():
     return cupy
 
 
+def _import_cupyx():
+    """CuPy's ``cupyx`` (scatter-add, sync detection), once CuPy itself is known to work."""
+    global _cupyx
+    if _cupyx is None:
+        _import_cupy()
+        import cupyx  # part of CuPy: imported here only, beside cupy
+
+        _cupyx = cupyx
+    return _cupyx
+
+
+def cuda_module():
+    """The CuPy module, for :mod:`ironlearn.kernels` (raises :class:`BackendError` without a GPU)."""
+    return _import_cupy()
+
+
 def cuda_available() -> bool:
     """True when CuPy imports and sees at least one GPU."""
     try:
@@ -73,6 +100,24 @@ def _on_device(array) -> bool:
     return type(array).__module__.split(".")[0] == "cupy"
 
 
+def on_device(array) -> bool:
+    """True when ``array`` lives on the GPU (a CuPy array)."""
+    return _on_device(array)
+
+
+def crossings() -> int:
+    """How many copies have crossed between host and device in this process, through this module."""
+    return _crossings
+
+
+def _cross():
+    global _crossings
+    if _device_only:
+        raise HostTransferError("a copy between host and device inside Backend.device_only() "
+                                "(a training step must not make one)")
+    _crossings += 1
+
+
 def get_array_module(array):
     """``numpy`` or ``cupy``, whichever owns ``array`` (without importing cupy needlessly)."""
     return _import_cupy() if _on_device(array) else np
@@ -80,12 +125,19 @@ def get_array_module(array):
 
 def to_host(array) -> np.ndarray:
     """``array`` as a NumPy array: copied off the GPU when it lives there, else as it is (no copy)."""
-    return array.get() if _on_device(array) else np.asarray(array)
+    if not _on_device(array):
+        return np.asarray(array)
+    _cross()
+    return array.get()
 
 
 def _convert(xp, array, dtype):
     # NumPy refuses to read CuPy memory implicitly, and CuPy reads host memory by copying it.
-    return np.asarray(to_host(array), dtype=dtype) if xp is np else xp.asarray(array, dtype=dtype)
+    if xp is np:
+        return np.asarray(to_host(array), dtype=dtype)
+    if not _on_device(array):
+        _cross()
+    return xp.asarray(array, dtype=dtype)
 
 
 def asarray_like(like, array):
@@ -108,7 +160,7 @@ def take_rows(array, index):
     array through fancy indexing (463,890 rows of two float32 out of 4.6 million: 2.2 ms against
     8.0 ms; a hash grid's corners: 3.5 ms against 48); CuPy's fancy indexing is already one kernel.
     """
-    if not isinstance(array, np.ndarray):
+    if _on_device(array) or not isinstance(array, np.ndarray):
         return array[index]
     array = np.ascontiguousarray(array)
     return np.take(_records(array), index).view(array.dtype).reshape(*np.shape(index), array.shape[1])
@@ -116,10 +168,23 @@ def take_rows(array, index):
 
 def put_rows(array, rows, values) -> None:
     """``array[rows] = values`` for a 2-D ``array`` and distinct ``rows``, as :func:`take_rows` reads."""
-    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+    if _on_device(array) or not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
         array[rows] = values
         return
     np.put(_records(array), rows, _records(np.ascontiguousarray(values, dtype=array.dtype)))
+
+
+def scatter_add(out, index, values) -> None:
+    """``out[index] += values`` with repeated indices summed, in place, on either device.
+
+    NumPy's ``add.at`` on the host; on the GPU ``cupyx.scatter_add``, one atomic kernel that
+    never reads anything back (``bincount`` there reads the largest index back to size its
+    output: a sync each call).
+    """
+    if _on_device(out):
+        _import_cupyx().scatter_add(out, index, values)
+    else:
+        np.add.at(out, index, values)
 
 
 class Backend:
@@ -151,27 +216,97 @@ class Backend:
     def asarray(self, array, dtype=None):
         """``array`` (host data, or an array on either device) on this backend's device, as
         ``dtype`` (default: the backend's); counted when it crosses."""
+        converted = _convert(self.xp, array, self.dtype if dtype is None else dtype)
         if _on_device(array) != (self.device == "cuda"):
             self.transfers += 1
-        return _convert(self.xp, array, self.dtype if dtype is None else dtype)
+        return converted
 
     def to_host(self, array) -> np.ndarray:
         """A NumPy copy of a device array (counted), or a host array as it is."""
+        host = to_host(array)
         if _on_device(array):
             self.transfers += 1
-        return to_host(array)
+        return host
 
     def synchronize(self) -> None:
         """Wait for queued device work; time GPU code only after this."""
         if self.device == "cuda":
             self.xp.cuda.get_current_stream().synchronize()
 
+    @contextlib.contextmanager
+    def device_only(self):
+        """Inside: a copy between host and device through ironlearn raises
+        :class:`HostTransferError`, and on a GPU so does a device sync that CuPy sees (a
+        ``float()``, ``.item()``, boolean mask, ``nonzero`` or ``bincount`` on a device array:
+        ``cupyx.allow_synchronize(False)``, which raises ``cupyx.DeviceSynchronized``).
+
+        Wrap a training step in it to prove that the step runs on the device alone.  Syncs
+        outside CuPy (cuBLAS, a hand-written kernel's launch) are not seen.
+        """
+        global _device_only
+        _device_only += 1
+        try:
+            if self.device == "cuda":
+                allow = getattr(_import_cupyx(), "allow_synchronize", None)
+                with allow(False) if allow is not None else contextlib.nullcontext():
+                    yield self
+            else:
+                yield self
+        finally:
+            _device_only -= 1
+
+    @property
+    def can_detect_syncs(self) -> bool:
+        """Whether :meth:`device_only` turns device syncs into errors here (CuPy with
+        ``cupyx.allow_synchronize``); on the CPU there is no device to wait for."""
+        return self.device == "cuda" and hasattr(_import_cupyx(), "allow_synchronize")
+
     def memory_stats(self) -> dict:
-        """Bytes held by CuPy's memory pool (empty on the CPU)."""
+        """Bytes held by CuPy's memory pool (empty on the CPU).
+
+        ``pool_used_bytes`` are in arrays now; ``pool_total_bytes`` is what the pool holds, which
+        is also its peak, since the pool keeps the blocks it frees for reuse and never gives them
+        back unless asked; ``pool_peak_used_bytes`` (inside :meth:`tracking_peak` only) is the most
+        bytes in arrays at once.
+        """
         if self.device != "cuda":
             return {}
         pool = self.xp.get_default_memory_pool()
-        return {"pool_used_bytes": int(pool.used_bytes()), "pool_total_bytes": int(pool.total_bytes())}
+        stats = {"pool_used_bytes": int(pool.used_bytes()), "pool_total_bytes": int(pool.total_bytes()),
+                 "pool_peak_bytes": int(pool.total_bytes())}
+        if self._peak is not None:
+            stats["pool_peak_used_bytes"] = int(self._peak.peak)
+        return stats
+
+    @contextlib.contextmanager
+    def tracking_peak(self):
+        """Inside (and in :meth:`memory_stats` after it): the peak of bytes in arrays, from a CuPy
+        memory hook called at every allocation (a few microseconds each: not for timing runs).
+        Does nothing on the CPU."""
+        if self.device != "cuda":
+            yield self
+            return
+        self._peak = _peak_hook(self.xp)
+        with self._peak:
+            yield self
+
+    _peak = None
+
+
+def _peak_hook(cupy):
+    """A CuPy memory hook that keeps the most bytes the default pool has had in use."""
+    pool = cupy.get_default_memory_pool()
+
+    class PeakHook(cupy.cuda.MemoryHook):
+        name = "ironlearn_peak"
+
+        def __init__(self):
+            self.peak = pool.used_bytes()
+
+        def malloc_postprocess(self, **kwargs):
+            self.peak = max(self.peak, pool.used_bytes())
+
+    return PeakHook()
 
 
 @functools.cache

@@ -135,12 +135,19 @@ class PictureSampler:
         # Each period-th sample lies anywhere; the others sit on pixel centres.
         self.period = max(1, round(1 / (1 - centred))) if centred < 1 else self.batch_size + 1
         xp = get_array_module(values)
-        on_centres = xp.ones(self.batch_size, dtype=bool)
-        on_centres[::self.period] = False
-        self._on_centres = on_centres if self.period > 1 else None
+        # The samples on centres (all but each period-th) as indices, made on the device once: a
+        # boolean mask would make every step count its True entries, which on a GPU reads the
+        # count back (a sync).
+        self._on_centres = None
+        if self.period > 1:
+            j = xp.arange(self.batch_size - -(-self.batch_size // self.period), dtype=xp.int64)
+            self._on_centres = j + j // (self.period - 1) + 1
         self.height, self.width, self.channels = values.shape
         self.scale = np.float32(1 / 255) if values.dtype == np.uint8 else np.float32(1)
         self._rows = values.reshape(-1, self.channels)  # gathered whole (backend.take_rows)
+        # Positions stay below these (float32 rounding can carry ``255 + 0.99999994`` to 256).
+        self._below = (np.nextafter(np.float32(self.width), np.float32(0)),
+                       np.nextafter(np.float32(self.height), np.float32(0)))
 
     @property
     def pixels(self) -> int:
@@ -183,9 +190,7 @@ class PictureSampler:
         row = xp.minimum(xp.floor(along / self.width), self.height - 1)
         px = (along - row * self.width).astype(xp.float32)
         py = row.astype(xp.float32) + u[1]
-        # float32 rounding can carry ``255 + 0.99999994`` to 256: keep positions inside the picture.
-        below = np.nextafter(np.float32(self.width), np.float32(0)), np.nextafter(np.float32(self.height), np.float32(0))
-        return xp.minimum(px, below[0]), xp.minimum(py, below[1])
+        return xp.minimum(px, self._below[0]), xp.minimum(py, self._below[1])
 
     def coordinates(self, px, py):
         """Pixel-unit positions -> network inputs in [-1, 1] (``x = 2 px / width - 1``)."""

@@ -16,9 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import kernels
 from ..backend import get_array_module, take_rows
 from .layers import Layer, bound_arguments, check_count, check_positive, register
-from .sparse import RowGrad
+from .sparse import MaskedGrad, RowGrad, sparse_gradient
 
 
 @register
@@ -171,13 +172,15 @@ class HashGrid(Layer):
     All levels live in one parameter ``table`` of shape ``(sum of level sizes,
     features)`` (the detail level in ``detail``, ``(detail**2, 1)``), so the
     optimizers treat it like any other array.  Its gradient
-    is scattered with ``bincount``, a vectorised sum per vertex.  When a batch
+    is scattered with ``bincount``, a vectorised sum per vertex (on a GPU, by a
+    kernel: reads and scatters go through :mod:`ironlearn.kernels`).  When a batch
     reads fewer rows than the table holds, the gradient is a :class:`RowGrad`
     of the rows read, so that a step costs what the batch touches, not what the
-    table holds (the optimizers then update those rows only).
+    table holds (the optimizers then update those rows only); on a GPU it is a
+    :class:`~ironlearn.nn.sparse.MaskedGrad`, which marks them without a sync.
     """
 
-    _cached = ("_x", "_marks", "_slots")
+    _cached = ("_x", "_marks", "_slots", "_constants")
 
     #: The gradient is a :class:`RowGrad` (and the optimizers lazy) when a batch makes fewer
     #: lookups than this share of the table's rows.  Dense Adam learns more per step (0.4-0.5 dB
@@ -219,6 +222,7 @@ class HashGrid(Layer):
         # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
         self._lookups = []
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
+        self._constants = None  # per-level arrays on the device, made on first use
 
     def _link_detail(self):
         """Share the detail level's table and gradient under this layer's own names."""
@@ -332,11 +336,7 @@ class HashGrid(Layer):
         feature, if any)."""
         reads = self._lookup(x)
         self._x = x
-        corners = self._corner_features(reads.indices)  # (K, n, L, F)
-        corners *= reads.spread
-        mixed = corners[0]
-        for k in range(1, len(corners)):
-            mixed += corners[k]
+        mixed = kernels.gather_weighted(self.params["table"], reads.indices, reads.weights, reads.spread)
         mixed = mixed.reshape(len(x), -1)
         if not self.detail:
             return mixed
@@ -355,15 +355,15 @@ class HashGrid(Layer):
         flat_index = indices.reshape(-1)
         rows = self.params["table"].shape[0]
         if flat_index.size < rows * self.sparse_reads:
-            touched, flat_index = self._compact(xp, flat_index)
-            grad_table = xp.empty((len(touched), self.features), dtype=grad_out.dtype)
-            self.grads["table"] = RowGrad(touched, grad_table, self.params["table"].shape)
+            grad, index = sparse_gradient(flat_index, self.params["table"].shape, grad_out.dtype,
+                                          lambda flat: self._compact(xp, flat))
+            self.grads["table"], grad_table = grad, grad.values
         else:
             grad_table = self.grads["table"] = self._dense_grad(xp)
-        for f in range(self.features):
-            contribution = weights * per_level[None, :, :, f]  # (K, n, L)
-            grad_table[:, f] = xp.bincount(flat_index, weights=contribution.reshape(-1),
-                                           minlength=len(grad_table))
+            index = flat_index
+        # The table's own rows (not renumbered): the scatter may then sum small levels apart.
+        levels = (self.offsets, self.sizes) if index is flat_index else None
+        kernels.scatter_weighted(grad_table, index, weights, per_level, levels)
         if not need_grad_in:
             return None
         grad = self._input_grad(xp, per_level, indices, fractions)
@@ -371,7 +371,7 @@ class HashGrid(Layer):
 
     def _dense_grad(self, xp):
         grad = self.grads["table"]
-        return grad if not isinstance(grad, RowGrad) else xp.zeros_like(self.params["table"])
+        return grad if not isinstance(grad, (RowGrad, MaskedGrad)) else xp.zeros_like(self.params["table"])
 
     def _compact(self, xp, flat_index):
         """The rows ``flat_index`` reads, sorted, and ``flat_index`` renumbered into them.
@@ -402,14 +402,22 @@ class HashGrid(Layer):
             j, i = divmod(k, len(offsets))
             d_fx += along[k] * sx[i] * wy[j]
             d_fy += along[k] * wx[i] * sy[j]
-        resolutions = xp.asarray(self.resolutions, dtype=per_level.dtype)
+        resolutions, sides = self._level_arrays(xp, per_level.dtype)
         grad = xp.empty((per_level.shape[0], 2), dtype=per_level.dtype)
         for axis, d_f in enumerate((d_fx, d_fy)):
             # d position / d x: res / 2 where the position is not clamped at the grid's edge, else 0
             position = (self._x[:, axis, None] + 1) * 0.5 * resolutions - (0.5 if self.centred else 0.0)
-            inside = (position >= 0) & (position <= xp.asarray(self.sides, dtype=position.dtype) - 1)
+            inside = (position >= 0) & (position <= sides - 1)
             grad[:, axis] = (d_f * (resolutions * 0.5) * inside).sum(axis=1)
         return grad
+
+    def _level_arrays(self, xp, dtype):
+        """Each level's cells and vertices a side as ``(L,)`` arrays of ``dtype`` on ``xp``'s
+        device, made once (building them from the lists each call copies them to the GPU)."""
+        key = (xp.__name__, np.dtype(dtype).str)
+        if self._constants is None or self._constants[0] != key:
+            self._constants = (key, xp.asarray(self.resolutions, dtype=dtype), xp.asarray(self.sides, dtype=dtype))
+        return self._constants[1:]
 
     def to(self, backend) -> "HashGrid":
         self._lookups = []

@@ -1,10 +1,16 @@
-"""Gradients that are zero outside a few rows of their parameter (a hash-grid table's)."""
+"""Gradients that are zero outside a few rows of their parameter (a hash-grid table's).
+
+Two forms of the same thing: on the host a :class:`RowGrad` lists the rows, so that a step
+costs what the batch touches; on a GPU a :class:`MaskedGrad` marks them in a mask as large as
+the table, because listing them (``nonzero``) needs their count on the host, a sync every step.
+The optimizers update only the rows either names ("lazy" updates), so the two train alike.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..backend import get_array_module, put_rows, take_rows
+from ..backend import get_array_module, on_device, put_rows, take_rows
 
 
 @dataclass
@@ -33,12 +39,66 @@ class RowGrad:
         return out
 
 
+@dataclass
+class MaskedGrad:
+    """The gradient of a ``(rows, features)`` parameter that is zero outside the rows ``touched``
+    marks: a :class:`RowGrad` for a GPU, whose size never depends on the data.
+
+    Attributes
+    ----------
+    touched : bool array ``(rows,)``
+        The rows that have a gradient.
+    values : array ``(rows, features)``
+        The whole gradient, zeros outside ``touched``.
+    """
+
+    touched: object
+    values: object
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.values.shape)
+
+    def dense(self):
+        """The full gradient array (``values`` itself)."""
+        return self.values
+
+    @classmethod
+    def marking(cls, index, shape, dtype) -> "MaskedGrad":
+        """Zeros of ``shape``, with the rows ``index`` reads marked."""
+        xp = get_array_module(index)
+        touched = xp.zeros(shape[0], dtype=bool)
+        touched[index] = True
+        return cls(touched, xp.zeros(shape, dtype=dtype))
+
+
+def sparse_gradient(index, shape, dtype, compact):
+    """The gradient of a ``shape`` table whose rows ``index`` reads (a flat int array, repeats
+    allowed), not filled in yet, and where each entry of ``index`` adds into its values.
+
+    On the host: a :class:`RowGrad` of the rows read, found by ``compact(index) -> (rows,
+    index renumbered into them)``.  On a GPU: a :class:`MaskedGrad`, with ``index`` as it is.
+
+    Returns
+    -------
+    gradient : RowGrad or MaskedGrad
+    index : int array
+        ``index`` as rows of ``gradient.values``.
+    """
+    if on_device(index):
+        return MaskedGrad.marking(index, shape, dtype), index
+    rows, index = compact(index)
+    return RowGrad(rows, get_array_module(index).empty((len(rows), shape[1]), dtype=dtype), tuple(shape)), index
+
+
 def add_gradients(total: dict, grads: dict) -> dict:
     """Adds ``grads`` into ``total``'s dense arrays (from :func:`copy_gradients`), name by name;
     a :class:`RowGrad` adds into the rows it names.  Returns ``total``."""
     for name, grad in grads.items():
         if isinstance(grad, RowGrad):
             put_rows(total[name], grad.rows, take_rows(total[name], grad.rows) + grad.values)
+        elif isinstance(grad, MaskedGrad):
+            total[name] += grad.values
         else:
             total[name] += grad
     return total
@@ -57,6 +117,11 @@ def copy_gradients(grads: dict, into: dict | None = None) -> dict:
             else:
                 held[...] = 0
             put_rows(held, grad.rows, grad.values)
+        elif isinstance(grad, MaskedGrad):
+            if held is None or held.shape != grad.shape:
+                held = grad.values.copy()
+            else:
+                held[...] = grad.values
         elif held is None or held.shape != grad.shape:
             held = grad.copy()
         else:

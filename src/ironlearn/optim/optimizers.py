@@ -2,15 +2,17 @@
 
 Each update runs in place on the parameter arrays, through one scratch buffer
 per parameter, so a step allocates nothing after the first and keeps the
-parameters' dtype (float32 stays float32).
+parameters' dtype (float32 stays float32).  On a GPU, Adam's update is one
+elementwise kernel (:func:`ironlearn.kernels.adam_update`).
 """
 
 from __future__ import annotations
 
 import math
 
+from .. import kernels
 from ..backend import asarray_like, get_array_module, put_rows, take_rows
-from ..nn.sparse import RowGrad
+from ..nn.sparse import MaskedGrad, RowGrad
 from .schedules import constant
 
 
@@ -52,6 +54,8 @@ class Optimizer:
             grad = grads[name]
             if isinstance(grad, RowGrad):
                 self._update_rows(name, param, grad.rows, grad.values, lr)
+            elif isinstance(grad, MaskedGrad):
+                self._update_masked(name, param, grad.touched, grad.values, lr)
             else:
                 self._update(name, param, grad, lr)
 
@@ -61,6 +65,11 @@ class Optimizer:
     def _update_rows(self, name, param, rows, grad, lr):
         """The update of :meth:`_update` applied to ``param[rows]`` only ("lazy"): rows outside
         ``rows`` keep their values and their slots, as if this step had not happened to them."""
+        raise NotImplementedError
+
+    def _update_masked(self, name, param, touched, grad, lr):
+        """:meth:`_update_rows` for the rows the bool mask ``touched`` marks (``grad`` is dense,
+        zero elsewhere): how a GPU updates lazily without reading the rows' count back."""
         raise NotImplementedError
 
     def _slot(self, slot: str, name: str, like):
@@ -146,6 +155,14 @@ class SGD(Optimizer):
             put_rows(velocity, rows, grad)
         put_rows(param, rows, take_rows(param, rows) - lr * grad)
 
+    def _update_masked(self, name, param, touched, grad, lr):
+        if self.momentum:  # untouched rows keep their velocity, as in _update_rows
+            velocity = self._slot("velocity", name, param)
+            xp = get_array_module(param)
+            xp.copyto(velocity, velocity * self.momentum + grad, where=touched[:, None])
+            grad = xp.where(touched[:, None], velocity, 0).astype(param.dtype, copy=False)
+        param -= lr * grad
+
     def _update(self, name, param, grad, lr):
         direction = grad
         if self.momentum:
@@ -174,26 +191,16 @@ class Adam(Optimizer):
         self.betas = (float(b1), float(b2))
         self.eps = float(eps)
 
-    def _update(self, name, param, grad, lr):
-        xp = get_array_module(param)
+    def _update(self, name, param, grad, lr, touched=None):
         b1, b2 = self.betas
         m, v = self._slot("m", name, param), self._slot("v", name, param)
-        s = self._buffer(name, param)
-        # m += (1 - b1) (g - m);  v += (1 - b2) (g^2 - v): one scratch buffer, no temporaries.
-        xp.subtract(grad, m, out=s)
-        s *= 1.0 - b1
-        m += s
-        xp.multiply(grad, grad, out=s)
-        s -= v
-        s *= 1.0 - b2
-        v += s
         correction = math.sqrt(1.0 - b2 ** self.step_count)
         step_size = lr * correction / (1.0 - b1 ** self.step_count)
-        xp.sqrt(v, out=s)
-        s += self.eps * correction
-        xp.divide(m, s, out=s)
-        s *= step_size
-        param -= s
+        kernels.adam_update(param, grad, m, v, self._buffer(name, param), b1, b2, step_size,
+                            self.eps * correction, touched)
+
+    def _update_masked(self, name, param, touched, grad, lr):
+        self._update(name, param, grad, lr, touched)
 
     def _update_rows(self, name, param, rows, grad, lr):
         # Lazy Adam (as tiny-cuda-nn and sparse PyTorch ports do): the moments of untouched rows do

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..backend import Backend, get_array_module
+from ..backend import Backend, get_array_module, to_host
 from ..nn.sparse import add_gradients, copy_gradients
 
 
@@ -104,7 +104,7 @@ class Trainer:
     def loss(self) -> float:
         """The last step's loss as a Python float (reads it back once per step; raises on NaN/inf)."""
         if self._loss_host is None and self._loss is not None:
-            value = float(self._loss)
+            value = float(to_host(self._loss))  # read back only here: a sync on a GPU
             if not math.isfinite(value) or value > self.max_loss:
                 raise DivergenceError(self.step, value, self.last_lr)
             self._loss_host = value

@@ -1,0 +1,353 @@
+"""The backend's kernels: a hash grid's read and its transpose, and Adam's update, each beside
+the NumPy code it must agree with.
+
+* :func:`gather_weighted`, a hash grid's forward read: ``sum_k w[k] * table[index[k]]`` for each
+  point and level (4 vertices a read for bilinear levels, 16 for B-splines);
+* :func:`scatter_weighted`, its backward: the same sum transposed, ``out[index[k]] += w[k] * g``,
+  repeated rows summed;
+* :func:`adam_update`, one Adam step on one parameter, optionally on the rows a mask marks only.
+
+Each takes arrays and follows their device.  NumPy arrays run the reference code, which is what
+ironlearn ran before these kernels, operation for operation (the CPU path is unchanged, bit for
+bit).  CuPy arrays run in one of two :data:`MODES`:
+
+``kernels`` (the default)
+    float32 arrays run hand-written CUDA: one thread a point and level for the read; one a
+    vertex read, with ``float2`` atomics on sm_90 and later, for the scatter, where the coarse
+    levels (a few hundred rows that every point hits) first sum in shared memory; Adam as one
+    elementwise kernel.  Other dtypes take the portable path.
+``portable``
+    The reference code on CuPy, its scatter through :func:`~ironlearn.backend.scatter_add`
+    (``cupyx.scatter_add``).  Neither mode reads anything back to the host.
+
+Choose with :func:`use`, or ``IRONLEARN_KERNELS=portable`` in the environment.  CuPy comes from
+:mod:`ironlearn.backend` (the only module that imports it), and nothing compiles until a kernel
+first runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+
+import numpy as np
+
+from .backend import cuda_module, get_array_module, on_device, scatter_add, take_rows
+
+MODES = ("kernels", "portable")
+_mode = os.environ.get("IRONLEARN_KERNELS", "kernels")
+if _mode not in MODES:
+    _mode = "portable" if _mode in ("0", "off", "no") else "kernels"
+
+
+def mode() -> str:
+    """The mode CuPy arrays run in now: ``kernels`` or ``portable``."""
+    return _mode
+
+
+@contextlib.contextmanager
+def use(name: str):
+    """Run CuPy arrays in mode ``name`` (one of :data:`MODES`) inside the block."""
+    global _mode
+    if name not in MODES:
+        raise ValueError(f"unknown kernel mode {name!r}: use one of {', '.join(MODES)}")
+    before, _mode = _mode, name
+    try:
+        yield
+    finally:
+        _mode = before
+
+
+def _compiled(*arrays) -> bool:
+    """Whether these arrays take the hand-written kernels: CuPy float32 in ``kernels`` mode."""
+    first = arrays[0]
+    return (_mode == "kernels" and on_device(first) and all(a.dtype == np.float32 for a in arrays)
+            and hasattr(get_array_module(first), "RawModule"))
+
+
+# -- the hash grid's read ----------------------------------------------------------------------
+def gather_weighted(table, indices, weights, spread=None):
+    """The weighted sum of the rows each point reads at each level.
+
+    Parameters
+    ----------
+    table : array ``(rows, F)``
+    indices : int array ``(K, n, L)``
+        The rows read: ``K`` vertices for each of ``n`` points at ``L`` levels.
+    weights : array ``(K, n, L)``
+    spread : array ``(K, n, L, F)``, optional
+        ``weights`` repeated for each feature, which the NumPy path multiplies by faster.
+
+    Returns
+    -------
+    array ``(n, L, F)``: ``sum_k weights[k] * table[indices[k]]``.
+    """
+    if _compiled(table, weights):
+        return _cuda_gather(table, indices, weights)
+    corners = take_rows(table, indices)  # (K, n, L, F)
+    corners *= weights[..., None] if spread is None else spread
+    mixed = corners[0]
+    for k in range(1, len(corners)):
+        mixed += corners[k]
+    return mixed
+
+
+def scatter_weighted(out, index, weights, grad, levels=None) -> None:
+    """The transpose of :func:`gather_weighted`, written over ``out``: each row of ``out``
+    becomes the sum of ``weights[k] * grad`` over the reads of that row.
+
+    Parameters
+    ----------
+    out : array ``(rows, F)``
+        Overwritten.
+    index : int array ``(K * n * L,)``
+        The row of ``out`` each read adds into (``indices.reshape(-1)``, or renumbered).
+    weights : array ``(K, n, L)``
+    grad : array ``(n, L, F)``
+        d(loss)/d(the read's output).
+    levels : (offsets, sizes), optional
+        Where each level's rows start in ``out`` and how many it has, when ``index`` holds
+        the table's own rows: the kernel then sums the reads of small levels in shared memory.
+    """
+    if _compiled(out, weights, grad):
+        _cuda_scatter(out, index, weights, grad, levels)
+        return
+    xp = get_array_module(out)
+    if on_device(out):  # bincount reads the largest index back to the host: a sync
+        out.fill(0)
+        scatter_add(out, index, (weights[..., None] * grad[None]).reshape(-1, out.shape[1]))
+        return
+    for f in range(out.shape[1]):
+        contribution = weights * grad[None, :, :, f]  # (K, n, L)
+        out[:, f] = xp.bincount(index, weights=contribution.reshape(-1), minlength=len(out))
+
+
+# -- Adam ----------------------------------------------------------------------------------------
+def adam_update(param, grad, m, v, scratch, b1: float, b2: float, step_size: float, eps_hat: float,
+                touched=None) -> None:
+    """One Adam step in place: ``m += (1 - b1)(g - m)``, ``v += (1 - b2)(g^2 - v)``,
+    ``param -= step_size * m / (sqrt(v) + eps_hat)``.
+
+    ``step_size`` and ``eps_hat`` carry the bias correction (see :class:`~ironlearn.optim.Adam`).
+    ``scratch`` is a buffer like ``param`` (the NumPy path's only temporary).  ``touched``, a
+    bool array ``(rows,)``, limits the step to the rows it marks: the others keep their values
+    and moments (lazy Adam, for a :class:`~ironlearn.nn.sparse.MaskedGrad`).
+    """
+    if _compiled(param, grad, m, v):
+        _cuda_adam(param, grad, m, v, b1, b2, step_size, eps_hat, touched)
+        return
+    xp = get_array_module(param)
+    if touched is not None:
+        _masked_adam(xp, param, grad, m, v, b1, b2, step_size, eps_hat, touched)
+        return
+    s = scratch
+    # m += (1 - b1) (g - m);  v += (1 - b2) (g^2 - v): one scratch buffer, no temporaries.
+    xp.subtract(grad, m, out=s)
+    s *= 1.0 - b1
+    m += s
+    xp.multiply(grad, grad, out=s)
+    s -= v
+    s *= 1.0 - b2
+    v += s
+    xp.sqrt(v, out=s)
+    s += eps_hat
+    xp.divide(m, s, out=s)
+    s *= step_size
+    param -= s
+
+
+def _masked_adam(xp, param, grad, m, v, b1, b2, step_size, eps_hat, touched):
+    mask = touched.reshape((-1,) + (1,) * (param.ndim - 1))
+    new_m = m + (grad - m) * (1.0 - b1)
+    new_v = v + (grad * grad - v) * (1.0 - b2)
+    step = new_m / (xp.sqrt(new_v) + eps_hat)
+    step *= step_size
+    xp.copyto(m, new_m, where=mask)
+    xp.copyto(v, new_v, where=mask)
+    xp.copyto(param, param - step, where=mask)
+
+
+# -- CUDA ----------------------------------------------------------------------------------------
+#: Threads a block; points a block sums in shared memory for a coarse level; the shared memory that
+#: a level's sums may take (bytes, under the 48 KiB every GPU grants without asking).
+BLOCK = 256
+SHARED_POINTS = 4096
+SHARED_BYTES = 32 * 1024
+
+_SOURCE = r"""
+// FEATURES is defined before this source: one module for each feature count.
+__device__ __forceinline__ void add_row(float* dst, const float w, const float* g) {
+#if FEATURES == 2 && !defined(IRONLEARN_SCALAR_ATOMICS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float2*>(dst), make_float2(w * g[0], w * g[1]));
+#else
+    #pragma unroll
+    for (int f = 0; f < FEATURES; ++f) atomicAdd(dst + f, w * g[f]);
+#endif
+}
+
+// One thread a (point, level): out[e] = sum_k weight[k, e] * table[index[k, e]].
+extern "C" __global__ void gather_weighted(
+        const float* __restrict__ table, const long long* __restrict__ index,
+        const float* __restrict__ weight, float* __restrict__ out,
+        const long long entries, const int taps) {
+    const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= entries) return;
+    float acc[FEATURES];
+    #pragma unroll
+    for (int f = 0; f < FEATURES; ++f) acc[f] = 0.0f;
+    for (int k = 0; k < taps; ++k) {
+        const long long at = (long long)k * entries + e;
+        const float w = weight[at];
+        const float* row = table + index[at] * FEATURES;
+        #pragma unroll
+        for (int f = 0; f < FEATURES; ++f) acc[f] += w * row[f];
+    }
+    #pragma unroll
+    for (int f = 0; f < FEATURES; ++f) out[e * FEATURES + f] = acc[f];
+}
+
+// One thread a read (k, point, level): out[index] += weight * grad[point, level].  Levels whose
+// bit is set in `skip` are summed by scatter_weighted_shared instead.
+extern "C" __global__ void scatter_weighted(
+        const long long* __restrict__ index, const float* __restrict__ weight,
+        const float* __restrict__ grad, float* __restrict__ out,
+        const long long entries, const long long total, const int levels,
+        const unsigned long long skip) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const long long e = i % entries;
+    const int level = (int)(e % levels);
+    if (level < 64 && ((skip >> level) & 1ULL)) return;
+    add_row(out + index[i] * FEATURES, weight[i], grad + e * FEATURES);
+}
+
+// One level of few rows: each block sums the reads of `per_block` points in shared memory, then
+// adds its sums to `out` (one global atomic a row, where each read would make one).
+extern "C" __global__ void scatter_weighted_shared(
+        const long long* __restrict__ index, const float* __restrict__ weight,
+        const float* __restrict__ grad, float* __restrict__ out,
+        const long long points, const int levels, const int taps, const int level,
+        const long long offset, const int rows, const long long per_block) {
+    extern __shared__ float sums[];
+    for (int j = threadIdx.x; j < rows * FEATURES; j += blockDim.x) sums[j] = 0.0f;
+    __syncthreads();
+    const long long first = (long long)blockIdx.x * per_block;
+    const long long left = points - first;
+    const long long count = left < per_block ? left : per_block;
+    const long long entries = points * levels;
+    for (long long j = threadIdx.x; j < count * taps; j += blockDim.x) {
+        const int k = (int)(j / count);
+        const long long e = (first + j % count) * levels + level;
+        const long long at = (long long)k * entries + e;
+        const float w = weight[at];
+        const float* g = grad + e * FEATURES;
+        float* dst = sums + (index[at] - offset) * FEATURES;
+        #pragma unroll
+        for (int f = 0; f < FEATURES; ++f) atomicAdd(dst + f, w * g[f]);
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < rows * FEATURES; j += blockDim.x) {
+        const float s = sums[j];
+        if (s != 0.0f) atomicAdd(out + offset * FEATURES + j, s);
+    }
+}
+"""
+
+_KERNEL_NAMES = ("gather_weighted", "scatter_weighted", "scatter_weighted_shared")
+
+
+@functools.cache
+def _functions(features: int) -> dict:
+    """The compiled kernels for ``features`` features a row.  Where the compiler lacks ``float2``
+    atomics (before CUDA 12.?, or a header NVRTC does not see), the scatter falls back to one
+    atomic a feature."""
+    cupy = cuda_module()
+    base = ("--std=c++14", "--fmad=false", f"-DFEATURES={features}")
+    try:
+        module = cupy.RawModule(code=_SOURCE, options=base)
+        return {name: module.get_function(name) for name in _KERNEL_NAMES}
+    except Exception:  # CompileException: retry without float2 atomics
+        module = cupy.RawModule(code=_SOURCE, options=base + ("-DIRONLEARN_SCALAR_ATOMICS",))
+        return {name: module.get_function(name) for name in _KERNEL_NAMES}
+
+
+def _blocks(count: int) -> tuple:
+    return (max(1, -(-count // BLOCK)),)
+
+
+def _contiguous(cupy, array, dtype):
+    return cupy.ascontiguousarray(array, dtype=dtype)
+
+
+def _cuda_gather(table, indices, weights):
+    cupy = cuda_module()
+    taps, features = indices.shape[0], table.shape[1]
+    entries = int(np.prod(indices.shape[1:]))
+    out = cupy.empty(indices.shape[1:] + (features,), dtype=np.float32)
+    table, indices = _contiguous(cupy, table, np.float32), _contiguous(cupy, indices, np.int64)
+    weights = _contiguous(cupy, weights, np.float32)
+    _functions(features)["gather_weighted"](_blocks(entries), (BLOCK,), (
+        table, indices, weights, out, np.int64(entries), np.int32(taps)))
+    return out
+
+
+def shared_levels(sizes, features: int, points: int, taps: int) -> list:
+    """The levels whose reads :func:`scatter_weighted` sums in shared memory: those whose sums fit
+    in :data:`SHARED_BYTES` and that have at most a quarter as many rows as a block has reads
+    (below that, adding the block's sums to the table costs about what the reads would)."""
+    per_block = min(SHARED_POINTS, points)
+    return [level for level, rows in enumerate(sizes[:64])
+            if rows * features * 4 <= SHARED_BYTES and 4 * rows <= per_block * taps]
+
+
+def _cuda_scatter(out, index, weights, grad, levels):
+    cupy = cuda_module()
+    taps, points, n_levels = weights.shape
+    features = out.shape[1]
+    entries, total = points * n_levels, taps * points * n_levels
+    kernels = _functions(features)
+    index = _contiguous(cupy, index, np.int64)
+    weights, grad = _contiguous(cupy, weights, np.float32), _contiguous(cupy, grad, np.float32)
+    out.fill(0)
+    skip = 0
+    if levels is not None:
+        offsets, sizes = levels
+        per_block = min(SHARED_POINTS, points)
+        for level in shared_levels(sizes, features, points, taps):
+            skip |= 1 << level
+            rows = int(sizes[level])
+            kernels["scatter_weighted_shared"](
+                (-(-points // per_block),), (BLOCK,),
+                (index, weights, grad, out, np.int64(points), np.int32(n_levels), np.int32(taps),
+                 np.int32(level), np.int64(offsets[level]), np.int32(rows), np.int64(per_block)),
+                shared_mem=rows * features * 4)
+    kernels["scatter_weighted"](_blocks(total), (BLOCK,), (
+        index, weights, grad, out, np.int64(entries), np.int64(total), np.int32(n_levels), np.uint64(skip)))
+
+
+_ADAM_STEP = """
+    m += (grad - m) * one_minus_b1;
+    v += (grad * grad - v) * one_minus_b2;
+    param -= m / (sqrt(v) + eps_hat) * step_size;
+"""
+
+
+@functools.cache
+def _adam_kernels():
+    cupy = cuda_module()
+    scalars = "T one_minus_b1, T one_minus_b2, T step_size, T eps_hat"
+    dense = cupy.ElementwiseKernel(f"T grad, {scalars}", "T param, T m, T v", _ADAM_STEP, "ironlearn_adam")
+    masked = cupy.ElementwiseKernel(f"T grad, bool touched, {scalars}", "T param, T m, T v",
+                                    f"if (touched) {{ {_ADAM_STEP} }}", "ironlearn_adam_masked")
+    return dense, masked
+
+
+def _cuda_adam(param, grad, m, v, b1, b2, step_size, eps_hat, touched):
+    dense, masked = _adam_kernels()
+    scalars = tuple(np.float32(s) for s in (1.0 - b1, 1.0 - b2, step_size, eps_hat))
+    if touched is None:
+        dense(grad, *scalars, param, m, v)
+    else:
+        mask = touched.reshape((-1,) + (1,) * (param.ndim - 1))
+        masked(grad, mask, *scalars, param, m, v)

@@ -1,0 +1,225 @@
+"""The backend's kernels agree with the NumPy code they replace.
+
+Three paths: NumPy (the reference, run everywhere), the portable device path (run here on the
+pretend GPU of ``strict_device``, and on a real one in ``portable`` mode) and the hand-written
+CUDA kernels (run only where CuPy sees a GPU; skipped here).  Each is checked on repeated rows,
+tiny grids and one, two and three features.
+"""
+
+import numpy as np
+import pytest
+from strict_device import forbidding, strict_device
+
+from ironlearn import kernels
+from ironlearn.backend import Backend, cuda_available
+from ironlearn.nn import HashGrid, hashgrid, mse
+from ironlearn.optim import Adam
+from ironlearn.train import Trainer
+
+needs_cuda = pytest.mark.skipif(not cuda_available(), reason="no GPU with CuPy here: the CUDA kernels run on one")
+
+
+def _reads(rng, rows, points, levels, taps, repeated=False):
+    indices = rng.integers(0, rows, size=(taps, points, levels))
+    if repeated:  # every read on a handful of rows: the atomics' worst case
+        indices %= 3
+    weights = rng.uniform(-1, 1, size=(taps, points, levels)).astype(np.float32)
+    return indices.astype(np.int64), weights
+
+
+def _naive_gather(table, indices, weights):
+    return np.einsum("knl,knlf->nlf", weights.astype(np.float64), table.astype(np.float64)[indices])
+
+
+def _naive_scatter(rows, indices, weights, grad):
+    out = np.zeros((rows, grad.shape[-1]))
+    np.add.at(out, indices.reshape(-1), (weights[..., None].astype(np.float64) * grad[None]).reshape(-1, grad.shape[-1]))
+    return out
+
+
+CASES = [(1, False), (2, False), (3, False), (2, True)]  # (features, every read on three rows)
+
+
+# -- the NumPy reference against the plain definition ------------------------------------------
+@pytest.mark.parametrize("features, repeated", CASES)
+def test_numpy_gather_and_scatter_are_the_definitions(features, repeated):
+    rng = np.random.default_rng(features)
+    table = rng.uniform(-1, 1, size=(50, features)).astype(np.float32)
+    indices, weights = _reads(rng, 50, 40, 3, 4, repeated)
+    np.testing.assert_allclose(kernels.gather_weighted(table, indices, weights), _naive_gather(table, indices, weights),
+                               rtol=1e-5, atol=1e-6)
+    grad = rng.uniform(-1, 1, size=(40, 3, features)).astype(np.float32)
+    out = np.full((50, features), np.nan, np.float32)  # overwritten, not added to
+    kernels.scatter_weighted(out, indices.reshape(-1), weights, grad)
+    np.testing.assert_allclose(out, _naive_scatter(50, indices, weights, grad), rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_modes_are_checked():
+    with pytest.raises(ValueError, match="unknown kernel mode"):
+        with kernels.use("fast"):
+            pass
+    with kernels.use("portable"):
+        assert kernels.mode() == "portable"
+    assert kernels.mode() in kernels.MODES
+
+
+def test_only_small_levels_sum_in_shared_memory():
+    # 289 rows (a 16-cell level) and 4,096 rows fit 32 KiB of two features; 16,384 rows do not.
+    assert kernels.shared_levels([289, 4096, 16384], 2, 65536, 4) == [0, 1]
+    assert kernels.shared_levels([289, 4096], 2, 1000, 4) == [0]  # fewer points: a level near the reads in size is not
+
+
+# -- the portable device path, on the pretend GPU ----------------------------------------------
+@pytest.mark.parametrize("features, repeated", CASES)
+def test_the_portable_path_agrees_with_numpy(monkeypatch, features, repeated):
+    rng = np.random.default_rng(10 + features)
+    table = rng.uniform(-1, 1, size=(30, features)).astype(np.float32)
+    indices, weights = _reads(rng, 30, 25, 2, 16, repeated)
+    grad = rng.uniform(-1, 1, size=(25, 2, features)).astype(np.float32)
+    reference = np.empty((30, features), np.float32)
+    kernels.scatter_weighted(reference, indices.reshape(-1), weights, grad)
+    with strict_device(monkeypatch) as device:
+        backend = Backend("cuda")
+        on = [backend.asarray(a, dtype=a.dtype) for a in (table, indices, weights, grad)]
+        out = backend.xp.empty((30, features), dtype=np.float32)
+        with forbidding(device), backend.device_only():
+            mixed = kernels.gather_weighted(*on[:3])
+            kernels.scatter_weighted(out, on[1].reshape(-1), on[2], on[3], ([0, 15], [15, 15]))
+        np.testing.assert_allclose(backend.to_host(mixed), kernels.gather_weighted(table, indices, weights), rtol=1e-6)
+        np.testing.assert_allclose(backend.to_host(out), reference, rtol=1e-5, atol=1e-6)
+
+
+def _adam_arrays(rng, shape=(40, 2)):
+    param, grad = (rng.uniform(-1, 1, size=shape).astype(np.float32) for _ in range(2))
+    m = rng.uniform(-0.1, 0.1, size=shape).astype(np.float32)
+    v = rng.uniform(0, 0.01, size=shape).astype(np.float32)
+    return param, grad, m, v
+
+
+ADAM = dict(b1=0.9, b2=0.999, step_size=0.01, eps_hat=1e-8)
+
+
+def _masked_reference(param, grad, m, v, touched):
+    """Lazy Adam as the host runs it: the marked rows updated, the others as they were."""
+    rows = np.flatnonzero(touched)
+    p, g, mm, vv = (a[rows].copy() for a in (param, grad, m, v))
+    kernels.adam_update(p, g, mm, vv, np.empty_like(p), **ADAM)
+    out = [a.copy() for a in (param, m, v)]
+    for array, part in zip(out, (p, mm, vv)):
+        array[rows] = part
+    return out
+
+
+def test_the_portable_adam_agrees_with_numpy(monkeypatch):
+    rng = np.random.default_rng(3)
+    param, grad, m, v = _adam_arrays(rng)
+    touched = rng.uniform(size=40) < 0.3
+    dense = [a.copy() for a in (param, m, v)]
+    kernels.adam_update(dense[0], grad, dense[1], dense[2], np.empty_like(param), **ADAM)
+    masked = _masked_reference(param, grad, m, v, touched)
+    with strict_device(monkeypatch) as device:
+        backend = Backend("cuda")
+        for mask, expected in ((None, dense), (touched, masked)):
+            p, g, mm, vv = (backend.asarray(a) for a in (param, grad, m, v))
+            on_mask = None if mask is None else backend.asarray(mask, dtype=bool)
+            with forbidding(device), backend.device_only():
+                kernels.adam_update(p, g, mm, vv, backend.xp.empty_like(p), **ADAM, touched=on_mask)
+            for got, want in zip((p, mm, vv), expected):
+                np.testing.assert_allclose(backend.to_host(got), want, rtol=1e-6, atol=1e-8)
+
+
+# -- the CUDA kernels, on a GPU ----------------------------------------------------------------
+@needs_cuda
+@pytest.mark.parametrize("features, repeated", CASES)
+@pytest.mark.parametrize("taps", [4, 16])
+def test_cuda_gather_and_scatter_agree_with_numpy(features, repeated, taps):
+    rng = np.random.default_rng(features * taps)
+    rows, points, levels = 5000, 3000, 4
+    table = rng.uniform(-1, 1, size=(rows, features)).astype(np.float32)
+    indices, weights = _reads(rng, rows, points, levels, taps, repeated)
+    grad = rng.uniform(-1, 1, size=(points, levels, features)).astype(np.float32)
+    reference = np.empty((rows, features), np.float32)
+    kernels.scatter_weighted(reference, indices.reshape(-1), weights, grad)
+    backend = Backend("cuda")
+    on = [backend.asarray(a, dtype=a.dtype) for a in (table, indices, weights, grad)]
+    with kernels.use("kernels"):
+        mixed = kernels.gather_weighted(*on[:3])
+        np.testing.assert_allclose(backend.to_host(mixed), kernels.gather_weighted(table, indices, weights),
+                                   rtol=1e-5, atol=1e-5)
+        # Levels of 3 and 40 rows (shared memory) beside two larger ones (global atomics).
+        level_rows = ([0, 3, 43, 2000], [3, 40, 1957, 3000])
+        levels_indices = indices.copy()
+        for level, (offset, size) in enumerate(zip(*level_rows)):
+            levels_indices[:, :, level] = offset + indices[:, :, level] % size
+        for index, levels in ((indices, None), (levels_indices, level_rows)):
+            expected = np.empty((rows, features), np.float32)
+            kernels.scatter_weighted(expected, index.reshape(-1), weights, grad)
+            out = backend.xp.full((rows, features), np.nan, dtype=np.float32)
+            kernels.scatter_weighted(out, backend.asarray(index.reshape(-1), dtype=np.int64), on[2], on[3], levels)
+            np.testing.assert_allclose(backend.to_host(out), expected, rtol=1e-4, atol=1e-4)
+
+
+@needs_cuda
+@pytest.mark.parametrize("masked", [False, True])
+def test_cuda_adam_agrees_with_numpy(masked):
+    rng = np.random.default_rng(5)
+    param, grad, m, v = _adam_arrays(rng, (1000, 2))
+    touched = rng.uniform(size=1000) < 0.3 if masked else None
+    if masked:
+        expected = _masked_reference(param, grad, m, v, touched)
+    else:
+        expected = [a.copy() for a in (param, m, v)]
+        kernels.adam_update(expected[0], grad, expected[1], expected[2], np.empty_like(param), **ADAM)
+    backend = Backend("cuda")
+    p, g, mm, vv = (backend.asarray(a) for a in (param, grad, m, v))
+    with kernels.use("kernels"):
+        kernels.adam_update(p, g, mm, vv, backend.xp.empty_like(p), **ADAM,
+                            touched=None if touched is None else backend.asarray(touched, dtype=bool))
+    for got, want in zip((p, mm, vv), expected):
+        np.testing.assert_allclose(backend.to_host(got), want, rtol=1e-5, atol=1e-7)
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", kernels.MODES)
+@pytest.mark.parametrize("interpolation", ["linear", "bspline"])
+def test_cuda_hashgrid_layer_agrees_with_numpy(mode, interpolation):
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, size=(4096, 2)).astype(np.float32)
+    g = rng.uniform(-1, 1, size=(4096, 8)).astype(np.float32)
+    host = HashGrid(4, 2, 12, 4, 128, interpolation=interpolation, rng=np.random.default_rng(0))
+    device = HashGrid(4, 2, 12, 4, 128, interpolation=interpolation, rng=np.random.default_rng(0))
+    backend = Backend("cuda")
+    device.to(backend)
+    with kernels.use(mode):
+        out = device.forward(backend.asarray(x))
+        device.backward(backend.asarray(g), need_grad_in=False)
+    np.testing.assert_allclose(backend.to_host(out), host.forward(x), rtol=1e-5, atol=1e-6)
+    host.backward(g, need_grad_in=False)
+    np.testing.assert_allclose(backend.to_host(device.grads["table"].dense() if hasattr(device.grads["table"], "dense")
+                                               else device.grads["table"]),
+                               host.grads["table"].dense() if hasattr(host.grads["table"], "dense")
+                               else host.grads["table"], rtol=1e-4, atol=1e-5)
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", kernels.MODES)
+@pytest.mark.parametrize("batch", [300, 20000])  # a sparse gradient, then a dense one
+def test_cuda_step_copies_nothing_and_never_syncs(mode, batch):
+    from ironlearn import backend as be
+    from ironlearn.image.sampling import PictureSampler
+
+    backend = Backend("cuda")
+    picture = backend.asarray((np.random.default_rng(0).uniform(size=(200, 300, 3)) * 255).astype(np.uint8),
+                              dtype=np.uint8)
+    model = hashgrid(2, 3, levels=4, log2_table_size=14, coarsest=4, finest=300, width=16, depth=2,
+                     rng=np.random.default_rng(1)).to(backend)
+    trainer = Trainer(model, Adam(model.named_parameters(), lr=1e-2), mse, batches=PictureSampler(picture, batch),
+                      backend=backend)
+    with kernels.use(mode):
+        trainer.train_step()  # compiles the kernels, outside the guard
+        before = be.crossings()
+        with backend.device_only():
+            for _ in range(3):
+                trainer.train_step()
+        assert be.crossings() == before
+        assert np.isfinite(trainer.loss)
