@@ -1,6 +1,7 @@
 """The fit job's steps: resuming with nothing left, the run-folder lock, outputs, exit codes."""
 
 import json
+import os
 import shutil
 
 import matplotlib
@@ -82,7 +83,18 @@ def test_a_killed_holder_leaves_no_stale_lock(run, capsys):
 
 def test_the_run_folder_lists_every_file_fit_writes(run):
     written = {p.name for p in run.iterdir()}
-    assert written == set(folder.FILES) | {folder.LOCK}
+    assert written == set(folder.FILES)  # the lock is gone once the fit ends
+
+
+def test_resume_while_a_fit_runs_there_says_so(tmp_path, capsys):
+    """Before its first checkpoint, a running fit's folder has nothing to resume: the message must
+    say that a fit is running, not send the user to drop --resume."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with folder.RunLock(str(run)):
+        code, _, err = run_cli(capsys, "fit", make_picture(tmp_path / "p.png"), "--out", run, "--resume", *QUICK)
+    assert code == ExitCode.USAGE and f"a fit is running in {run} (process {os.getpid()})" in err, err
+    assert not (run / folder.LOCK).exists()
 
 
 def test_plot_history_leaves_the_matplotlib_backend_alone(tmp_path, monkeypatch):

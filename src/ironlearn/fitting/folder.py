@@ -9,7 +9,7 @@
 | ``frames.npz`` | the time-lapse frames so far, kept beside the checkpoint so a resume continues them |
 | ``loss.png``, ``history.csv`` | loss and PSNR against step |
 | ``metrics.json`` | PSNR, steps, seconds, parameters, ... |
-| ``.lock`` | held while a fit runs in the folder (an advisory lock: a killed process leaves none) |
+| ``.lock`` | held while a fit runs in the folder, removed when it ends (an advisory lock: a killed process leaves none) |
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ def check_resumable(out: str) -> str:
         raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
     path = os.path.join(out, CHECKPOINT)
     if not os.path.isfile(path):
+        running = holder(out)
+        if running is not None:
+            raise UsageError(f"a fit is running in {out} (process {running}) and has not saved its first checkpoint "
+                             "yet; wait for it, or choose another --out")
         raise UsageError(f"nothing to resume: {path} does not exist (drop --resume to start a new run)")
     return path
 
@@ -128,11 +132,11 @@ def clean(out: str) -> None:
 
 
 class RunLock:
-    """An exclusive advisory lock on ``out/.lock`` while a fit runs there.
+    """An exclusive advisory lock on ``out/.lock`` while a fit runs there, removed when it ends.
 
-    The operating system drops the lock when the process ends, however it ends,
-    so a killed fit never leaves the folder locked.  A second fit gets a
-    UsageError naming the process that holds it.
+    The operating system drops the lock when the process ends, however it ends, so a killed
+    fit never leaves the folder locked (only, at worst, an unlocked ``.lock`` file).  A second
+    fit gets a UsageError naming the process that holds it.
     """
 
     def __init__(self, out: str):
@@ -144,15 +148,24 @@ class RunLock:
             import fcntl
         except ImportError:  # not a POSIX system: no lock, as before
             return self
-        file = open(self.path, "a+")
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            file.seek(0)
-            holder = file.read().strip() or "another process"
+        while True:
+            file = open(self.path, "a+")
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                file.seek(0)
+                holder = file.read().strip() or "another process"
+                file.close()
+                raise UsageError(f"another fit is running in {os.path.dirname(self.path)} (process {holder}); "
+                                 "wait for it to finish, or choose another --out") from None
+            # The holder before us may have removed the file between our open and our lock: then
+            # we locked a file no one else can see, and must lock the one at the path instead.
+            try:
+                if os.stat(self.path).st_ino == os.fstat(file.fileno()).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
             file.close()
-            raise UsageError(f"another fit is running in {os.path.dirname(self.path)} (process {holder}); "
-                             "wait for it to finish, or choose another --out") from None
         file.seek(0)
         file.truncate()
         file.write(str(os.getpid()))
@@ -162,5 +175,26 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         if self.file is not None:
+            try:
+                os.unlink(self.path)  # while still locked, so no other fit is using this file
+            except OSError:
+                pass
             self.file.close()  # closing releases the lock
             self.file = None
+
+
+def holder(out: str) -> str | None:
+    """The process id of the fit running in ``out``, or None when none is."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        with open(os.path.join(out, LOCK)) as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return file.read().strip() or "unknown"
+    except OSError:
+        pass
+    return None
