@@ -136,3 +136,31 @@ def test_resume_in_a_folder_it_cannot_write_fails_before_training(tmp_path, caps
     finally:
         os.chmod(out, 0o755)
     assert load_checkpoint(out / "checkpoint.npz").step == 5  # nothing was trained for nothing
+
+
+def test_the_page_ironlearn_made_in_a_run_is_ironlearns_to_rewrite(tmp_path, capsys):
+    """`view RUN` then `view RUN --serve` (the README's next line) failed with "already exists", and a
+    resume or a forced fit left a page of the old model; a page at a path the user named stays theirs."""
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "run"
+    assert run_cli(capsys, "fit", picture, "--out", out, "--steps", "5", *QUICK)[0] == 0
+    assert run_cli(capsys, "view", out)[0] == 0
+    first = (out / "viewer.html").read_bytes()
+    assert run_cli(capsys, "view", out)[0] == 0  # again, without --force
+    assert run_cli(capsys, "fit", picture, "--out", out, "--resume", "--steps", "8", "--quiet")[0] == 0
+    assert (out / "viewer.html").read_bytes() != first  # rewritten for the resumed model
+    assert run_cli(capsys, "view", out, "-o", tmp_path / "mine.html")[0] == 0
+    assert_refused(capsys, ["view", out, "-o", tmp_path / "mine.html"], "already exists", tmp_path)
+    (out / "viewer.html").write_text("<html>my own notes</html>")  # a user's file under that name
+    assert_refused(capsys, ["view", out], "already exists", tmp_path)
+    code, _, err = run_cli(capsys, "fit", picture, "--out", out, "--force", "--steps", "5", *QUICK)
+    assert code == 0 and (out / "viewer.html").read_text() == "<html>my own notes</html>", err
+
+
+def test_a_forced_fit_removes_the_old_runs_page(tmp_path, capsys):
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "run"
+    assert run_cli(capsys, "fit", picture, "--out", out, "--steps", "5", *QUICK)[0] == 0
+    assert run_cli(capsys, "view", out)[0] == 0
+    assert run_cli(capsys, "fit", picture, "--out", out, "--force", "--steps", "5", *QUICK)[0] == 0
+    assert not (out / "viewer.html").exists()

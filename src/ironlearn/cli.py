@@ -23,6 +23,7 @@ from .backend import DEVICES, BackendError, get_backend
 from .fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
 from .fitting.many import ManyInterrupted, fit_many
 from .fitting.options import SCHEDULES
+from .files import is_generated_page
 from .fitting.plan import fingerprint
 from .fitting.outputs import describe_result
 from .fitting.presets import option_help
@@ -265,7 +266,9 @@ def build_parser() -> Parser:
     view_p.add_argument("--port", type=port_arg, metavar="N", help="port for --serve (default 8000, or a free "
                                                                     "one when 8000 is taken)")
     view_p.add_argument("--no-browser", action="store_true", help="with --serve, do not open a browser")
-    view_p.add_argument("--force", action="store_true", help="replace the page if it exists")
+    view_p.add_argument("--force", action="store_true",
+                        help="replace the page at -o if it exists (the default page beside the model is "
+                             "rewritten anyway when ironlearn made it)")
     picture_p = view_p.add_mutually_exclusive_group()
     picture_p.add_argument("--with-picture", dest="with_picture", action="store_const", const=True,
                            help="embed the training picture the model names also for a bare model file (one not "
@@ -383,7 +386,8 @@ def cmd_render(args) -> int:
 def cmd_view(args) -> int:
     model_path = locate_model(args.source)
     output = args.output or os.path.join(os.path.dirname(os.path.abspath(model_path)), "viewer.html")
-    _check_output(output, args.force)
+    # The page ironlearn made beside the model is ironlearn's to rewrite; a path the user named is theirs.
+    _check_output(output, args.force or (args.output is None and is_generated_page(output)))
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
     write_viewer(model_path, output, with_picture=args.with_picture)

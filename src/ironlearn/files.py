@@ -10,6 +10,7 @@ clears later.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 
 TMP_SUFFIX = ".tmp"
@@ -79,3 +80,19 @@ def remove_stale_temporaries(folder, names) -> list[str]:
             except OSError:
                 pass
     return removed
+
+
+#: The mark every HTML page ironlearn writes carries in its head: such a page in a run folder is
+#: ironlearn's to rewrite, while any other file there is the user's.
+PAGE_GENERATOR = '<meta name="generator" content="ironlearn">'
+
+
+def is_generated_page(path) -> bool:
+    """Whether ``path`` is an HTML page that ironlearn wrote (its head carries :data:`PAGE_GENERATOR`,
+    or, for pages written before the mark, the viewer's title)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return PAGE_GENERATOR in head or re.search(r"<title>[^<]*: ironlearn viewer</title>", head) is not None

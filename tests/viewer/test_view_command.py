@@ -65,11 +65,14 @@ def test_a_run_folder_brings_its_picture_timelapse_plot_and_metrics(tmp_path, ca
     assert any("disc.png" in note for note in data["notes"])
 
 
-def test_an_existing_page_needs_force(tmp_path, capsys, model_file):
-    assert run_cli(capsys, "view", model_file)[0] == 0
-    code, _, err = run_cli(capsys, "view", model_file)
+def test_an_existing_page_at_a_named_path_needs_force(tmp_path, capsys, model_file):
+    page = tmp_path / "page.html"
+    assert run_cli(capsys, "view", model_file, "-o", page)[0] == 0
+    code, _, err = run_cli(capsys, "view", model_file, "-o", page)
     assert code == 2 and "--force" in err and len(err.strip().splitlines()) == 1
-    assert run_cli(capsys, "view", model_file, "--force")[0] == 0
+    assert run_cli(capsys, "view", model_file, "-o", page, "--force")[0] == 0
+    assert run_cli(capsys, "view", model_file)[0] == 0
+    assert run_cli(capsys, "view", model_file)[0] == 0  # the page ironlearn made beside the model: rewritten
 
 
 @register

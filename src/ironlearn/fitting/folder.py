@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 import tempfile
 
-from ..files import TMP_SUFFIX, is_stale_temporary, remove_stale_temporaries
+from ..files import TMP_SUFFIX, is_generated_page, is_stale_temporary, remove_stale_temporaries
 from .options import UsageError
 
 CHECKPOINT, MODEL, FRAMES, HISTORY = "checkpoint.npz", "model.npz", "frames.npz", "history.csv"
 RECONSTRUCTION, TIMELAPSE, LOSS_PLOT, METRICS = "reconstruction.png", "timelapse.gif", "loss.png", "metrics.json"
 LOCK = ".lock"
+VIEWER = "viewer.html"  # written by `ironlearn view`, not by the fit: the run's while ironlearn made it
 FILES = (CHECKPOINT, MODEL, RECONSTRUCTION, TIMELAPSE, FRAMES, LOSS_PLOT, HISTORY, METRICS)
 
 
@@ -45,7 +46,8 @@ def _leftovers(out: str) -> list[str]:
     fit), sorted: empty for a folder a new fit may use without asking."""
     if not os.path.isdir(out):
         return []
-    return sorted(entry for entry in os.listdir(out) if entry != LOCK and not is_stale_temporary(entry, FILES))
+    return sorted(entry for entry in os.listdir(out) if entry != LOCK and not is_stale_temporary(entry, FILES)
+                  and not (entry == VIEWER and is_generated_page(os.path.join(out, entry))))
 
 
 def check_new(out: str, *, force: bool, input: str | None = None, writes=FILES) -> None:
@@ -113,6 +115,9 @@ def start_over(out: str, writes=FILES) -> list[str]:
         if os.path.isfile(path) or os.path.islink(path):
             os.unlink(path)
             removed.append(name)
+    if is_generated_page(os.path.join(out, VIEWER)):  # it would show the old run
+        os.unlink(os.path.join(out, VIEWER))
+        removed.append(VIEWER)
     return removed
 
 

@@ -7,7 +7,7 @@ import io
 import json
 import os
 
-from ..files import atomic_write, write_bytes
+from ..files import atomic_write, is_generated_page, write_bytes
 from ..image import metrics
 from ..image.render import render_png
 from ..train import History, checkpoint
@@ -100,6 +100,11 @@ def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     recorder.write(os.path.join(out, folder.HISTORY))
     plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows)
     write_bytes(os.path.join(out, folder.METRICS), (json.dumps(result, indent=2) + "\n").encode())
+    page = os.path.join(out, folder.VIEWER)
+    if is_generated_page(page):  # a page made for this run earlier (after a resume): show the run as it is now
+        from ..viewer import write_viewer
+
+        write_viewer(out, page)
     return result
 
 

@@ -98,8 +98,7 @@ def _fit(options: FitOptions, saved, log) -> dict:
     with folder.RunLock(plan.out):
         # Again: another fit may have begun here meanwhile.
         folder.check_new(plan.out, force=plan.force, input=plan.input)
-        if plan.force:
-            folder.start_over(plan.out)
+        folder.start_over(plan.out)  # what check_new let through: a forced run's old outputs, a stale page
         return _run(plan, picture, None, backend, log)
 
 
