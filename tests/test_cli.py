@@ -147,6 +147,23 @@ def test_render_any_size_and_aspect(fitted, tmp_path, capsys):
             assert image.size == expected
 
 
+def test_a_run_folder_is_accepted_wherever_a_model_is(fitted, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "info", fitted)
+    assert code == 0 and "parameters:" in out, err
+    code, _, err = run_cli(capsys, "render", fitted, "--scale", "2", "-o", tmp_path / "x2.png", "--device", "cpu")
+    assert code == 0, err
+    with Image.open(tmp_path / "x2.png") as image:
+        assert image.size == (64, 64)  # the 32x32 training size, twice
+    assert "aspect" not in err
+
+
+def test_a_size_that_changes_the_aspect_ratio_is_noted(fitted, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "render", fitted, "--size", "50x20", "-o", tmp_path / "wide.png", "--device", "cpu")
+    assert code == 0 and "note: 50x20 changes the aspect ratio of the 32x32 picture" in err, err
+    code, _, err = run_cli(capsys, "render", fitted, "--size", "48", "-o", tmp_path / "kept.png", "--device", "cpu")
+    assert code == 0 and "aspect" not in err, err
+
+
 def test_info(fitted, capsys):
     code, out, _ = run_cli(capsys, "info", fitted / "model.npz")
     assert code == 0 and "parameters:" in out and "PSNR:" in out and "steps: 150" in out

@@ -243,9 +243,13 @@ def build_parser() -> Parser:
     render_p = commands.add_parser("render", help="redraw a fitted model at any size",
                                    description="Redraw a fitted model (model.npz or checkpoint.npz) at any size, "
                                                "in tiles so memory stays bounded.")
-    render_p.add_argument("model", help="model.npz or checkpoint.npz from a run folder")
-    render_p.add_argument("--size", type=size_arg, required=True, metavar="N|WxH",
-                          help="N for the longest side (the training aspect kept) or WxH")
+    render_p.add_argument("model", metavar="RUN_DIR|MODEL.npz",
+                          help="run folder of 'ironlearn fit' (its model.npz, else checkpoint.npz) or a model file")
+    how_big = render_p.add_mutually_exclusive_group(required=True)
+    how_big.add_argument("--size", type=size_arg, metavar="N|WxH",
+                         help="N for the longest side (the training aspect kept) or WxH")
+    how_big.add_argument("--scale", type=positive_float, metavar="F",
+                         help="F times the training size (2: twice as wide and tall)")
     render_p.add_argument("--view", type=view_arg, metavar="X0,Y0,X1,Y1",
                           help="render only this region of the [-1, 1] square (y grows downward; "
                                "write --view=-0.5,... when it starts with a minus); default: the whole picture")
@@ -295,7 +299,8 @@ def build_parser() -> Parser:
     decode_p.set_defaults(func=cmd_decode)
 
     info_p = commands.add_parser("info", help="describe a model or checkpoint")
-    info_p.add_argument("model")
+    info_p.add_argument("model", metavar="RUN_DIR|MODEL.npz",
+                        help="run folder of 'ironlearn fit' (its model.npz, else checkpoint.npz) or a model file")
     info_p.add_argument("--json", action="store_true", help="print the metadata as JSON")
     info_p.set_defaults(func=cmd_info)
 
@@ -360,13 +365,23 @@ def _report(result: dict, out: str) -> None:
     say(f"done: {describe_result(result)}; outputs in {out}/")
 
 
-def _render_size(size, settings: dict, view=None) -> tuple[int, int]:
+def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]:
     trained_w, trained_h = settings.get("size", (1, 1))
     if view is not None:  # the region's own size in training pixels: its aspect is kept
         trained_w, trained_h = trained_w * (view[2] - view[0]) / 2, trained_h * (view[3] - view[1]) / 2
-    width, height = scaled_size(trained_w, trained_h, size)
+    if scale is not None:
+        if "size" not in settings:
+            raise UsageError("this model does not record its training size, so --scale has nothing to scale; "
+                             "give --size")
+        width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
+    else:
+        width, height = scaled_size(trained_w, trained_h, size)
     if max(width, height) > MAX_RENDER_SIDE:
         raise UsageError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
+    if isinstance(size, tuple) and "size" in settings and abs(width / height - trained_w / trained_h) > 0.01 * (
+            trained_w / trained_h):
+        say(f"note: {width}x{height} changes the aspect ratio of the {trained_w:g}x{trained_h:g} picture; "
+            "give --size N (the longest side) or --scale to keep it")
     return width, height
 
 
@@ -374,8 +389,8 @@ def cmd_render(args) -> int:
     _check_output(args.output, args.force)
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
-    saved = load_checkpoint(args.model)
-    width, height = _render_size(args.size, saved.settings, args.view)
+    saved = load_checkpoint(locate_model(args.model))
+    width, height = _render_size(args.size, saved.settings, args.view, args.scale)
     backend = get_backend(args.device, notify=say)
     model = saved.model.to(backend)
     render_png(model, args.output, width, height, backend, saved.channels, progress=True, view=args.view)
@@ -415,7 +430,7 @@ def cmd_decode(args) -> int:
 
 
 def cmd_info(args) -> int:
-    saved = load_checkpoint(args.model)
+    saved = load_checkpoint(locate_model(args.model))
     if args.json:
         print(json.dumps(saved.meta, indent=2))
         return ExitCode.OK
