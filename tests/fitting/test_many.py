@@ -88,6 +88,11 @@ def test_names_never_clash_with_recorded_ones_or_the_files_beside_the_run_folder
     recorded = {os.path.realpath(tmp_path / "old" / "a.png"): "a"}
     paths = [str(tmp_path / "new" / "a.png"), str(tmp_path / "old" / "a.png"), "summary.csv.png", ".lock.csv"]
     assert unique_names(paths, recorded) == ["a-2", "a", "summary.csv-2", ".lock-2"]
+    make_picture(tmp_path / "a.png", 16)
+    edited = [{"picture": "../elsewhere", "input": "a.png"}, {"picture": "summary.csv", "input": "a.png"}]
+    assert summary.recorded_names(edited, tmp_path) == {}  # an edited summary never names a path out of DIR
+    assert summary.recorded_names([{"picture": "a", "input": "a.png"}], tmp_path) == {
+        os.path.realpath(tmp_path / "a.png"): "a"}
 
 
 def test_a_rerun_keeps_each_pictures_folder_name_whatever_was_added(tmp_path, monkeypatch):

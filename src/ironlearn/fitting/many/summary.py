@@ -9,6 +9,7 @@ import os
 
 from ...files import write_bytes
 from ..options import UsageError
+from .inputs import BESIDE
 from .task import DONE, FAILED, INTERRUPTED, Outcome
 
 COLUMNS = ("picture", "input", "width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db",
@@ -48,8 +49,11 @@ def recorded_names(rows, out) -> dict:
     found = {}
     for entry in rows:
         path = os.path.realpath(os.path.join(os.path.realpath(out), entry.get("input") or ""))
-        if entry.get("input") and os.path.isfile(path):
-            found.setdefault(path, entry["picture"])
+        name = entry.get("picture") or ""
+        # A name from an edited file must still be a run folder's: never a path out of ``out``.
+        plain = name not in ("", ".", "..", *BESIDE) and os.path.basename(name) == name
+        if entry.get("input") and plain and os.path.isfile(path):
+            found.setdefault(path, name)
     return found
 
 
