@@ -1,0 +1,232 @@
+"""PyTorch peers of ironlearn's models, for the GPU benchmarks (benchmarks only: ironlearn never
+imports PyTorch).
+
+* :class:`HashGridPeer`: the model an ironlearn ``hashgrid`` network is, built from it (the same
+  levels, table, resolutions, features, vertex layout and MLP) with its initial arrays copied in.
+  It gathers all levels' vertices with one ``index_select``, whose backward is ``index_add_``,
+  an atomic scatter on CUDA (``table[idx]`` would backpropagate through ``index_put_`` with
+  ``accumulate=True``, which sorts the indices first).  Bilinear reads only, and no detail level:
+  what the default preset gives any picture larger than 256 px a side.
+* :func:`siren_peer`: a SIREN with ironlearn's SIREN's arrays.
+* :func:`time_hashgrid` trains the peer on random whole pixels of a picture kept on the device,
+  with Adam on ironlearn's warm-up cosine schedule, eager or under ``torch.compile``, and times
+  each step with CUDA events (``perf_counter`` on the CPU).
+
+    python benchmarks/torch_peer.py [--device cuda] [--size 4096x3072] [--batch 65536] [--compile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from ironlearn.backend import to_host
+from ironlearn.nn import HashGrid, Linear, ReLU, Sine
+from ironlearn.optim import warmup_cosine
+
+_HASH_PRIME = 2654435761  # ironlearn's second hash prime (the first is 1)
+
+
+class HashGridPeer(torch.nn.Module):
+    """``grid``'s encoding in PyTorch: one table of every level's rows, read bilinearly."""
+
+    def __init__(self, grid: HashGrid):
+        super().__init__()
+        if grid.interpolation != "linear" or grid.detail:
+            raise NotImplementedError("the PyTorch peer reads bilinear levels without a detail level only")
+        self.table = torch.nn.Parameter(torch.from_numpy(np.array(to_host(grid.params["table"]), np.float32)))
+        self.features, self.levels = grid.features, grid.levels
+        self.shift = 0.5 if grid.centred else 0.0
+        for name, values, dtype in (("resolutions", grid.resolutions, torch.float32),
+                                    ("last", [s - 1 for s in grid.sides], torch.float32),
+                                    ("sides", grid.sides, torch.int64), ("sizes", grid.sizes, torch.int64),
+                                    ("offsets", list(grid.offsets), torch.int64),
+                                    ("hashed", grid.hashed, torch.bool)):
+            self.register_buffer(name, torch.tensor(values, dtype=dtype), persistent=False)
+
+    def forward(self, x):
+        n = x.shape[0]
+        unit = (x + 1) * 0.5  # (n, 2)
+        position = unit[:, None, :] * self.resolutions[None, :, None] - self.shift  # (n, L, 2)
+        last = self.last[None, :, None]
+        position = torch.minimum(position.clamp(min=0), last)
+        corner = torch.minimum(position.floor(), (last - 1).clamp(min=0))
+        fraction = position - corner
+        corner = corner.long()
+        indices, weights = [], []
+        for dy in (0, 1):  # x varies fastest, as in ironlearn
+            for dx in (0, 1):
+                ix = torch.minimum(corner[..., 0] + dx, self.sides - 1)
+                iy = torch.minimum(corner[..., 1] + dy, self.sides - 1)
+                hashed = (ix ^ (iy * _HASH_PRIME)) & (self.sizes - 1)
+                indices.append(torch.where(self.hashed, hashed, iy * self.sides + ix) + self.offsets)
+                wx = fraction[..., 0] if dx else 1 - fraction[..., 0]
+                wy = fraction[..., 1] if dy else 1 - fraction[..., 1]
+                weights.append(wx * wy)
+        index = torch.stack(indices)  # (4, n, L)
+        corners = self.table.index_select(0, index.reshape(-1)).view(4, n, self.levels, self.features)
+        return (corners * torch.stack(weights)[..., None]).sum(0).reshape(n, -1)
+
+
+def _linear(layer: Linear) -> torch.nn.Linear:
+    weight, bias = (np.array(to_host(layer.params[k]), np.float32) for k in ("weight", "bias"))
+    peer = torch.nn.Linear(*weight.shape)
+    with torch.no_grad():
+        peer.weight.copy_(torch.from_numpy(weight.T.copy()))
+        peer.bias.copy_(torch.from_numpy(bias))
+    return peer
+
+
+class _Sine(torch.nn.Module):
+    def __init__(self, w0: float):
+        super().__init__()
+        self.w0 = w0
+
+    def forward(self, z):
+        return torch.sin(self.w0 * z)
+
+
+def peer_of(model) -> torch.nn.Sequential:
+    """The PyTorch twin of an ironlearn Sequential of HashGrid, Linear, ReLU and Sine layers,
+    starting from the same arrays."""
+    layers = []
+    for layer in model.layers:
+        if isinstance(layer, HashGrid):
+            layers.append(HashGridPeer(layer))
+        elif isinstance(layer, Linear):
+            layers.append(_linear(layer))
+        elif isinstance(layer, ReLU):
+            layers.append(torch.nn.ReLU())
+        elif isinstance(layer, Sine):
+            layers.append(_Sine(layer.w0))
+        else:
+            raise NotImplementedError(f"no PyTorch peer for {type(layer).__name__}")
+    return torch.nn.Sequential(*layers)
+
+
+siren_peer = peer_of
+
+
+# -- timing ----------------------------------------------------------------------------------------
+def _clock(device: str):
+    """``(mark, elapsed_ms)``: CUDA events on a GPU (no sync until read), wall time on the CPU."""
+    if device == "cuda":
+        def mark():
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return mark, lambda a, b: a.elapsed_time(b)
+    return time.perf_counter, lambda a, b: (b - a) * 1000
+
+
+def _sync(device: str):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_steps(step, device: str, warmup: int, steps: int) -> dict:
+    """Cold (the first step, compilation included) and warm (median over ``steps`` after
+    ``warmup``) milliseconds a step of ``step()``."""
+    _sync(device)
+    t0 = time.perf_counter()
+    step()
+    _sync(device)
+    cold = (time.perf_counter() - t0) * 1000
+    for _ in range(warmup):
+        step()
+    mark, elapsed = _clock(device)
+    _sync(device)
+    marks, t0 = [], time.perf_counter()
+    for _ in range(steps):
+        start = mark()
+        step()
+        marks.append((start, mark()))
+    _sync(device)
+    wall = (time.perf_counter() - t0) * 1000 / max(steps, 1)
+    times = sorted(elapsed(a, b) for a, b in marks)
+    return {"cold_ms": round(cold, 3), "warm_median_ms": round(statistics.median(times), 4),
+            "warm_p90_ms": round(times[int(0.9 * (len(times) - 1))], 4), "wall_ms_per_step": round(wall, 4),
+            "warmup": warmup, "steps": steps}
+
+
+def hashgrid_stepper(model, pixels, width: int, height: int, batch: int, total_steps: int, device: str,
+                     compile: bool = False, lr: float = 2e-2, lr_min: float = 2e-4, seed: int = 0):
+    """A ``step()`` that trains ``peer_of(model)`` on ``batch`` random whole pixels of ``pixels``
+    (a ``(height * width, channels)`` uint8 tensor on ``device``), Adam on the warm-up cosine
+    schedule of ``total_steps`` that ``ironlearn fit`` uses."""
+    peer = peer_of(model).to(device)
+    forward = torch.compile(peer) if compile else peer
+    optimizer = torch.optim.Adam(peer.parameters(), lr=lr, fused=device == "cuda")
+    schedule = warmup_cosine(lr, lr_min, total_steps)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    count = [0]
+
+    def step():
+        index = torch.randint(0, width * height, (batch,), generator=generator, device=device)
+        rows, cols = index // width, index % width
+        x = torch.stack([(2 * cols + 1) / width - 1, (2 * rows + 1) / height - 1], dim=1).float()
+        y = pixels.index_select(0, index).float() / 255
+        loss = torch.nn.functional.mse_loss(forward(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        for group in optimizer.param_groups:
+            group["lr"] = schedule(min(count[0], total_steps - 1))
+        optimizer.step()
+        count[0] += 1
+
+    return step
+
+
+def full_batch_stepper(model, x, y, device: str, lr: float = 1e-4, compile: bool = False):
+    """A ``step()`` that trains ``peer_of(model)`` on the whole of ``x``, ``y`` (NumPy arrays),
+    Adam at a constant rate: the SIREN benchmark."""
+    peer = peer_of(model).to(device)
+    forward = torch.compile(peer) if compile else peer
+    optimizer = torch.optim.Adam(peer.parameters(), lr=lr)
+    tx, ty = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        torch.nn.functional.mse_loss(forward(tx), ty).backward()
+        optimizer.step()
+
+    return step
+
+
+def versions() -> dict:
+    info = {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available()}
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def main():
+    from ironlearn.fitting import FitOptions, make_plan
+    from ironlearn.fitting.run import new_model
+
+    from gpu import shape_of
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--size", default="4096x3072")
+    parser.add_argument("--batch", type=int, default=1 << 16)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--compile", action="store_true")
+    args = parser.parse_args()
+    width, height = (int(v) for v in args.size.split("x"))
+    plan = make_plan(FitOptions("peer", batch_size=args.batch, steps=args.warmup + args.steps + 1),
+                     shape_of(width, height, "rgb"))
+    pixels = torch.randint(0, 256, (width * height, 3), dtype=torch.uint8, device=args.device)
+    step = hashgrid_stepper(new_model(plan), pixels, width, height, args.batch, plan.steps, args.device, args.compile)
+    print(json.dumps({**versions(), "model_options": plan.model_options,
+                      **time_steps(step, args.device, args.warmup, args.steps)}))
+
+
+if __name__ == "__main__":
+    main()
