@@ -110,7 +110,7 @@ def scatter_weighted(out, index, weights, grad, levels=None) -> None:
         Where each level's rows start in ``out`` and how many it has, when ``index`` holds
         the table's own rows: the kernel then sums the reads of small levels in shared memory.
     """
-    if _compiled(out, weights, grad):
+    if _compiled(out, weights, grad) and out.flags.c_contiguous:  # the kernel writes rows of F in place
         _cuda_scatter(out, index, weights, grad, levels)
         return
     xp = get_array_module(out)
