@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -363,6 +364,9 @@ def cmd_fit_many(args) -> int:
 
 def _report(result: dict, out: str) -> None:
     say(f"done: {describe_result(result)}; outputs in {out}/")
+    folder = shlex.quote(out)
+    say(f"next: ironlearn view {folder}   (zoom into the network live, in a browser)\n"
+        f"      ironlearn render {folder} --scale 4 -o {shlex.quote(os.path.basename(os.path.normpath(out)))}-x4.png")
 
 
 def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]:
@@ -466,9 +470,9 @@ def cmd_demo(args) -> int:
     backend = get_backend(args.device)
     big = os.path.join(args.out, "render_4x.png")
     render_png(saved.model.to(backend), big, 4 * result["width"], 4 * result["height"], backend, 1)
+    say(f"also: {big} ({4 * result['width']}x{4 * result['height']}) and {os.path.join(args.out, 'timelapse.gif')} "
+        "(the network learning)")
     _report(result, args.out)
-    say(f"also: {big} ({4 * result['width']}x{4 * result['height']}); try "
-        f"'ironlearn render {args.out}/model.npz --size 1024 -o big.png'")
     return ExitCode.OK
 
 

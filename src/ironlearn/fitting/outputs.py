@@ -77,9 +77,11 @@ def run_metrics(plan, trainer, score, backend) -> dict:
 
 
 def describe_result(result: dict) -> str:
-    """One line for a finished fit: PSNR (and accuracy), steps, training time."""
+    """One line for a finished fit: PSNR of the final model over every pixel (and accuracy), steps,
+    training time."""
     extra = f", accuracy {result['accuracy']:.2%}" if "accuracy" in result else ""
-    return f"PSNR {result['psnr_db']:.2f} dB{extra} after {result['steps']:,} steps, {result['seconds']:.1f} s of training"
+    return (f"PSNR {result['psnr_db']:.2f} dB (final model, every pixel){extra} after {result['steps']:,} steps, "
+            f"{result['seconds']:.1f} s of training")
 
 
 def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
@@ -98,7 +100,7 @@ def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
     snapshots.write_gif(os.path.join(out, folder.TIMELAPSE))
     recorder.write(os.path.join(out, folder.HISTORY))
-    plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows)
+    plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows, final_psnr=result["psnr_db"])
     write_bytes(os.path.join(out, folder.METRICS), (json.dumps(result, indent=2) + "\n").encode())
     page = os.path.join(out, folder.VIEWER)
     if is_generated_page(page):  # a page made for this run earlier (after a resume): show the run as it is now
@@ -108,8 +110,11 @@ def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     return result
 
 
-def plot_history(path, rows) -> None:
-    """Loss (log scale) and PSNR against step, side by side.
+def plot_history(path, rows, final_psnr: float | None = None) -> None:
+    """Loss (log scale) and PSNR against step, side by side, with the final model's PSNR over
+    every pixel marked beside the curve: the curve is each step's training loss (a batch, or the
+    pixels with samples between them), measured before that step's update, so it ends below the
+    figure that ``metrics.json`` and the headline give.
 
     Draws on a bare :class:`~matplotlib.figure.Figure`, so the global backend (a notebook's,
     say) is never touched.
@@ -120,9 +125,13 @@ def plot_history(path, rows) -> None:
     figure = Figure(figsize=(9, 3.4), dpi=100, layout="constrained")
     loss_ax, psnr_ax = figure.subplots(1, 2)
     loss_ax.semilogy(steps, [r["loss"] for r in rows], color="tab:blue")
-    loss_ax.set(xlabel="step", ylabel="loss (MSE)", title="loss")
-    psnr_ax.plot(steps, [r["psnr"] for r in rows], color="tab:orange")
+    loss_ax.set(xlabel="step", ylabel="loss (MSE)", title="training loss")
+    psnr_ax.plot(steps, [r["psnr"] for r in rows], color="tab:orange", label="each step's training loss")
     psnr_ax.set(xlabel="step", ylabel="PSNR (dB)", title="PSNR")
+    if final_psnr is not None and steps:
+        psnr_ax.plot([steps[-1]], [final_psnr], "o", color="black",
+                     label=f"final model, every pixel: {final_psnr:.2f} dB")
+        psnr_ax.legend(loc="lower right", fontsize="small")
     for ax in (loss_ax, psnr_ax):
         ax.grid(True, alpha=0.3)
     atomic_write(path, lambda file: figure.savefig(file, format="png"))
