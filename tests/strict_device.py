@@ -12,6 +12,7 @@ or :class:`HiddenCopy` at each of those.  The hand-written kernels are not there
 from __future__ import annotations
 
 import contextlib
+import time
 import types
 
 import numpy as np
@@ -123,11 +124,39 @@ class _StrictModule(types.ModuleType):
         return to_device
 
 
+class _Event:
+    def record(self):
+        self.at = time.perf_counter()
+
+
+class _Pool:
+    def used_bytes(self):
+        return 0
+
+    total_bytes = used_bytes
+
+    def free_all_blocks(self):
+        pass
+
+
+class _MemoryHook:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def _fake_cupy():
     module = _StrictModule("cupy")
-    stream = types.SimpleNamespace(synchronize=lambda: None)
-    module.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
-                                        get_current_stream=lambda: stream)
+    stream = types.SimpleNamespace(synchronize=lambda: None, done=True)
+    properties = {"name": b"pretend GPU", "major": 0, "minor": 0, "totalGlobalMem": 0}
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDeviceProperties=lambda device: properties,
+                                    driverGetVersion=lambda: 0, runtimeGetVersion=lambda: 0)
+    module.cuda = types.SimpleNamespace(runtime=runtime, get_current_stream=lambda: stream, Event=_Event,
+                                        get_elapsed_time=lambda a, b: (b.at - a.at) * 1000, MemoryHook=_MemoryHook)
+    module.get_default_memory_pool = _Pool
+    module.RawKernel = lambda code, name: (lambda grid, block, args, **options: None)  # not RawModule: no kernels
     return module
 
 

@@ -1,6 +1,7 @@
 """benchmarks/gpu.py, the one command a GPU machine runs, runs here on the CPU at tiny sizes, so
 that it cannot rot before a GPU comes; and its PyTorch peer is the same model as ironlearn's."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -8,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from strict_device import strict_device
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
@@ -58,6 +60,27 @@ def test_the_gpu_check_runs_every_part_on_the_cpu(tmp_path):
     markdown = (tmp_path / "report.md").read_text()
     assert "These figures measure nothing" in markdown
     assert all(f"## {name}:" in markdown for name in gpu.PARTS)
+
+
+def test_the_gpu_parts_run_their_device_code_on_a_pretend_gpu(monkeypatch, tmp_path):
+    """The parts' code for a GPU (both kernel modes, CUDA events, the pool, the busy check) runs
+    here against the pretend GPU of strict_device: what a CPU run cannot reach, short of CUDA."""
+    args = argparse.Namespace(device="cuda", size="tiny", out=str(tmp_path), tests="cuda", limit=60)
+    with strict_device(monkeypatch):
+        for name in ("env", "syncs", "kernels", "step", "siren", "camera", "photo12", "parity"):
+            ctx = gpu.Context(name, args)
+            gpu.RUNNERS[name](ctx)
+            assert ctx.result.get("headline"), name
+            assert (tmp_path / "parts" / f"{name}.json").is_file()
+            if name == "syncs":  # no copy, no sync; a pretend GPU is never busy, so that check fails
+                assert all(r["copies"] == 0 and r["sync or copy error"] is None for r in ctx.result["rows"])
+                assert {r["mode"] for r in ctx.result["rows"]} == set(gpu.kernels.MODES)
+            if name == "step":
+                assert {(r["batch"], r["mode"]) for r in ctx.result["rows"]} == {
+                    (b, m) for b in gpu.TINY.batches for m in gpu.kernels.MODES}
+            if name == "parity":
+                assert [r["device"] for r in ctx.result["rows"]] == ["cpu", "cuda"]
+                assert abs(ctx.result["psnr_difference_db"]) < 0.5
 
 
 def test_a_part_past_the_budget_is_skipped_and_said(tmp_path):
