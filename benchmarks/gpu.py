@@ -1,6 +1,6 @@
 """One command for a GPU machine: the tests on CuPy, the step and quality benchmarks, a report.
 
-    python benchmarks/gpu.py --out DIR                 # on the GPU: about 9 minutes on an H100
+    python benchmarks/gpu.py --out DIR                 # on the GPU, within a 9-minute budget (--budget 540)
     python benchmarks/gpu.py --out DIR --device cpu    # the same parts, tiny, on the CPU (under a minute)
     make gpu-check OUT=DIR                             # the first, through make
 
@@ -13,7 +13,8 @@ env       the GPU, its driver, CUDA, CuPy and PyTorch versions; nvcc; scikit-ima
 tests     pytest with the cuda backend selected (tests whose id names cuda, the kernels' and the
           no-hidden-syncs tests; ``--tests all`` runs the whole suite), outcome of each test
 syncs     host<->device copies (the backend's counter) and syncs (``cupyx.allow_synchronize(False)``
-          around the step) in training steps of the default model, each kernel mode
+          around the step, and whether a step returns while the GPU is still busy with a kernel
+          queued before it) in training steps of the default model, each kernel mode
 kernels   the hash grid's read and scatter and Adam's update: CUDA kernels against the portable
           CuPy path (``cupyx.scatter_add``), time and largest difference
 step      the default model's step at batch 2^16 and 2^18 (12-megapixel picture): cold (the first
