@@ -168,8 +168,9 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                              "larger; the default for a colour thumbnail's detail level, which needs no samples "
                              "between)")
     parser.add_argument("--seed", type=count, help="random seed (default 0)")
-    parser.add_argument("--device", choices=DEVICES, default="auto",
-                        help="where to train (default auto: the GPU when CuPy sees one)")
+    parser.add_argument("--device", choices=DEVICES,
+                        help="where to train (default: the GPU when CuPy sees one, else the CPU; naming auto "
+                             "also says which it chose)")
     parser.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="steps between checkpoints")
     parser.add_argument("--snapshot-every", type=positive_int, metavar="N",
                         help="steps between time-lapse frames (default: 100 frames spaced geometrically, most of "
@@ -255,7 +256,8 @@ def build_parser() -> Parser:
                           help="render only this region of the [-1, 1] square (y grows downward; "
                                "write --view=-0.5,... when it starts with a minus); default: the whole picture")
     render_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
-    render_p.add_argument("--device", choices=DEVICES, default="auto")
+    render_p.add_argument("--device", choices=DEVICES,
+                          help="where to render (default: the GPU when CuPy sees one, else the CPU)")
     render_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     render_p.set_defaults(func=cmd_render)
 
@@ -313,7 +315,8 @@ def build_parser() -> Parser:
     demo_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS", default=DEMO_SECONDS,
                         help=f"training time (default {DEMO_SECONDS:g} s)")
     demo_p.add_argument("--steps", type=positive_int, metavar="N")
-    demo_p.add_argument("--device", choices=DEVICES, default="auto")
+    demo_p.add_argument("--device", choices=DEVICES,
+                        help="where to train (default: the GPU when CuPy sees one, else the CPU)")
     demo_p.add_argument("--quiet", action="store_true")
     demo_p.add_argument("--force", action="store_true",
                         help="write into --out even if it holds another run or other files (a run there is "
@@ -395,7 +398,7 @@ def cmd_render(args) -> int:
         raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
     saved = load_checkpoint(locate_model(args.model))
     width, height = _render_size(args.size, saved.settings, args.view, args.scale)
-    backend = get_backend(args.device, notify=say)
+    backend = get_backend(args.device or "auto", notify=say if args.device == "auto" else None)
     model = saved.model.to(backend)
     render_png(model, args.output, width, height, backend, saved.channels, progress=True, view=args.view)
     say(f"wrote {args.output} ({width}x{height})")
@@ -467,7 +470,7 @@ def cmd_demo(args) -> int:
                              time_budget=args.time_budget, device=args.device, quiet=args.quiet, force=force)
         result = fit(options, log=say)
     saved = load_checkpoint(os.path.join(args.out, "model.npz"))
-    backend = get_backend(args.device)
+    backend = get_backend(args.device or "auto")
     big = os.path.join(args.out, "render_4x.png")
     render_png(saved.model.to(backend), big, 4 * result["width"], 4 * result["height"], backend, 1)
     say(f"also: {big} ({4 * result['width']}x{4 * result['height']}) and {os.path.join(args.out, 'timelapse.gif')} "

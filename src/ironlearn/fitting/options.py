@@ -44,7 +44,7 @@ class FitOptions:
     filter: str | None = None  # the preset's (lanczos)
     max_pixels: int | None = None  # image.io.MAX_PIXELS
     seed: int | None = None  # 0
-    device: str = "auto"
+    device: str | None = None  # cpu, cuda or auto; None: auto, without the notice that auto prints
     checkpoint_every: int | None = None
     snapshot_every: int | None = None
     resume: bool = False

@@ -91,7 +91,7 @@ def _fit(options: FitOptions, saved, log) -> dict:
         folder.check_writable(plan.out)  # before training, not after it
     else:
         folder.check_new(plan.out, force=plan.force, input=plan.input)
-    backend = get_backend(plan.device, notify=None if plan.quiet else log)
+    backend = get_backend(plan.device or "auto", notify=None if plan.quiet or plan.device is None else log)
     if plan.resume:
         return _run(plan, picture, saved, backend, log)
     folder.create(plan.out)  # only now, when nothing above can fail, touch the disk

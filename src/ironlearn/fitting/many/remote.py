@@ -225,7 +225,7 @@ class RayEngine:
     def _on_device(self, task: Task) -> Task:
         """On Ray, ``--device auto`` means the GPU exactly when the task asked for one: Ray leaves
         GPUs visible to tasks that did not, and they would share them unaccounted."""
-        if task.options.device != "auto":
+        if task.options.device not in (None, "auto"):
             return task
         options = dataclasses.replace(task.options, device="cuda" if self.gpus else "cpu")
         return dataclasses.replace(task, options=options)
