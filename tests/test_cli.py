@@ -255,3 +255,14 @@ def test_auto_device_falls_back_with_a_notice_only_when_named(tmp_path, picture,
         assert "running on the CPU" in err.splitlines()[0]
     code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "other", "--steps", 5, "--width", "8")
     assert code == 0 and "device auto" not in err, err
+
+def test_every_command_and_option_explains_itself():
+    import argparse
+
+    from ironlearn.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name, parser in commands.items():
+        assert parser.description, name
+        for action in parser._actions:
+            assert isinstance(action, argparse._HelpAction) or action.help, (name, action.option_strings or action.dest)

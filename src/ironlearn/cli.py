@@ -157,7 +157,8 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                         help="stop after this much training time (default, without --steps: 40 s); alone, it "
                              "sizes the learning-rate schedule to the steps that fit, revised as the run goes")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
-    parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule (at most the peak, --lr)")
+    parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule, at most the peak (default: the preset's, "
+                             "a hundredth of its --lr)")
     parser.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (default cosine)")
     parser.add_argument("--batch-size", type=count, metavar="N",
                         help="points per step; 0 = the whole picture every step (default: the preset's; a "
@@ -171,7 +172,9 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=DEVICES,
                         help="where to train (default: the GPU when CuPy sees one, else the CPU; naming auto "
                              "also says which it chose)")
-    parser.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="steps between checkpoints")
+    parser.add_argument("--checkpoint-every", type=positive_int, metavar="N",
+                        help="steps between checkpoints (default: a twentieth of the run, at least 50; a checkpoint "
+                             "is also written after each 60 s of training)")
     parser.add_argument("--snapshot-every", type=positive_int, metavar="N",
                         help="steps between time-lapse frames (default: 100 frames spaced geometrically, most of "
                              "them early, where the learning shows)")
@@ -193,9 +196,18 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"ironlearn {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    fit_p = commands.add_parser("fit", help="fit a network to an image or pixel CSV",
-                                description="Fit a network to an image (PNG, JPEG, WebP, BMP, ...) or a pixel CSV "
-                                            "(x,y,pixel_value; binary 1 = black), writing a resumable run folder.")
+    fit_p = commands.add_parser(
+        "fit", help="fit a network to an image or pixel CSV", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Fit a network to an image (PNG, JPEG, WebP, BMP, TIFF, ...) or a pixel CSV (x,y,pixel_value; "
+                    "binary 1 = black), writing a resumable run folder.",
+        epilog="A fit writes only into an empty folder or over a run of its own (--resume, --force); other\n"
+               "files there are never replaced without --force, and the picture being fitted never. Ctrl-C or\n"
+               "SIGTERM saves a checkpoint and prints the command that resumes.\n\n"
+               "  ironlearn fit photo.jpg                           # runs/photo/, about 40 s\n"
+               "  ironlearn fit photo.jpg --size 256 --steps 3000   # resized first; a fixed number of steps\n"
+               "  ironlearn fit drawing.png --mode binary --time-budget 120\n"
+               "  ironlearn fit photo.jpg --resume --steps 6000     # continue runs/photo/ to step 6000\n"
+               "  ironlearn fit photo.jpg --model siren --out runs/siren")
     fit_p.add_argument("input", help="image file or pixel CSV")
     fit_p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<input name>)")
     add_fit_options(fit_p)
@@ -288,20 +300,25 @@ def build_parser() -> Parser:
     encode_p = commands.add_parser("encode", help="image -> pixel CSV (x,y,pixel_value)",
                                    description="The original project's encoder: one row per pixel; in binary mode "
                                                "1 = black, in gray mode 0-255, rgb as x,y,r,g,b.")
-    encode_p.add_argument("image")
-    encode_p.add_argument("-o", "--output", required=True, metavar="pixels.csv")
-    encode_p.add_argument("--size", type=size_arg, metavar="N|WxH")
-    encode_p.add_argument("--mode", choices=MODES)
+    encode_p.add_argument("image", help="the picture to encode")
+    encode_p.add_argument("-o", "--output", required=True, metavar="pixels.csv", help="the CSV to write")
+    encode_p.add_argument("--size", type=size_arg, metavar="N|WxH",
+                          help="resize first: N for the longest side (aspect kept) or WxH")
+    encode_p.add_argument("--mode", choices=MODES, help="binary (threshold at 128), gray or rgb "
+                                                        "(default: rgb for colour images, else gray)")
     encode_p.add_argument("--force", action="store_true", help="replace the output if it exists")
     encode_p.set_defaults(func=cmd_encode)
 
     decode_p = commands.add_parser("decode", help="pixel CSV -> image", description="The original project's decoder.")
-    decode_p.add_argument("csv")
-    decode_p.add_argument("-o", "--output", required=True, metavar="image.png")
+    decode_p.add_argument("csv", help="a pixel CSV (x,y,pixel_value or x,y,r,g,b)")
+    decode_p.add_argument("-o", "--output", required=True, metavar="image.png",
+                          help="the image to write; its format follows the name (.png, .bmp, ...)")
     decode_p.add_argument("--force", action="store_true", help="replace the output if it exists")
     decode_p.set_defaults(func=cmd_decode)
 
-    info_p = commands.add_parser("info", help="describe a model or checkpoint")
+    info_p = commands.add_parser("info", help="describe a model or checkpoint",
+                                 description="Print a model's layers, parameters, steps, training time, the picture "
+                                             "it was fitted on and its PSNR (or, with --json, all of its metadata).")
     info_p.add_argument("model", metavar="RUN_DIR|MODEL.npz",
                         help="run folder of 'ironlearn fit' (its model.npz, else checkpoint.npz) or a model file")
     info_p.add_argument("--json", action="store_true", help="print the metadata as JSON")
@@ -311,13 +328,13 @@ def build_parser() -> Parser:
                                  description="Fit the bundled 200x200 line drawing (binary) and write every output, "
                                              "plus a 4x render, to ./ironlearn-demo. An earlier demo there is "
                                              "replaced; any other run or file is not, unless --force.")
-    demo_p.add_argument("--out", default="ironlearn-demo", metavar="DIR")
+    demo_p.add_argument("--out", default="ironlearn-demo", metavar="DIR", help="run folder (default ironlearn-demo)")
     demo_p.add_argument("--time-budget", type=positive_float, metavar="SECONDS", default=DEMO_SECONDS,
                         help=f"training time (default {DEMO_SECONDS:g} s)")
-    demo_p.add_argument("--steps", type=positive_int, metavar="N")
+    demo_p.add_argument("--steps", type=positive_int, metavar="N", help="a fixed number of steps instead")
     demo_p.add_argument("--device", choices=DEVICES,
                         help="where to train (default: the GPU when CuPy sees one, else the CPU)")
-    demo_p.add_argument("--quiet", action="store_true")
+    demo_p.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
     demo_p.add_argument("--force", action="store_true",
                         help="write into --out even if it holds another run or other files (a run there is "
                              "replaced; files of other names are kept)")
