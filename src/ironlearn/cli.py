@@ -227,7 +227,8 @@ def build_parser() -> Parser:
                "checkpoints (--force redoes them all). A picture that fails is listed with its error and the others "
                "go on; the exit code is then 1. Ctrl-C stops cleanly: finished runs are kept and running ones save "
                "a checkpoint (exit code 130); SIGTERM (Slurm, Kubernetes, timeout, kill) does the same with exit code "
-               "143. A SIGTERM to one worker process stops its picture alone, saved and listed as interrupted.\n\n"
+               "143. A SIGTERM to one local worker process stops its picture alone, saved and listed as interrupted; "
+               "on Ray, a task stopped so (its node preempted) goes on once more from the checkpoint it saved.\n\n"
                "  ironlearn fit-many photos/ --out runs/photos --steps 2000\n"
                "  ironlearn fit-many 'kodak/*.png' --out runs/kodak --workers 2 --time-budget 30\n"
                "  ironlearn fit-many data/ --out runs/data --engine ray --address auto --gpus-per-fit 0.25")

@@ -16,7 +16,7 @@ from ironlearn.fitting import folder as run_folder
 from ironlearn.fitting.many import summary
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the second node's raylet through /proc")
-ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'ironlearn[ray]' (CI installs it)")
+pytest.importorskip("ray", reason="Ray is not installed: pip install 'ironlearn[ray]' (CI installs it)")
 
 STARTED = "Ray runtime started"
 # Token authentication (on by default once ~/.ray/auth_token exists) is not what is tested here, and

@@ -115,7 +115,7 @@ def _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log):
     if engine == "ray":
         from .remote import RayEngine
 
-        return RayEngine(address, workers, cpus_per_fit or 1.0, gpus_per_fit)
+        return RayEngine(address, workers, cpus_per_fit or 1.0, gpus_per_fit, log)
     if address is not None:
         raise UsageError("--address joins a Ray cluster; use it with --engine ray")
     if gpus_per_fit:

@@ -17,6 +17,7 @@ import os
 import signal
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 
 from ...files import write_bytes
@@ -146,9 +147,11 @@ class RayEngine:
     loaded into the object store all at once.
     """
 
-    def __init__(self, address: str | None, workers: int | None, cpus_per_fit: float, gpus_per_fit: float):
+    def __init__(self, address: str | None, workers: int | None, cpus_per_fit: float, gpus_per_fit: float,
+                 log=print):
         self.ray = import_ray()  # now: a missing Ray is a usage error before any work
         self.address, self.workers, self.cpus, self.gpus = address, workers, cpus_per_fit, gpus_per_fit
+        self.log = log
         self.started = False
 
     def start(self) -> None:
@@ -187,11 +190,12 @@ class RayEngine:
     def run(self, tasks, report, stop) -> None:
         """Fit ``tasks``, calling ``report(task, outcome)`` as each ends.
 
-        Ray retries a task once when its worker dies.  Once ``stop.count`` is above zero
-        (Ctrl-C or SIGTERM), no task starts and each running one is cancelled: Ray raises SIGINT's
-        handler in it, and the fit saves its checkpoint, which comes back like any file (as it
-        does when a task's own process gets SIGTERM).
-        A second Ctrl-C cancels again (stop at once); a third kills the workers.
+        Ray retries a task once when its worker dies.  A task whose own process gets SIGTERM
+        saves its checkpoint, which comes back like any file, and is sent once more to resume
+        from it.  Once ``stop.count`` is above zero (Ctrl-C or SIGTERM to the driver), no task
+        starts and each running one is cancelled: Ray raises SIGINT's handler in it, and the fit
+        saves its checkpoint, which comes back the same way.  A second stop cancels again (stop
+        at once); a third kills the workers.
         """
         ray = self.ray
         remote = ray.remote(fit_shipped).options(
@@ -203,7 +207,7 @@ class RayEngine:
                 task = self._on_device(queue.popleft())
                 try:
                     check_run_folder(task)
-                    flying[remote.remote(ship(task))] = task
+                    flying[remote.remote(ship(task))] = task, time.time()
                 except UsageError as exc:
                     report(task, Outcome(FAILED, error=one_line(exc)))
                 except OSError as exc:
@@ -216,10 +220,16 @@ class RayEngine:
                 continue  # every picture left failed to load
             ready, _ = ray.wait(list(flying), num_returns=1, timeout=POLL_SECONDS)
             for ref in ready:
-                task = flying.pop(ref)
+                task, started = flying.pop(ref)
                 outcome, files = self._result(ref, stopping=bool(stop.count))
                 if files:
                     land(task, files)
+                if outcome.status == INTERRUPTED and not stop.count and task.attempt == 1:
+                    # Stopped by a signal to its own worker: a node being preempted or drained, more
+                    # often than a user. Go on elsewhere, from the checkpoint that came back.
+                    self.log(f"{task.name}: its Ray task was stopped ({outcome.error}); going on once more")
+                    queue.appendleft(task.retry(started))
+                    continue
                 report(task, outcome)
 
     def _on_device(self, task: Task) -> Task:
