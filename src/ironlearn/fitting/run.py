@@ -314,8 +314,8 @@ def stop_on_signals(trainer):
     try:
         yield interrupted
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, handler in previous.items():  # None: a handler not set from Python; the default then
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 # -- what the user reads -----------------------------------------------------------------------
