@@ -1,6 +1,7 @@
-"""Test helpers: finite-difference gradient checks, small pictures, the command run in-process."""
+"""Test helpers: finite-difference gradient checks, small pictures, the command run in-process, polling."""
 
 import json
+import time
 
 import numpy as np
 from PIL import Image
@@ -78,3 +79,13 @@ def rewrite_meta(path, change):
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     with open(path, "wb") as file:
         np.savez(file, **arrays)
+
+
+def wait_for(condition, timeout=60.0, what="the condition", every=0.02):
+    """The first true value ``condition()`` returns, polled every ``every`` seconds for up to ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)
+    return value

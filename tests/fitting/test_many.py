@@ -9,11 +9,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 import pytest
 
-from helpers import make_picture, run_cli
+from helpers import make_picture, run_cli, wait_for
 from ironlearn.cli import ExitCode
 from ironlearn.fitting import FitOptions, UsageError
 from ironlearn.fitting import folder as run_folder
@@ -59,19 +58,6 @@ def unlocked(run) -> bool:
             return True
     except UsageError:
         return False
-
-
-def wait_for_value(condition, timeout=60.0, what="the condition"):
-    """The first true value ``condition()`` returns, polled for up to ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-    return value
-
-
-wait_for = wait_for_value
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -484,7 +470,7 @@ def test_sigterm_to_a_ray_task_saves_its_fit_which_goes_on_from_there(ray_instan
     wait_for(lambda: (found := fitting("b")) and checkpoint_step(found[1]) >= 100, what="b trained 100 steps")
     worker, first = fitting("b")
     os.kill(worker, signal.SIGTERM)
-    again = wait_for_value(lambda: (found := fitting("b")) and found[1] != first and found[1], what="b sent again")
+    again = wait_for(lambda: (found := fitting("b")) and found[1] != first and found[1], what="b sent again")
     resumed_at = checkpoint_step(again)  # the first checkpoint in the new attempt's folder: the one that came back
     thread.join(90)
     assert not thread.is_alive() and "error" not in result, result

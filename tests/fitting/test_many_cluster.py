@@ -7,11 +7,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
-from helpers import make_picture
+from helpers import make_picture, wait_for
 from ironlearn.fitting import folder as run_folder
 from ironlearn.fitting.many import summary
 
@@ -57,15 +56,6 @@ def named(pids, name: str) -> list[int]:
         except OSError:
             return ""
     return [pid for pid in pids if comm(pid) == name]
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-    return found
 
 
 class Node:
