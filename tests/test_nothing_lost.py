@@ -110,7 +110,8 @@ def test_demo_replaces_an_earlier_demo_but_not_a_real_run(tmp_path, capsys):
     picture = make_picture(tmp_path / "pic.png")
     run = tmp_path / "run"
     assert run_cli(capsys, "fit", picture, "--out", run, "--steps", "5", *QUICK)[0] == 0
-    assert_refused(capsys, ["demo", "--out", run, "--steps", "5", "--quiet"], "already holds a run", tmp_path)
+    assert_refused(capsys, ["demo", "--out", run, "--steps", "5", "--quiet"], "holds a run that is not a demo",
+                   tmp_path)
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "render_4x.png").write_bytes(b"the user's own file")

@@ -484,6 +484,9 @@ def cmd_info(args) -> int:
 def cmd_demo(args) -> int:
     with resources.as_file(resources.files("ironlearn") / "data" / "sample.png") as sample:
         force = args.force or _holds_a_demo(args.out, sample)
+        if not force and os.path.exists(os.path.join(args.out, "checkpoint.npz")):
+            raise UsageError(f"{args.out} holds a run that is not a demo; give the demo another --out, or --force "
+                             "to replace that run")
         options = FitOptions(input=str(sample), out=args.out, mode="binary", steps=args.steps,
                              time_budget=args.time_budget, device=args.device, quiet=args.quiet, force=force)
         result = fit(options, log=say)
