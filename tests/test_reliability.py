@@ -124,8 +124,9 @@ def test_what_is_lost_in_reading_is_said(tmp_path, capsys):
 
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    (tmp_path / "deep.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 16, 2, 0, 0, 0))
-                                        + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    header = struct.pack(">IIBBBBB", 8, 8, 16, 2, 0, 0, 0)  # 8x8, 16 bits a channel, RGB
+    (tmp_path / "deep.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+                                        + chunk(b"IEND", b""))
     code, _, err = run_cli(capsys, "fit", tmp_path / "deep.png", "--out", tmp_path / "deep", "--steps", 5, *FAST)
     assert code == 0 and "16 bits a colour channel" in err, err
     code, _, err = run_cli(capsys, "fit", tmp_path / "sixteen.png", "--out", tmp_path / "gray", "--steps", 5, *FAST)

@@ -157,7 +157,8 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                         help="stop after this much training time (default, without --steps: 40 s); alone, it "
                              "sizes the learning-rate schedule to the steps that fit, revised as the run goes")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
-    parser.add_argument("--lr-min", type=non_negative_float, help="final learning rate of the cosine schedule, at most the peak (default: the preset's, "
+    parser.add_argument("--lr-min", type=non_negative_float,
+                        help="final learning rate of the cosine schedule, at most the peak (default: the preset's, "
                              "a hundredth of its --lr)")
     parser.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (default cosine)")
     parser.add_argument("--batch-size", type=count, metavar="N",

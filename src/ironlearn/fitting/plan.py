@@ -73,7 +73,8 @@ _SAVED = {
     "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),
     "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0),
 }
-_SAVED_OPTIONAL = ("fingerprint", "filter", "schedule", "timed", "train_seconds", "time_budget", "checkpoint_every", "snapshot_every")
+_SAVED_OPTIONAL = ("fingerprint", "filter", "schedule", "timed", "train_seconds", "time_budget", "checkpoint_every",
+                   "snapshot_every")
 
 
 def check_saved(saved: dict, where: str) -> None:
