@@ -53,6 +53,24 @@ def test_time_budget_stops_training(backend):
     assert trainer.step > 0 and trainer.train_seconds < 1.0
 
 
+@pytest.mark.parametrize("counted", [False, True])
+def test_a_time_budget_counts_the_callbacks_when_asked(backend, counted):
+    """ironlearn fit counts its checkpoints and frames in the budget, so the budget is wall time."""
+    import time
+
+    class Slow(Callback):
+        def step(self, trainer):
+            time.sleep(0.02)
+
+    trainer = make_trainer(backend, callbacks=[Slow(1)])
+    trainer.count_callbacks = counted
+    trainer.run(time_budget=0.2)
+    if counted:  # each step slept 20 ms, all of it inside the budget
+        assert trainer.step <= 11 and 0.2 <= trainer.train_seconds < 0.4
+    else:
+        assert trainer.train_seconds < 0.02 * trainer.step
+
+
 def test_callbacks_run_on_their_interval_and_at_the_end(backend):
     history = History(every=10)
     trainer = make_trainer(backend, callbacks=[history]).run(35)

@@ -111,6 +111,8 @@ def _run(plan: RunPlan, picture, saved, backend, log) -> dict:
         if not plan.quiet:
             log(start_message(job))
         train(job, log)
+    if not plan.quiet:
+        log(f"writing the outputs to {plan.out}/ (reconstruction, model, time-lapse, plot)")
     result = write_outputs(job.plan, job.trainer, picture, backend, job.recorder, job.snapshots)
     folder.clean(plan.out)
     return result
@@ -154,8 +156,9 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
         plan = plan.calibrated(calibrate(model, data))
     params, schedule = model.named_parameters(), plan.make_schedule()
     optimizer = saved.optimizer(params, schedule=schedule) if saved is not None else Adam(params, lr=schedule)
+    # The budget is the training's wall time, its checkpoints and time-lapse frames included.
     trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval,
-                      max_loss=MAX_LOSS, backend=backend)
+                      max_loss=MAX_LOSS, backend=backend, count_callbacks=True)
     trainer.train_seconds = plan.prior_seconds
     recorder, snapshots = _records(plan, model, backend)
     rollback = Rollback(_save_trigger(plan))

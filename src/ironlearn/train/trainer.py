@@ -57,6 +57,11 @@ class Trainer:
         callback asks for it (each read is a device sync on the GPU).
     max_loss : float
         A finite loss above this also counts as divergence (an explosion).
+    count_callbacks : bool
+        Whether :attr:`train_seconds` (and so a ``time_budget``) counts the callbacks' time
+        (checkpoints, snapshots) as well as the steps'.  Default False: steps only, which
+        measures the engine; ``ironlearn fit`` counts both, so that a budget is the wall time
+        of its training.
     backend : Backend, optional
         The backend ``inputs`` live on; it copies each epoch's permutation to
         the device (the only copy a training step makes, once an epoch, and
@@ -64,7 +69,8 @@ class Trainer:
     """
 
     def __init__(self, model, optimizer, loss, inputs=None, targets=None, *, batches=None, batch_size=None,
-                 seed: int = 0, callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None):
+                 seed: int = 0, callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None,
+                 count_callbacks: bool = False):
         if (batches is None) == (inputs is None or targets is None):
             raise ValueError("give inputs and targets, or batches (one of the two)")
         if batches is None and len(inputs) != len(targets):
@@ -83,7 +89,8 @@ class Trainer:
         self.callbacks = list(callbacks)
         self.check_every = int(check_every)
         self.max_loss = max_loss
-        self.train_seconds = 0.0  # time spent in steps only, callbacks excluded
+        self.train_seconds = 0.0  # time spent in steps (and in callbacks, with count_callbacks)
+        self.count_callbacks = bool(count_callbacks)
         self._loss = None  # device scalar of the last step
         self._loss_host = None
         self._epoch_perm = (None, None)
@@ -168,13 +175,16 @@ class Trainer:
                         time_budget is None or self.train_seconds - started_at < time_budget):
                     t0 = time.perf_counter()
                     self.train_step()
-                    self.train_seconds += time.perf_counter() - t0
+                    t1 = time.perf_counter()
+                    self.train_seconds += t1 - t0
                     step = self.step
                     if self.check_every and step % self.check_every == 0:
                         self.loss  # noqa: B018  (reading it checks for NaN/inf)
                     for callback in self.callbacks:
                         if callback.every and step % callback.every == 0:
                             callback.step(self)
+                    if self.count_callbacks:
+                        self.train_seconds += time.perf_counter() - t1
                 self.loss  # noqa: B018  never finish "successfully" on NaN
             except BaseException as exc:
                 error = exc
