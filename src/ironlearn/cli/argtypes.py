@@ -1,0 +1,59 @@
+"""The types of ``ironlearn``'s arguments, each turning bad text into argparse's one-line error,
+and :class:`Parser`, argparse with such one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..image.coords import parse_view
+from ..image.io import parse_size
+from .status import ExitCode
+
+
+def _number(kind, low, inclusive=True, what="a number"):
+    def convert(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value != value or value in (float("inf"), float("-inf")) or (value < low if inclusive else value <= low):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {'at least' if inclusive else 'above'} {low}")
+        return value
+    convert.__name__ = what
+    return convert
+
+
+positive_int = _number(int, 1, what="a whole number")
+count = _number(int, 0, what="a whole number")
+positive_float = _number(float, 0, inclusive=False)
+non_negative_float = _number(float, 0)
+
+
+def size_arg(text):
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def port_arg(text):
+    port = count(text)
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return port
+
+
+def view_arg(text):
+    try:
+        return parse_view(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) instead of a usage block."""
+
+    def error(self, message):
+        if message.endswith("expected one argument"):  # argparse takes "-0.5,..." for an option
+            message += "; a value that starts with '-' goes after '=' (--view=-0.5,-0.5,0.5,0.5)"
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

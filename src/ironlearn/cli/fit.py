@@ -1,0 +1,104 @@
+"""``ironlearn fit``, and the fit options it shares with ``fit-many``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from ..backend import DEVICES
+from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, fit
+from ..fitting.options import SCHEDULES
+from ..fitting.presets import option_help
+from ..image.io import MAX_PIXELS, MODES
+from ..image.sampling import FILTERS
+from .argtypes import count, non_negative_float, positive_float, positive_int, size_arg
+from .common import report_fit, say
+from .status import ExitCode
+
+
+def add_fit_options(parser: argparse.ArgumentParser) -> None:
+    """The options of one fit (picture, network, training, device), shared by ``fit`` and ``fit-many``;
+    :func:`fit_options` turns them back into :class:`FitOptions`."""
+    models = "; ".join(f"{name}: {p.summary}" + (" (default)" if name == DEFAULT_PRESET else "")
+                       for name, p in PRESETS.items())
+    parser.add_argument("--mode", choices=MODES, help="binary (threshold at 128), gray or rgb "
+                                                      "(default: rgb for colour images, else gray)")
+    parser.add_argument("--size", type=size_arg, metavar="N|WxH",
+                        help="resize first: N for the longest side (aspect kept) or WxH")
+    parser.add_argument("--max-pixels", type=positive_int, metavar="N",
+                        help=f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against "
+                             "decompression bombs)")
+    parser.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
+    for option in OPTIONS.values():
+        if option.type is str:
+            parser.add_argument(option.flag, choices=option.choices, dest=option.name, help=option_help(option.name))
+            continue
+        convert = (count if option.zero else positive_int) if option.type is int else positive_float
+        parser.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
+                            help=option_help(option.name))
+    parser.add_argument("--steps", type=positive_int, metavar="N",
+                        help="total steps of the run (with --resume: continue to step N)")
+    parser.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
+                        help="stop after this much training time (default, without --steps: 40 s); alone, it "
+                             "sizes the learning-rate schedule to the steps that fit, revised as the run goes")
+    parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
+    parser.add_argument("--lr-min", type=non_negative_float,
+                        help="final learning rate of the cosine schedule, at most the peak (default: the preset's, "
+                             "a hundredth of its --lr)")
+    parser.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (default cosine)")
+    parser.add_argument("--batch-size", type=count, metavar="N",
+                        help="points per step; 0 = the whole picture every step (default: the preset's; a "
+                             "picture no larger trains whole)")
+    parser.add_argument("--filter", choices=FILTERS,
+                        help="how training reads the picture between pixel centres: lanczos (default), bicubic, "
+                             "bilinear, or centres (pixel centres only: the sharpest fit, the roughest renders "
+                             "larger; the default for a colour thumbnail's detail level, which needs no samples "
+                             "between)")
+    parser.add_argument("--seed", type=count, help="random seed (default 0)")
+    parser.add_argument("--device", choices=DEVICES,
+                        help="where to train (default: the GPU when CuPy sees one, else the CPU; naming auto "
+                             "also says which it chose)")
+    parser.add_argument("--checkpoint-every", type=positive_int, metavar="N",
+                        help="steps between checkpoints (default: a twentieth of the run, at least 50; a checkpoint "
+                             "is also written after each 60 s of training)")
+    parser.add_argument("--snapshot-every", type=positive_int, metavar="N",
+                        help="steps between time-lapse frames (default: 100 frames spaced geometrically, most of "
+                             "them early, where the learning shows)")
+    parser.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
+
+
+def fit_options(args: argparse.Namespace, **fields) -> FitOptions:
+    """:class:`FitOptions` from the parsed options of :func:`add_fit_options` (and any other
+    :class:`FitOptions` field the parser has), with ``fields`` given explicitly."""
+    names = {f.name for f in dataclasses.fields(FitOptions)} - {"model_options"}
+    given = {name: getattr(args, name) for name in names if hasattr(args, name)}
+    model_options = {name: getattr(args, name) for name in OPTIONS if getattr(args, name, None) is not None}
+    return FitOptions(**{**given, **fields}, model_options=model_options)
+
+
+def add_parser(commands) -> None:
+    fit_p = commands.add_parser(
+        "fit", help="fit a network to an image or pixel CSV", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Fit a network to an image (PNG, JPEG, WebP, BMP, TIFF, ...) or a pixel CSV (x,y,pixel_value; "
+                    "binary 1 = black), writing a resumable run folder.",
+        epilog="A fit writes only into an empty folder or over a run of its own (--resume, --force); other\n"
+               "files there are never replaced without --force, and the picture being fitted never. Ctrl-C or\n"
+               "SIGTERM saves a checkpoint and prints the command that resumes.\n\n"
+               "  ironlearn fit photo.jpg                           # runs/photo/, about 40 s\n"
+               "  ironlearn fit photo.jpg --size 256 --steps 3000   # resized first; a fixed number of steps\n"
+               "  ironlearn fit drawing.png --mode binary --time-budget 120\n"
+               "  ironlearn fit photo.jpg --resume --steps 6000     # continue runs/photo/ to step 6000\n"
+               "  ironlearn fit photo.jpg --model siren --out runs/siren")
+    fit_p.add_argument("input", help="image file or pixel CSV")
+    fit_p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<input name>)")
+    add_fit_options(fit_p)
+    fit_p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    fit_p.add_argument("--force", action="store_true", help="start over, replacing the run in --out")
+    fit_p.set_defaults(func=cmd_fit)
+
+
+def cmd_fit(args) -> int:
+    options = fit_options(args)
+    result = fit(options, log=say)
+    report_fit(result, options.run_folder)
+    return ExitCode.OK

@@ -1,0 +1,46 @@
+"""``ironlearn info``: what a model or checkpoint holds."""
+
+from __future__ import annotations
+
+import json
+
+from ..train import load_checkpoint
+from ..viewer.run import locate_model
+from .common import add_model_argument
+from .status import ExitCode
+
+
+def add_parser(commands) -> None:
+    info_p = commands.add_parser("info", help="describe a model or checkpoint",
+                                 description="Print a model's layers, parameters, steps, training time, the picture "
+                                             "it was fitted on and its PSNR (or, with --json, all of its metadata).")
+    add_model_argument(info_p)
+    info_p.add_argument("--json", action="store_true", help="print the metadata as JSON")
+    info_p.set_defaults(func=cmd_info)
+
+
+def cmd_info(args) -> int:
+    saved = load_checkpoint(locate_model(args.model))
+    if args.json:
+        print(json.dumps(saved.meta, indent=2))
+        return ExitCode.OK
+    settings = saved.settings
+    # Only numbers are formatted as such: the loader checks the metrics are a mapping, not what they hold.
+    found = {k: v for k, v in settings.get("metrics", {}).items() if isinstance(v, (int, float))}
+    lines = [f"{args.model}", repr(saved.model), f"parameters: {saved.model.num_parameters:,}",
+             f"steps: {saved.step:,}"]
+    if "train_seconds" in settings:
+        lines.append(f"training time: {settings['train_seconds']:.1f} s")
+    if settings.get("model"):
+        lines.append(f"preset: {settings['model']} {settings.get('model_options', {})}")
+    if settings.get("size"):
+        lines.append(f"trained on: {settings.get('input')} ({settings['size'][0]}x{settings['size'][1]} "
+                     f"{settings.get('mode')}) on {settings.get('device')}")
+    if "psnr_db" in found:
+        lines.append(f"PSNR: {found['psnr_db']:.2f} dB" +
+                     (f", accuracy {found['accuracy']:.2%}" if "accuracy" in found else ""))
+    memory = {k: v for k, v in found.items() if k.startswith("pool_")}
+    if memory:
+        lines.append("GPU memory pool: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in memory.items()))
+    print("\n".join(lines))
+    return ExitCode.OK

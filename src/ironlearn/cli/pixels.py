@@ -1,0 +1,47 @@
+"""``ironlearn encode`` and ``ironlearn decode``: the original project's image <-> pixel CSV converters."""
+
+from __future__ import annotations
+
+from ..image.io import MODES, load_picture, read_pixel_csv, save_image, write_pixel_csv
+from .argtypes import size_arg
+from .common import check_output, say
+from .status import ExitCode
+
+
+def add_parser(commands) -> None:
+
+    encode_p = commands.add_parser("encode", help="image -> pixel CSV (x,y,pixel_value)",
+                                   description="The original project's encoder: one row per pixel; in binary mode "
+                                               "1 = black, in gray mode 0-255, rgb as x,y,r,g,b.")
+    encode_p.add_argument("image", help="the picture to encode")
+    encode_p.add_argument("-o", "--output", required=True, metavar="pixels.csv", help="the CSV to write")
+    encode_p.add_argument("--size", type=size_arg, metavar="N|WxH",
+                          help="resize first: N for the longest side (aspect kept) or WxH")
+    encode_p.add_argument("--mode", choices=MODES, help="binary (threshold at 128), gray or rgb "
+                                                        "(default: rgb for colour images, else gray)")
+    encode_p.add_argument("--force", action="store_true", help="replace the output if it exists")
+    encode_p.set_defaults(func=cmd_encode)
+
+    decode_p = commands.add_parser("decode", help="pixel CSV -> image", description="The original project's decoder.")
+    decode_p.add_argument("csv", help="a pixel CSV (x,y,pixel_value or x,y,r,g,b)")
+    decode_p.add_argument("-o", "--output", required=True, metavar="image.png",
+                          help="the image to write; its format follows the name (.png, .bmp, ...)")
+    decode_p.add_argument("--force", action="store_true", help="replace the output if it exists")
+    decode_p.set_defaults(func=cmd_decode)
+
+
+def cmd_encode(args) -> int:
+    check_output(args.output, args.force)
+    picture = load_picture(args.image, mode=args.mode, size=args.size)
+    write_pixel_csv(args.output, picture)
+    say(f"wrote {args.output}: {picture.width}x{picture.height} {picture.mode}, "
+        f"{picture.width * picture.height:,} rows")
+    return ExitCode.OK
+
+
+def cmd_decode(args) -> int:
+    check_output(args.output, args.force)
+    pixels, mode = read_pixel_csv(args.csv)
+    save_image(args.output, pixels)
+    say(f"wrote {args.output}: {pixels.shape[1]}x{pixels.shape[0]} {mode}")
+    return ExitCode.OK

@@ -1,0 +1,66 @@
+"""``ironlearn render``: a fitted model redrawn at any size, as a PNG."""
+
+from __future__ import annotations
+
+from ..backend import DEVICES, get_backend
+from ..fitting import UsageError
+from ..image.io import scaled_size
+from ..image.render import MAX_RENDER_SIDE, render_png
+from ..train import load_checkpoint
+from ..viewer.run import locate_model
+from .argtypes import positive_float, size_arg, view_arg
+from .common import add_model_argument, check_output, say
+from .status import ExitCode
+
+
+def add_parser(commands) -> None:
+    render_p = commands.add_parser("render", help="redraw a fitted model at any size",
+                                   description="Redraw a fitted model (model.npz or checkpoint.npz) at any size, "
+                                               "in tiles so memory stays bounded.")
+    add_model_argument(render_p)
+    how_big = render_p.add_mutually_exclusive_group(required=True)
+    how_big.add_argument("--size", type=size_arg, metavar="N|WxH",
+                         help="N for the longest side (the training aspect kept) or WxH")
+    how_big.add_argument("--scale", type=positive_float, metavar="F",
+                         help="F times the training size (2: twice as wide and tall)")
+    render_p.add_argument("--view", type=view_arg, metavar="X0,Y0,X1,Y1",
+                          help="render only this region of the [-1, 1] square (y grows downward; "
+                               "write --view=-0.5,... when it starts with a minus); default: the whole picture")
+    render_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
+    render_p.add_argument("--device", choices=DEVICES,
+                          help="where to render (default: the GPU when CuPy sees one, else the CPU)")
+    render_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    render_p.set_defaults(func=cmd_render)
+
+
+def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]:
+    trained_w, trained_h = settings.get("size", (1, 1))
+    if view is not None:  # the region's own size in training pixels: its aspect is kept
+        trained_w, trained_h = trained_w * (view[2] - view[0]) / 2, trained_h * (view[3] - view[1]) / 2
+    if scale is not None:
+        if "size" not in settings:
+            raise UsageError("this model does not record its training size, so --scale has nothing to scale; "
+                             "give --size")
+        width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
+    else:
+        width, height = scaled_size(trained_w, trained_h, size)
+    if max(width, height) > MAX_RENDER_SIDE:
+        raise UsageError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
+    if isinstance(size, tuple) and "size" in settings and abs(width / height - trained_w / trained_h) > 0.01 * (
+            trained_w / trained_h):
+        say(f"note: {width}x{height} changes the aspect ratio of the {trained_w:g}x{trained_h:g} picture; "
+            "give --size N (the longest side) or --scale to keep it")
+    return width, height
+
+
+def cmd_render(args) -> int:
+    check_output(args.output, args.force)
+    if not args.output.lower().endswith(".png"):
+        raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
+    saved = load_checkpoint(locate_model(args.model))
+    width, height = _render_size(args.size, saved.settings, args.view, args.scale)
+    backend = get_backend(args.device or "auto", notify=say if args.device == "auto" else None)
+    model = saved.model.to(backend)
+    render_png(model, args.output, width, height, backend, saved.channels, progress=True, view=args.view)
+    say(f"wrote {args.output} ({width}x{height})")
+    return ExitCode.OK

@@ -1,0 +1,91 @@
+"""How ``ironlearn`` ends: :class:`ExitCode`, SIGTERM as :class:`Terminated`, and :func:`run`, the one
+place that maps exceptions to exit codes (each with one line on stderr)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import enum
+import signal
+import threading
+
+from ..backend import BackendError
+from ..fitting import Interrupted, UsageError
+from ..fitting.many import ManyInterrupted
+from ..image.io import InputError
+from ..train import CheckpointError, DivergenceError
+from ..viewer import ViewerError
+from .common import say
+
+
+class ExitCode(enum.IntEnum):
+    """What ``ironlearn`` exits with."""
+
+    OK = 0
+    FAILED = 1  # the work itself failed (training diverged); the last good checkpoint is kept
+    USAGE = 2  # bad input: options, files, devices; nothing the user had was changed
+    INTERRUPTED = 130  # Ctrl-C; a fit saved its checkpoint and printed how to resume
+    TERMINATED = 143  # SIGTERM (preemption by Ray, Slurm, Kubernetes, timeout): as Ctrl-C, checkpoint saved
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM outside a fit's training loop (which handles it itself): unwinds like Ctrl-C, so
+    locks are released and half-written files removed on the way out."""
+
+
+@contextlib.contextmanager
+def terminate_cleanly():
+    """While inside: SIGTERM raises :class:`Terminated` in the main thread instead of killing the process."""
+    def on_sigterm(signum, frame):
+        raise Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+#: What to try when a command runs out of memory.
+MEMORY_ADVICE = {
+    "fit": "fit a smaller picture (--size), train on smaller batches (--batch-size) or a smaller model, "
+           "or free memory",
+    "render": "render a smaller --size, or free memory",
+    "view": "free memory, or view a smaller model",
+}
+MEMORY_ADVICE["fit-many"] = MEMORY_ADVICE["fit"] + "; or run fewer at once (--workers)"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command ``args.func`` with SIGTERM raising :class:`Terminated`; what it raises becomes one
+    line on stderr and the :class:`ExitCode` that says what kind of failure it was."""
+    try:
+        with terminate_cleanly():
+            return args.func(args)
+    except (InputError, UsageError, CheckpointError, BackendError, ViewerError) as exc:
+        say(f"ironlearn {args.command}: error: {exc}")
+        return ExitCode.USAGE
+    except (Interrupted, ManyInterrupted) as exc:
+        say(str(exc))
+        return ExitCode.TERMINATED if getattr(exc, "signal", None) == signal.SIGTERM else ExitCode.INTERRUPTED
+    except DivergenceError as exc:
+        say(f"ironlearn {args.command}: error: training diverged at step {exc.step}: loss {exc.loss:.4g} at "
+            f"learning rate {exc.lr:.3g}; try a lower one, e.g. --lr {exc.lr / 10:.2g}; "
+            "the last good checkpoint is kept")
+        return ExitCode.FAILED
+    except MemoryError:  # NumPy's says how much it wanted; the user needs to know what to change
+        say(f"ironlearn {args.command}: error: out of memory; {MEMORY_ADVICE.get(args.command, MEMORY_ADVICE['fit'])} "
+            "(files written before are intact)")
+        return ExitCode.USAGE
+    except OSError as exc:  # disk full, permissions, a folder vanished: no traceback, nothing half-written
+        where = f" {exc.filename}" if exc.filename else ""
+        say(f"ironlearn {args.command}: error: could not write{where}: {exc.strerror or exc} "
+            "(files written before are intact)")
+        return ExitCode.USAGE
+    except KeyboardInterrupt as exc:
+        what = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"
+        say(f"{what}; the last checkpoint written is kept")
+        return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED

@@ -1,0 +1,53 @@
+"""``ironlearn view``: the web page that redraws a model at any zoom."""
+
+from __future__ import annotations
+
+import os
+
+from ..files import is_generated_page
+from ..fitting import UsageError
+from ..viewer import serve, write_viewer
+from ..viewer.run import locate_model
+from .argtypes import port_arg
+from .common import check_output, say
+from .status import ExitCode
+
+
+def add_parser(commands) -> None:
+    view_p = commands.add_parser("view", help="write a web page that redraws the model at any zoom",
+                                 description="Write one self-contained HTML page (weights embedded, no network, "
+                                             "opens from file://) that evaluates the model per screen pixel with "
+                                             "WebGL2: drag to pan, wheel, pinch or +/- to zoom, beside the "
+                                             "training picture, time-lapse and metrics of the run.")
+    view_p.add_argument("source", metavar="RUN_DIR|MODEL.npz", help="run folder of 'ironlearn fit', or a model file")
+    view_p.add_argument("-o", "--output", metavar="PAGE.html",
+                        help="page to write (default: viewer.html in the run folder, or beside the model file)")
+    view_p.add_argument("--serve", action="store_true", help="also serve the page on 127.0.0.1 until Ctrl-C")
+    view_p.add_argument("--port", type=port_arg, metavar="N", help="port for --serve (default 8000, or a free "
+                                                                    "one when 8000 is taken)")
+    view_p.add_argument("--no-browser", action="store_true", help="with --serve, do not open a browser")
+    view_p.add_argument("--force", action="store_true",
+                        help="replace the page at -o if it exists (the default page beside the model is "
+                             "rewritten anyway when ironlearn made it)")
+    picture_p = view_p.add_mutually_exclusive_group()
+    picture_p.add_argument("--with-picture", dest="with_picture", action="store_const", const=True,
+                           help="embed the training picture the model names also for a bare model file (one not "
+                                "named model.npz or checkpoint.npz); a run's is embedded by default. Either way "
+                                "only if it is the picture the model was fitted on")
+    picture_p.add_argument("--without-picture", dest="with_picture", action="store_const", const=False,
+                           help="leave the training picture out, also for a run (a page to share)")
+    view_p.set_defaults(func=cmd_view)
+
+
+def cmd_view(args) -> int:
+    model_path = locate_model(args.source)
+    output = args.output or os.path.join(os.path.dirname(os.path.abspath(model_path)), "viewer.html")
+    # The page ironlearn made beside the model is ironlearn's to rewrite; a path the user named is theirs.
+    check_output(output, args.force or (args.output is None and is_generated_page(output)))
+    if not output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
+    write_viewer(model_path, output, with_picture=args.with_picture)
+    say(f"wrote {output} ({os.path.getsize(output) / 2**20:.1f} MB): open it in a browser, no server needed")
+    if args.serve:
+        serve(output, args.port, open_browser=not args.no_browser, log=say)
+    return ExitCode.OK
