@@ -39,8 +39,10 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=positive_int, metavar="N",
                         help="total steps of the run (with --resume: continue to step N)")
     parser.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
-                        help="stop after this much training time (default, without --steps: 40 s); alone, it "
-                             "sizes the learning-rate schedule to the steps that fit, revised as the run goes")
+                        help="stop after this much training time, its checkpoints and time-lapse frames included "
+                             "(default, without --steps: 40 s; writing the outputs afterwards is not counted); "
+                             "alone, it sizes the learning-rate schedule to the steps that fit, revised as the run "
+                             "goes; a total across resumes, like --steps")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
     parser.add_argument("--lr-min", type=non_negative_float,
                         help="final learning rate of the cosine schedule, at most the peak (default: the preset's, "
