@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..backend import DEVICES, get_backend
 from ..fitting import UsageError
 from ..image.io import scaled_size
@@ -61,6 +63,8 @@ def cmd_render(args) -> int:
     width, height = _render_size(args.size, saved.settings, args.view, args.scale)
     backend = get_backend(args.device or "auto", notify=say if args.device == "auto" else None)
     model = saved.model.to(backend)
-    render_png(model, args.output, width, height, backend, saved.channels, progress=True, view=args.view)
+    # A bar only on a terminal: in a log, its redraws are kilobytes of carriage returns.
+    render_png(model, args.output, width, height, backend, saved.channels, progress=sys.stderr.isatty(),
+               view=args.view)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK

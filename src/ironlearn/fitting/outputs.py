@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import sys
 
 from ..files import atomic_write, is_generated_page, write_bytes
 from ..image import metrics
@@ -94,7 +95,7 @@ def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     out, model = plan.out, trainer.model
     score = metrics.BandScore(picture)
     render_png(model, os.path.join(out, folder.RECONSTRUCTION), plan.width, plan.height, backend, plan.channels,
-               each=score.add, progress=not plan.quiet)
+               each=score.add, progress=not plan.quiet and sys.stderr.isatty())
     result = run_metrics(plan, trainer, score, backend)
     settings = {**plan.settings(device=backend.device, train_seconds=trainer.train_seconds), "metrics": result}
     checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
