@@ -23,6 +23,7 @@ from helpers import make_picture, rewrite_meta, run_cli
 from ironlearn.train import Trainer, load_checkpoint
 
 FAST = ["--device", "cpu", "--quiet", "--width", "16", "--depth", "1"]
+SPOKEN = ["--device", "cpu", "--progress", "none", "--width", "16", "--depth", "1"]  # notes, but no progress
 
 
 def png_with_header(path, width, height):
@@ -117,7 +118,7 @@ def test_a_float_tiff_fits_on_its_own_range(tmp_path, capsys):
 def test_what_is_lost_in_reading_is_said(tmp_path, capsys):
     """An animated GIF trains on its first frame, and Pillow reads 16-bit colour as 8 bits: one note each."""
     odd_but_valid_images(tmp_path)
-    code, _, err = run_cli(capsys, "fit", tmp_path / "animated.gif", "--out", tmp_path / "gif", "--steps", 5, *FAST)
+    code, _, err = run_cli(capsys, "fit", tmp_path / "animated.gif", "--out", tmp_path / "gif", "--steps", 5, *SPOKEN)
     assert code == 0 and "note: animated.gif has 3 frames; ironlearn fits the first" in err, err
     rows = np.random.default_rng(0).integers(0, 65535, (8, 8 * 3)).astype(">u2")
     raw = b"".join(b"\0" + row.tobytes() for row in rows)
@@ -127,9 +128,9 @@ def test_what_is_lost_in_reading_is_said(tmp_path, capsys):
     header = struct.pack(">IIBBBBB", 8, 8, 16, 2, 0, 0, 0)  # 8x8, 16 bits a channel, RGB
     (tmp_path / "deep.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
                                         + chunk(b"IEND", b""))
-    code, _, err = run_cli(capsys, "fit", tmp_path / "deep.png", "--out", tmp_path / "deep", "--steps", 5, *FAST)
+    code, _, err = run_cli(capsys, "fit", tmp_path / "deep.png", "--out", tmp_path / "deep", "--steps", 5, *SPOKEN)
     assert code == 0 and "16 bits a colour channel" in err, err
-    code, _, err = run_cli(capsys, "fit", tmp_path / "sixteen.png", "--out", tmp_path / "gray", "--steps", 5, *FAST)
+    code, _, err = run_cli(capsys, "fit", tmp_path / "sixteen.png", "--out", tmp_path / "gray", "--steps", 5, *SPOKEN)
     assert code == 0 and "note:" not in err, err  # 16-bit gray keeps its 16 bits: nothing to say
 
 

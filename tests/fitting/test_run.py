@@ -144,3 +144,16 @@ def test_a_timed_fit_ends_its_schedule_with_its_budget_whatever_calibration_said
     # The schedule was replanned to the steps the run could make, so it annealed as the run ended
     # (planned at first: a million steps, or ten).
     assert metrics["steps"] > 10 and abs(saved.settings["steps"] - metrics["steps"]) <= 0.25 * metrics["steps"]
+
+
+@pytest.mark.parametrize("flags,steps_shown,chatter", [(["--quiet"], False, False), (["--progress", "plain"], True, True),
+                                                        (["--progress", "none"], False, True)])
+def test_quiet_means_quiet_and_progress_picks_the_style(tmp_path, capsys, flags, steps_shown, chatter):
+    """--quiet used to mean "plain lines"; now it prints errors and the result only."""
+    picture = make_picture(tmp_path / "p.png")
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 5, "--device", "cpu",
+                           "--width", "16", "--depth", "1", *flags)
+    lines = err.strip().splitlines()
+    assert code == 0 and lines[-3].startswith("done:"), err
+    assert any(line.startswith("step ") for line in lines) == steps_shown, err
+    assert any(line.startswith("fitting ") for line in lines) == chatter, err

@@ -30,7 +30,8 @@ def add_parser(commands) -> None:
     demo_p.add_argument("--steps", type=positive_int, metavar="N", help="a fixed number of steps instead")
     demo_p.add_argument("--device", choices=DEVICES,
                         help="where to train (default: the GPU when CuPy sees one, else the CPU)")
-    demo_p.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
+    demo_p.add_argument("--quiet", action="store_true",
+                        help="print only errors and the result: no progress, notices or notes")
     demo_p.add_argument("--force", action="store_true",
                         help="write into --out even if it holds another run or other files (a run there is "
                              "replaced; files of other names are kept)")

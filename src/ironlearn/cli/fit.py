@@ -7,7 +7,7 @@ import dataclasses
 
 from ..backend import DEVICES
 from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, fit
-from ..fitting.options import SCHEDULES
+from ..fitting.options import PROGRESS, SCHEDULES
 from ..fitting.presets import option_help
 from ..image.io import MAX_PIXELS, MODES
 from ..image.sampling import FILTERS
@@ -66,7 +66,11 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--snapshot-every", type=positive_int, metavar="N",
                         help="steps between time-lapse frames (default: 100 frames spaced geometrically, most of "
                              "them early, where the learning shows)")
-    parser.add_argument("--quiet", action="store_true", help="plain progress lines instead of a progress bar")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only errors and the result: no progress, notices or notes")
+    parser.add_argument("--progress", choices=PROGRESS,
+                        help="how training shows its progress (default: a bar on a terminal, plain lines "
+                             "elsewhere, none with --quiet)")
 
 
 def fit_options(args: argparse.Namespace, **fields) -> FitOptions:

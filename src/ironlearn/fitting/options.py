@@ -10,6 +10,7 @@ from ..image.sampling import FILTERS
 from .presets import OPTIONS, PRESETS
 
 SCHEDULES = ("cosine", "constant")
+PROGRESS = ("bar", "plain", "none")
 # Upper bounds that catch typos (an extra zero or three) before they cost hours or all the memory;
 # the model options carry their own (presets.OPTIONS).
 LIMITS = {"steps": 10**9, "checkpoint_every": 10**9, "snapshot_every": 10**9, "time_budget": 30 * 86400,
@@ -49,7 +50,8 @@ class FitOptions:
     snapshot_every: int | None = None
     resume: bool = False
     force: bool = False
-    quiet: bool = False
+    quiet: bool = False  # no progress, notices or notes: errors and the result only
+    progress: str | None = None  # bar, plain or none; None: a bar on a terminal, plain lines elsewhere
 
     @property
     def run_folder(self) -> str:
@@ -107,6 +109,8 @@ def validate(options: FitOptions) -> None:
         raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")
     if options.filter not in (None, *FILTERS):
         raise UsageError(f"unknown filter {options.filter!r}: use one of {', '.join(FILTERS)}")
+    if options.progress not in (None, *PROGRESS):
+        raise UsageError(f"unknown progress style {options.progress!r}: use {', '.join(PROGRESS)}")
     if options.schedule not in (None, *SCHEDULES):
         raise UsageError(f"unknown schedule {options.schedule!r}: use {' or '.join(SCHEDULES)}")
     if options.resume and options.force:

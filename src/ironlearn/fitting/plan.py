@@ -156,6 +156,7 @@ class RunPlan:
     resume: bool = False
     force: bool = False
     quiet: bool = False
+    progress: str | None = None  # as FitOptions.progress
 
     @property
     def preset(self):
@@ -277,4 +278,4 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,
         time_budget=time_budget, timed=timed, checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
-        resume=options.resume, force=options.force, quiet=options.quiet)
+        resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress)

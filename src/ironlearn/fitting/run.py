@@ -83,7 +83,7 @@ def _fit(options: FitOptions, saved, log) -> dict:
         options = resume_options(options, saved.settings)
     picture = load_picture(options.input, mode=options.mode, size=options.size,
                            max_pixels=options.max_pixels or MAX_PIXELS)
-    for note in picture.notes:
+    for note in [] if options.quiet else picture.notes:
         log(f"note: {note}")
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
     if plan.resume:
@@ -276,9 +276,11 @@ def train(job: Job, log) -> None:
     retries run out.
     """
     trainer = job.trainer
-    progress = Progress(job.plan.steps, job.plan.start_step, plain=job.plan.quiet or not sys.stderr.isatty(),
-                        describe=describe_progress(job.plan))
-    trainer.callbacks.append(progress)
+    style = progress_style(job.plan)
+    progress = None if style == "none" else Progress(job.plan.steps, job.plan.start_step, plain=style == "plain",
+                                                     describe=describe_progress(job.plan))
+    if progress is not None:
+        trainer.callbacks.append(progress)
     if job.plan.timed:
         trainer.callbacks.append(Replan(job, progress))
     with stop_on_signals(trainer) as interrupted:
@@ -289,7 +291,8 @@ def train(job: Job, log) -> None:
                 break
             except DivergenceError as exc:
                 if attempt == MAX_RETRIES:
-                    progress.close()
+                    if progress is not None:
+                        progress.close()
                     raise DivergenceError(exc.step, exc.loss, exc.lr) from None
                 job.retry_gentler()
                 log(f"loss became {exc.loss:.3g} at step {exc.step}; rolled back to step {trainer.step}, "
@@ -322,6 +325,14 @@ def stop_on_signals(trainer):
 
 
 # -- what the user reads -----------------------------------------------------------------------
+def progress_style(plan: RunPlan) -> str:
+    """How training shows its progress: as asked, else none when quiet, a bar on a terminal and
+    plain lines elsewhere (a bar's redraws would fill a log with carriage returns)."""
+    if plan.progress is not None:
+        return plan.progress
+    return "none" if plan.quiet else ("bar" if sys.stderr.isatty() else "plain")
+
+
 def describe_progress(plan: RunPlan):
     """What the progress bar adds to the loss: the PSNR (an estimate from the batch, unless the
     batch is every pixel), samples per second and passes over the picture so far."""

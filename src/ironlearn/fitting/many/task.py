@@ -135,7 +135,7 @@ def prepare(source: Source, out: str, template: FitOptions, *, force: bool) -> T
     different picture or different settings, with a message that says to use --force.
     """
     options = dataclasses.replace(template, input=source.path, out=os.path.join(out, source.name),
-                                  resume=False, force=force, quiet=True)
+                                  resume=False, force=force, quiet=True, progress="none")
     if force or not os.path.isfile(os.path.join(options.out, folder.CHECKPOINT)):
         return Task(source.name, options)
     metrics = finished(options)
