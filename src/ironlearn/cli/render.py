@@ -6,8 +6,7 @@ import sys
 
 from ..backend import DEVICES, get_backend
 from ..fitting import UsageError
-from ..image.io import scaled_size
-from ..image.render import MAX_RENDER_SIDE, render_png
+from ..image.render import render_png, render_size
 from ..train import load_checkpoint
 from ..viewer.run import locate_model
 from .argtypes import positive_float, size_arg, view_arg
@@ -36,22 +35,17 @@ def add_parser(commands) -> None:
 
 
 def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]:
-    trained_w, trained_h = settings.get("size", (1, 1))
-    if view is not None:  # the region's own size in training pixels: its aspect is kept
-        trained_w, trained_h = trained_w * (view[2] - view[0]) / 2, trained_h * (view[3] - view[1]) / 2
-    if scale is not None:
-        if "size" not in settings:
-            raise UsageError("this model does not record its training size, so --scale has nothing to scale; "
-                             "give --size")
-        width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
-    else:
-        width, height = scaled_size(trained_w, trained_h, size)
-    if max(width, height) > MAX_RENDER_SIDE:
-        raise UsageError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
-    if isinstance(size, tuple) and "size" in settings and abs(width / height - trained_w / trained_h) > 0.01 * (
-            trained_w / trained_h):
-        say(f"note: {width}x{height} changes the aspect ratio of the {trained_w:g}x{trained_h:g} picture; "
-            "give --size N (the longest side) or --scale to keep it")
+    trained = tuple(settings["size"]) if "size" in settings else None
+    try:
+        width, height = render_size(trained, size, scale, view)
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("a scale", "--scale").replace("give a size", "give --size")) from None
+    if isinstance(size, tuple) and trained is not None:
+        trained_w, trained_h = trained if view is None else (trained[0] * (view[2] - view[0]) / 2,
+                                                             trained[1] * (view[3] - view[1]) / 2)
+        if abs(width / height - trained_w / trained_h) > 0.01 * (trained_w / trained_h):
+            say(f"note: {width}x{height} changes the aspect ratio of the {trained_w:g}x{trained_h:g} picture; "
+                "give --size N (the longest side) or --scale to keep it")
     return width, height
 
 

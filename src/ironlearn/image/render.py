@@ -16,11 +16,35 @@ from tqdm import tqdm
 
 from ..files import atomic_write
 from .coords import pixel_grid
-from .io import to_uint8
+from .io import scaled_size, to_uint8
 
 #: Coordinates evaluated per forward pass; bounds render memory (about 100 MB for a 256-wide SIREN).
 TILE_POINTS = 1 << 15
 MAX_RENDER_SIDE = 65536
+
+
+def render_size(trained, size=None, scale=None, view=None) -> tuple[int, int]:
+    """The ``(width, height)`` to render a model trained at ``trained`` ``(W, H)`` (None: unknown).
+
+    ``size`` is N (the longest side, the aspect kept) or ``(W, H)``; ``scale`` multiplies the
+    training size instead; ``view`` ``(x0, y0, x1, y1)`` sizes that region of the picture.
+    Raises ValueError when neither or both are given, or the result is beyond MAX_RENDER_SIDE.
+    """
+    if (size is None) == (scale is None):
+        raise ValueError("give a size or a scale (one of the two)")
+    if scale is not None and trained is None:
+        raise ValueError("this model does not record its training size, so a scale has nothing to scale; "
+                         "give a size")
+    trained_w, trained_h = trained or (1, 1)
+    if view is not None:  # the region's own size in training pixels: its aspect is kept
+        trained_w, trained_h = trained_w * (view[2] - view[0]) / 2, trained_h * (view[3] - view[1]) / 2
+    if scale is not None:
+        width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
+    else:
+        width, height = scaled_size(trained_w, trained_h, size)
+    if max(width, height) > MAX_RENDER_SIDE:
+        raise ValueError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
+    return width, height
 
 
 def bands(model, width: int, height: int, backend, tile_points: int = TILE_POINTS, view=None):

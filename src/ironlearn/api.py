@@ -1,0 +1,142 @@
+"""The short way in from Python: fit a picture, load what a fit saved, redraw it at any size.
+
+These three functions do what ``ironlearn fit``, the model files and ``ironlearn render`` do,
+and print nothing unless asked (``progress=True``)::
+
+    run = ironlearn.fit("photo.png", out="runs/photo", steps=300)
+    big = ironlearn.render(run, scale=2)          # (2H, 2W, C) float32 in [0, 1]
+    again = ironlearn.load("runs/photo")           # a run folder, model.npz or checkpoint.npz
+
+The layers, optimizers and trainer underneath are the library proper (``ironlearn.nn``,
+``ironlearn.optim``, ``ironlearn.train``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .backend import get_backend
+from .fitting import OPTIONS, FitOptions
+from .fitting import fit as fit_job
+from .fitting import folder
+from .image.render import render as render_bands
+from .image.render import render_size
+from .nn.model import Sequential
+from .train import load_checkpoint
+from .viewer.run import locate_model
+
+
+@dataclass(frozen=True)
+class Run:
+    """A fitted model with what its run recorded.
+
+    Attributes
+    ----------
+    model : Sequential
+        The network, on the CPU.
+    metrics : dict
+        What ``metrics.json`` holds (``psnr_db``, ``steps``, ``seconds``, ...); empty for a
+        checkpoint saved mid-run.
+    settings : dict
+        The run's settings (picture, size, mode, model options, ...).
+    folder : str or None
+        The run folder, when the model came from one.
+    """
+
+    model: Sequential
+    metrics: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    folder: str | None = None
+
+    @property
+    def size(self) -> tuple[int, int] | None:
+        """The training picture's ``(width, height)``, when recorded."""
+        return tuple(self.settings["size"]) if "size" in self.settings else None
+
+    @property
+    def paths(self) -> dict:
+        """``{file name: path}`` of the run folder's outputs that exist."""
+        if self.folder is None:
+            return {}
+        found = {name: os.path.join(self.folder, name) for name in (*folder.FILES, folder.VIEWER)}
+        return {name: path for name, path in found.items() if os.path.isfile(path)}
+
+
+def fit(picture, out: str | None = None, *, progress: bool = False, **options) -> Run:
+    """Fit a network to ``picture`` (an image file or pixel CSV), as ``ironlearn fit`` does.
+
+    Parameters
+    ----------
+    picture : str or path
+    out : str, optional
+        The run folder (default ``runs/<picture name>``); the same rules as the command's apply
+        (an empty folder or a run of its own, ``force=True`` to start over, ``resume=True``).
+    progress : bool
+        Print the command's progress and messages on stderr (default: print nothing).
+    **options
+        Any option of ``ironlearn fit`` by its Python name: ``steps``, ``time_budget``,
+        ``model``, ``mode``, ``size``, ``lr``, ``seed``, ``device``, ``resume``, ``force``, ...,
+        and the model's own (``width``, ``levels``, ``finest``, ...).
+
+    Returns
+    -------
+    Run
+        The fitted model, its metrics and its folder.
+
+    Raises
+    ------
+    UsageError, InputError, CheckpointError, BackendError
+        Bad options or files, with the command's one-line messages.
+    """
+    model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
+    quiet = options.pop("quiet", not progress)
+    fit_options = FitOptions(input=os.fspath(picture), out=None if out is None else os.fspath(out),
+                             model_options=model_options, quiet=quiet, **options)
+    fit_job(fit_options, log=print if progress else (lambda message: None))
+    return load(fit_options.run_folder)
+
+
+def load(path) -> Run:
+    """The model at ``path``: a run folder (its model.npz, else its checkpoint), a model.npz or a
+    checkpoint.npz.
+
+    Raises
+    ------
+    CheckpointError
+        Not a readable ironlearn model.
+    """
+    model_path = locate_model(path)
+    saved = load_checkpoint(model_path)
+    run_folder = os.path.dirname(os.path.abspath(model_path))
+    in_a_run = os.path.basename(model_path) in (folder.MODEL, folder.CHECKPOINT)
+    return Run(model=saved.model, metrics=dict(saved.settings.get("metrics", {})), settings=dict(saved.settings),
+               folder=run_folder if in_a_run else None)
+
+
+def render(model, size=None, *, scale: float | None = None, view=None, device: str = "cpu") -> np.ndarray:
+    """Redraw ``model`` (a :class:`Run` or a :class:`~ironlearn.nn.Sequential`) as an array.
+
+    Parameters
+    ----------
+    model : Run or Sequential
+    size : int or (int, int), optional
+        N for the longest side (the training aspect kept), or ``(width, height)``.
+    scale : float, optional
+        Instead of ``size``: this many times the training size (a :class:`Run` only).
+    view : (x0, y0, x1, y1), optional
+        Only this region of the [-1, 1] square (y grows downward).
+    device : {"cpu", "cuda", "auto"}
+
+    Returns
+    -------
+    ndarray
+        ``(height, width, channels)`` float32 in [0, 1] (1 = white), on the host.
+    """
+    trained = model.size if isinstance(model, Run) else None
+    network = model.model if isinstance(model, Run) else model
+    width, height = render_size(trained, size, scale, view)
+    backend = get_backend(device)
+    return render_bands(network.to(backend), width, height, backend, view=view)
