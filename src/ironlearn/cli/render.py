@@ -6,7 +6,7 @@ import sys
 
 from ..backend import DEVICES, get_backend
 from ..fitting import UsageError
-from ..image.render import render_png, render_size
+from ..image.render import region_size, render_png, render_size
 from ..train import load_checkpoint
 from ..viewer.run import locate_model
 from .argtypes import positive_float, size_arg, view_arg
@@ -41,8 +41,7 @@ def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]
     except ValueError as exc:
         raise UsageError(str(exc).replace("a scale", "--scale").replace("give a size", "give --size")) from None
     if isinstance(size, tuple) and trained is not None:
-        trained_w, trained_h = trained if view is None else (trained[0] * (view[2] - view[0]) / 2,
-                                                             trained[1] * (view[3] - view[1]) / 2)
+        trained_w, trained_h = region_size(trained, view)
         if abs(width / height - trained_w / trained_h) > 0.01 * (trained_w / trained_h):
             say(f"note: {width}x{height} changes the aspect ratio of the {trained_w:g}x{trained_h:g} picture; "
                 "give --size N (the longest side) or --scale to keep it")

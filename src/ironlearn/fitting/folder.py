@@ -50,22 +50,22 @@ def _leftovers(out: str) -> list[str]:
                   and not (entry == VIEWER and is_generated_page(os.path.join(out, entry))))
 
 
-def check_new(out: str, *, force: bool, input: str | None = None, writes=FILES) -> None:
+def check_new(out: str, *, force: bool, input: str | None = None) -> None:
     """UsageError unless a new run can be started in ``out`` (created later, by :func:`create`).
 
     A fit writes only into an empty folder, or over a run of its own with ``force``; any other
-    file there needs ``force`` too, and even then only the names in ``writes`` are replaced.
+    file there needs ``force`` too, and even then only the names in :data:`FILES` are replaced.
     The picture ``input`` is never written over, whatever the options.
     """
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
-    check_not_input(out, input, writes)
-    if os.path.exists(os.path.join(out, CHECKPOINT)):
-        if not force:
-            raise UsageError(f"{out} already holds a run; use --resume to continue it, --force to start over, "
-                             "or --out for another folder")
-    elif not force and _leftovers(out):
-        found = _leftovers(out)
+    check_not_input(out, input)
+    holds_run = os.path.exists(os.path.join(out, CHECKPOINT))
+    if holds_run and not force:
+        raise UsageError(f"{out} already holds a run; use --resume to continue it, --force to start over, "
+                         "or --out for another folder")
+    found = [] if holds_run or force else _leftovers(out)
+    if found:
         listed = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         raise UsageError(f"{out} is not empty and holds no run ({listed}); give an empty or new folder with --out, "
                          "or --force to write the run's files beside these (files of other names are kept)")
@@ -79,11 +79,11 @@ def check_new(out: str, *, force: bool, input: str | None = None, writes=FILES) 
                          "choose another with --out")
 
 
-def check_not_input(out: str, input: str | None, writes=FILES) -> None:
+def check_not_input(out: str, input: str | None) -> None:
     """UsageError when the picture ``input`` is one of the files a fit in ``out`` writes."""
     if input is None or not os.path.isfile(input):
         return
-    for name in writes:
+    for name in FILES:
         path = os.path.join(out, name)
         if os.path.exists(path) and os.path.samefile(path, input):
             raise UsageError(f"{input} is where the run writes its {name}; move the picture, or choose "
@@ -104,13 +104,13 @@ def check_writable(out: str) -> None:
     os.unlink(probe)
 
 
-def start_over(out: str, writes=FILES) -> list[str]:
-    """Remove the outputs of an earlier run in ``out`` (the names in ``writes``), before a forced
+def start_over(out: str) -> list[str]:
+    """Remove the outputs of an earlier run in ``out`` (the names in :data:`FILES`), before a forced
     fit starts: a forced fit killed before it writes its own would otherwise leave the old run's
     model, metrics and time-lapse beside its new checkpoint, and ``render`` or ``view`` would show
     the old run as if it were the new one.  Returns the names removed; nothing else is touched."""
     removed = []
-    for name in writes:
+    for name in FILES:
         path = os.path.join(out, name)
         if os.path.isfile(path) or os.path.islink(path):
             os.unlink(path)

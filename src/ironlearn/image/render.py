@@ -23,6 +23,14 @@ TILE_POINTS = 1 << 15
 MAX_RENDER_SIDE = 65536
 
 
+def region_size(trained, view=None) -> tuple[float, float]:
+    """The size in training pixels of the region ``view`` of a picture trained at ``trained``
+    ``(W, H)`` (all of it without a view): what a render keeps the aspect of."""
+    if view is None:
+        return trained
+    return trained[0] * (view[2] - view[0]) / 2, trained[1] * (view[3] - view[1]) / 2
+
+
 def render_size(trained, size=None, scale=None, view=None) -> tuple[int, int]:
     """The ``(width, height)`` to render a model trained at ``trained`` ``(W, H)`` (None: unknown).
 
@@ -35,9 +43,7 @@ def render_size(trained, size=None, scale=None, view=None) -> tuple[int, int]:
     if scale is not None and trained is None:
         raise ValueError("this model does not record its training size, so a scale has nothing to scale; "
                          "give a size")
-    trained_w, trained_h = trained or (1, 1)
-    if view is not None:  # the region's own size in training pixels: its aspect is kept
-        trained_w, trained_h = trained_w * (view[2] - view[0]) / 2, trained_h * (view[3] - view[1]) / 2
+    trained_w, trained_h = region_size(trained or (1, 1), view)
     if scale is not None:
         width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
     else:
