@@ -29,7 +29,7 @@ demo: $(VENV)/.installed
 	$(BIN)/ironlearn demo
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 OUT ?= runs/gpu-check
 gpu-check:

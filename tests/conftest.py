@@ -1,9 +1,20 @@
 """Shared fixtures: every backend test runs on NumPy, and on CuPy where a GPU is present."""
 
-import numpy as np
-import pytest
+import os
+import sys
 
-from ironlearn.backend import Backend, cuda_available
+# make test runs two pytest-xdist workers on two cores. Each worker's BLAS gets one thread, as do
+# the commands the tests start: two workers each spinning two BLAS threads made some tests 30 times
+# slower. Set before NumPy loads, which reads these once.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    assert "numpy" not in sys.modules, "NumPy was imported before tests/conftest.py could set its threads"
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from ironlearn.backend import Backend, cuda_available  # noqa: E402
 
 BACKENDS = ["cpu"] + (["cuda"] if cuda_available() else [])
 

@@ -1,6 +1,7 @@
 """Test helpers: finite-difference gradient checks, small pictures, the command run in-process, polling."""
 
 import json
+import os
 import time
 
 import numpy as np
@@ -89,3 +90,21 @@ def wait_for(condition, timeout=60.0, what="the condition", every=0.02):
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(every)
     return value
+
+
+def children_of(pid: int) -> list[int]:
+    """Every descendant of process ``pid`` (Linux /proc)."""
+    parents = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as file:
+                parents[int(entry)] = int(file.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for child in [p for p, pp in parents.items() if pp == parent]:
+            found.append(child)
+            todo.append(child)
+    return found

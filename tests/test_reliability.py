@@ -353,7 +353,7 @@ def test_a_learning_rate_far_too_high_is_survived_or_reported(tmp_path, capsys):
 
 
 # -- kills at random moments ------------------------------------------------------------------------
-KILLS = 20
+KILLS = 10
 
 
 def test_sigkill_at_random_moments_never_loses_the_run(tmp_path):

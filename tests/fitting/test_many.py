@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from helpers import make_picture, run_cli, wait_for
+from helpers import children_of, make_picture, run_cli, wait_for
 from ironlearn.cli import ExitCode
 from ironlearn.fitting import FitOptions, UsageError
 from ironlearn.fitting import folder as run_folder
@@ -323,8 +323,9 @@ def test_a_picture_whose_worker_dies_twice_fails_with_that_reason(tmp_path):
 def fitting(picture_name):
     """``(process, run folder)`` of the fit of ``picture_name`` once it has saved a checkpoint, else None
     (Linux /proc): the process holds the run folder's lock, DIR/<name>/.lock for a local worker, and for
-    a Ray task that of a temporary folder beside its copy of the picture."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    a Ray task that of a temporary folder beside its copy of the picture. Only this process's descendants
+    are looked at: a test running beside this one may fit a picture of the same name."""
+    for pid in children_of(os.getpid()):
         try:
             opened = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
         except OSError:
@@ -368,10 +369,10 @@ def test_sigterm_to_a_worker_saves_its_fit_which_is_listed_as_interrupted(tmp_pa
 def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp_path, how):
     """Ctrl-C (SIGINT), SIGTERM or SIGKILL to the driver midway: the picture done is kept, the one running
     saves a checkpoint (on SIGKILL its worker sees the driver gone), and the same command again finishes the job."""
-    make_picture(tmp_path / "a.png", 16)  # done first: b has 64 times its pixels, still training when stopped
-    make_picture(tmp_path / "b.png", 128)
+    make_picture(tmp_path / "a.png", 16)  # done first: b has 36 times its pixels, still training when stopped
+    make_picture(tmp_path / "b.png", 96)
     out = tmp_path / "out"
-    args = ["fit-many", tmp_path / "a.png", tmp_path / "b.png", "--out", out, "--workers", "2", "--steps", "500",
+    args = ["fit-many", tmp_path / "a.png", tmp_path / "b.png", "--out", out, "--workers", "2", "--steps", "600",
             "--checkpoint-every", "10", *QUICK[2:]]
     driver = run_in_subprocess(*args)
     wait_for(lambda: (out / "a" / "metrics.json").exists() and (out / "b" / "checkpoint.npz").exists(),
@@ -391,13 +392,13 @@ def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp
         assert driver.returncode == -signal.SIGKILL
     wait_for(lambda: unlocked(out / "b"), what="b's worker to let go of its run folder")
     stopped_at = read_meta(out / "b" / "checkpoint.npz")["step"]
-    assert 0 < stopped_at < 500 and not (out / "b" / "model.npz").exists()
+    assert 0 < stopped_at < 600 and not (out / "b" / "model.npz").exists()
 
     messages = []
-    rows = fit_many([tmp_path / "a.png", tmp_path / "b.png"], out, options=quick_options(steps=500,
+    rows = fit_many([tmp_path / "a.png", tmp_path / "b.png"], out, options=quick_options(steps=600,
                     checkpoint_every=10), workers=2, log=messages.append)
     assert "fitting 1 of 2 pictures" in messages[0] and "(1 done before, 1 resuming)" in messages[0], messages
-    assert [(r["picture"], r["status"], r["steps"]) for r in rows] == [("a", "done", 500), ("b", "done", 500)]
+    assert [(r["picture"], r["status"], r["steps"]) for r in rows] == [("a", "done", 600), ("b", "done", 600)]
     assert summary.read(out / "summary.csv")[1]["status"] == "done"
     assert (out / "a" / "model.npz").stat().st_mtime_ns == done_at
     assert int((out / "b" / "history.csv").read_text().splitlines()[1].split(",")[0]) < stopped_at  # went on
@@ -434,15 +435,22 @@ def test_the_ray_task_fits_in_a_temporary_folder_and_sends_the_files_back(tmp_pa
     assert files == {} and not (out / "bad").exists()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_instance():
-    """One local Ray instance for the module (starting one takes seconds)."""
+    """One local Ray instance for the session (starting one takes seconds; a module scope started it
+    again whenever pytest-xdist gave this worker a test from another module in between)."""
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'ironlearn[ray]' (CI installs it)")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
 
 
+# Tests that use Ray run on one pytest-xdist worker, one after another: two Ray instances at once on
+# two cores would starve each other's fits.
+one_ray_at_a_time = pytest.mark.xdist_group("ray")
+
+
+@one_ray_at_a_time
 def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path):
     base, _ = local_run
     out = tmp_path / "out"
@@ -457,13 +465,14 @@ def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path
             assert sorted(os.listdir(out / row["picture"])) == sorted(run_folder.FILES)
 
 
+@one_ray_at_a_time
 @linux_only
 def test_sigterm_to_a_ray_task_saves_its_fit_which_goes_on_from_there(ray_instance, tmp_path):
     """SIGTERM to the Ray worker process fitting b (its node preempted or drained, more often than a user's
     kill): the fit saves in its temporary folder, the checkpoint comes back into DIR/b, and the task is sent
     once more, resuming from it rather than starting over; b ends done."""
     make_picture(tmp_path / "a.png", 16)
-    make_picture(tmp_path / "b.png", 128)
+    make_picture(tmp_path / "b.png", 96)
     out = tmp_path / "out"
     thread, result, messages = fit_many_in_a_thread([tmp_path / "a.png", tmp_path / "b.png"], out, engine="ray",
                                                     options=quick_options(steps=600, checkpoint_every=10))
@@ -480,6 +489,7 @@ def test_sigterm_to_a_ray_task_saves_its_fit_which_goes_on_from_there(ray_instan
     assert resumed_at >= 100 and f"at step {resumed_at:,};" in stopped[0]
 
 
+@one_ray_at_a_time
 @linux_only
 def test_sigterm_to_the_ray_driver_stops_like_ctrl_c(ray_instance, tmp_path):
     """SIGTERM to the command on a Ray cluster (here the module's instance): the running task is cancelled,
@@ -500,6 +510,7 @@ def test_sigterm_to_the_ray_driver_stops_like_ctrl_c(ray_instance, tmp_path):
     assert b["error"] == f"stopped at step {checkpoint_step(out / 'b'):,}; checkpoint saved"
 
 
+@one_ray_at_a_time
 @pytest.mark.parametrize("engine", ["local", "ray"])
 def test_a_run_folder_holding_the_users_files_is_not_written_into(tmp_path, request, engine):
     """DIR/a holds a user's files and no run: the picture fails in fit's words and nothing there changes,

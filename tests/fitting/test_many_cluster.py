@@ -10,11 +10,12 @@ import tempfile
 
 import pytest
 
-from helpers import make_picture, wait_for
+from helpers import children_of, make_picture, wait_for
 from ironlearn.fitting import folder as run_folder
 from ironlearn.fitting.many import summary
 
-pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the second node's raylet through /proc")
+pytestmark = [pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the second node's raylet through /proc"),
+              pytest.mark.xdist_group("ray-cluster")]
 pytest.importorskip("ray", reason="Ray is not installed: pip install 'ironlearn[ray]' (CI installs it)")
 
 STARTED = "Ray runtime started"
@@ -28,24 +29,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def children_of(pid: int) -> list[int]:
-    """Every descendant of process ``pid`` (Linux /proc)."""
-    parents = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as file:
-                parents[int(entry)] = int(file.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for child in [p for p, pp in parents.items() if pp == parent]:
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def named(pids, name: str) -> list[int]:

@@ -64,11 +64,11 @@ def test_a_time_budget_counts_the_callbacks_when_asked(backend, counted):
 
     trainer = make_trainer(backend, callbacks=[Slow(1)])
     trainer.count_callbacks = counted
-    trainer.run(time_budget=0.2)
+    trainer.run(steps=30, time_budget=0.2)  # 30 steps sleep 0.6 s
     if counted:  # each step slept 20 ms, all of it inside the budget
         assert trainer.step <= 11 and 0.2 <= trainer.train_seconds < 0.4
-    else:
-        assert trainer.train_seconds < 0.02 * trainer.step
+    else:  # the sleeps are not training time: the budget is not reached
+        assert trainer.step == 30 and trainer.train_seconds < 0.02 * trainer.step
 
 
 def test_callbacks_run_on_their_interval_and_at_the_end(backend):
