@@ -138,6 +138,29 @@ def test_resume_extends_a_finished_run(fitted, tmp_path, capsys):
     assert steps[-1] == 170 and (np.diff(steps) > 0).all()
 
 
+def test_a_resume_trains_for_the_time_budget_asked_last(tmp_path, capsys):
+    """--time-budget, then --resume --steps, then --resume --time-budget: the budget (a total) is obeyed;
+    a budget already spent says so and names both ways on."""
+    make_picture(tmp_path / "disc.png", 24)
+    run = tmp_path / "run"
+    common = ["--out", run, "--quiet", "--device", "cpu"]
+
+    def fit(*args):
+        code, _, err = run_cli(capsys, "fit", tmp_path / "disc.png", *common, *args)
+        assert code == 0, err
+        return json.loads((run / "metrics.json").read_text()), err
+
+    first, _ = fit("--time-budget", 0.5)
+    metrics, _ = fit("--resume", "--steps", first["steps"] + 40)
+    assert metrics["steps"] == first["steps"] + 40
+    metrics, _ = fit("--resume", "--time-budget", metrics["seconds"] + 0.5)
+    assert metrics["steps"] > first["steps"] + 40
+    seconds = metrics["seconds"]
+    metrics, err = fit("--resume", "--time-budget", 0.1)
+    assert f"it has trained {seconds:.1f} s of its 0.1 s budget" in err and "--time-budget above" in err, err
+    assert metrics["seconds"] == seconds
+
+
 def test_render_any_size_and_aspect(fitted, tmp_path, capsys):
     for size, expected in (("64", (64, 64)), ("50x20", (50, 20))):
         out = tmp_path / f"r{size}.png"

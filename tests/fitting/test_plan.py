@@ -218,11 +218,48 @@ def test_resume_refuses_settings_that_differ_and_names_them():
         make_plan(resume_options(FitOptions("q.png", resume=True), saved), picture(channels=3, mode="rgb"), saved)
 
 
-def test_new_steps_on_resume_drop_the_old_time_budget():
+TIMED = {"timed": True, "time_budget": 30.0}  # a run given --time-budget 30 alone, saved at step 100 after 12.5 s
+
+
+@pytest.mark.parametrize("saved_as, given, steps, budget, timed", [
+    (TIMED, {}, 100, 30.0, True),                                  # a bare --resume goes on as the run was
+    (TIMED, {"time_budget": 30.0}, 100, 30.0, True),               # ... as does the same budget again
+    (TIMED, {"steps": 500}, 500, None, False),                     # new --steps: to them, the budget dropped
+    (TIMED, {"time_budget": 60.0}, None, 60.0, False),             # a new budget: its rest planned afresh
+    ({}, {"time_budget": 30.0}, None, 30.0, False),                # a budget on a run of --steps
+    ({}, {"steps": 300, "time_budget": 60.0}, 300, 60.0, False),  # both: whichever comes first
+])
+def test_a_resume_trains_for_what_was_asked_last(saved_as, given, steps, budget, timed):
     pic = picture()
-    saved = saved_settings(pic, time_budget=30.0)
-    assert resume_options(FitOptions("p.png"), saved).time_budget == 30.0
-    assert resume_options(FitOptions("p.png", steps=500), saved).time_budget is None
+    saved = saved_settings(pic, **saved_as)
+    options = resume_options(FitOptions("p.png", resume=True, **given), saved)
+    plan = make_plan(options, pic, saved, start_step=100)
+    assert (plan.steps, plan.time_budget, plan.timed) == (steps, budget, timed)
+    if steps is None:  # planned once the pace is measured: from step 100, for what is left of the budget
+        assert plan.calibrated(0.01).steps == 100 + round((budget - 12.5) / 0.01)
+        assert plan.calibrated(0.01).timed
+
+
+def test_a_replan_never_raises_the_learning_rate():
+    """The pace changes each time the plan is revised, the planned total jumping up and down; past
+    the warm-up the rate only ever goes down, and it still ends at lr_min with the budget."""
+    plan = make_plan(FitOptions("p.png", time_budget=10), picture()).calibrated(0.01)  # 1000 steps
+    rates, seconds = [], 0.0
+    paces = np.random.default_rng(0).choice([0.002, 0.005, 0.01, 0.03], size=10_000)
+    for step in range(10_000):
+        if step % 25 == 0 and step:
+            plan = plan.replanned(step, seconds, paces[step - 25:step].mean())
+        rates.append(plan.make_schedule()(step))
+        seconds += paces[step]
+        if seconds >= plan.time_budget:
+            break
+    warmup = int(np.argmax(rates))
+    assert warmup <= 100 and rates[warmup] == pytest.approx(plan.lr)
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(rates[warmup:], rates[warmup + 1:]))
+    assert plan.anneal_from is not None and rates[-1] < plan.lr / 10
+    after = make_plan(resume_options(FitOptions("p.png", resume=True), plan.settings(device="cpu", train_seconds=5)),
+                      picture(), plan.settings(device="cpu", train_seconds=5), start_step=step)
+    assert after.make_schedule()(step) == pytest.approx(plan.make_schedule()(step))  # a resume goes on alike
 
 
 @pytest.mark.parametrize("options,start,seconds,left", [

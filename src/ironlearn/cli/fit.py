@@ -42,7 +42,8 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                         help="stop after this much training time, its checkpoints and time-lapse frames included "
                              "(default, without --steps: 40 s; writing the outputs afterwards is not counted); "
                              "alone, it sizes the learning-rate schedule to the steps that fit, revised as the run "
-                             "goes; a total across resumes, like --steps")
+                             "goes; a total across resumes, like --steps (with --resume: train to this much "
+                             "in all, the rest planned afresh)")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
     parser.add_argument("--lr-min", type=non_negative_float,
                         help="final learning rate of the cosine schedule, at most the peak (default: the preset's, "

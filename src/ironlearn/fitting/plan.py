@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..image.io import MODES
 from ..image.sampling import FILTERS
 from ..image.timelapse import frame_steps
-from ..optim import constant, warmup_cosine
+from ..optim import constant, cosine, warmup_cosine
 from .options import SCHEDULES, FitOptions, UsageError
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
 
@@ -72,9 +72,11 @@ _SAVED = {
     "lr": _number(1e-30), "lr_min": _number(0), "time_budget": _number(1e-30, none=True),
     "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),
     "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0),
+    "anneal_from": lambda v: v is None or (isinstance(v, list) and len(v) == 2 and _whole(0)(v[0])
+                                           and _number(1e-30)(v[1])),
 }
 _SAVED_OPTIONAL = ("fingerprint", "filter", "schedule", "timed", "train_seconds", "time_budget", "checkpoint_every",
-                   "snapshot_every")
+                   "snapshot_every", "anneal_from")
 
 
 def check_saved(saved: dict, where: str) -> None:
@@ -112,9 +114,7 @@ def resume_options(options: FitOptions, saved: dict) -> FitOptions:
     changes.update({name: saved.get(name) for name in _INHERITED if getattr(options, name) is None})
     if options.size is None:
         changes["size"] = tuple(saved["size"])
-    if options.time_budget is None and options.steps is None:  # new --steps: run to them, not to the old budget
-        changes["time_budget"] = saved.get("time_budget")
-    return dataclasses.replace(options, **changes)
+    return dataclasses.replace(options, **changes)  # the run's length: make_plan (_length)
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,9 @@ class RunPlan:
 
     A run given only a time budget is ``timed``: its steps are an estimate of what the budget
     allows, which :meth:`replanned` revises as the run learns its real pace, so that the
-    learning-rate schedule ends with the budget however the machine's speed changes.
+    learning-rate schedule ends with the budget however the machine's speed changes.  A
+    revision never raises the learning rate: past the warm-up, the schedule goes on from the
+    rate it had reached (``anneal_from``: that step and rate) down to ``lr_min`` at the new end.
     """
 
     input: str
@@ -149,6 +151,7 @@ class RunPlan:
     steps: int | None
     time_budget: float | None
     timed: bool = False  # steps estimated from time_budget, and revised on the way
+    anneal_from: tuple | None = None  # (step, lr) where a revised schedule goes on from, or None
     checkpoint_every: int | None = None  # as given; None: from the step count
     snapshot_every: int | None = None
     start_step: int = 0
@@ -176,9 +179,9 @@ class RunPlan:
     @property
     def nothing_left(self) -> bool:
         """A resumed run that already reached its steps or its time budget."""
-        if self.steps is None:
-            return False
-        return (not self.timed and self.start_step >= self.steps) or self.remaining_seconds == 0.0
+        if self.remaining_seconds == 0.0:
+            return True
+        return self.steps is not None and not self.timed and self.start_step >= self.steps
 
     @property
     def checkpoint_interval(self) -> int:
@@ -202,18 +205,29 @@ class RunPlan:
         """The learning-rate schedule over the whole run."""
         if self.schedule == "constant":
             return constant(self.lr)
+        if self.anneal_from is not None:  # a revised plan: on from the rate reached, never up
+            step, lr = self.anneal_from
+            return cosine(lr, min(self.lr_min, lr), self.steps, warmup_steps=step)
         return warmup_cosine(self.lr, min(self.lr_min, self.lr), self.steps)
 
     # -- the plan changes only by making a new one ---------------------------------------------
     def calibrated(self, seconds_per_step: float) -> "RunPlan":
-        """This plan with as many steps as the time budget allows at ``seconds_per_step``."""
-        return dataclasses.replace(self, steps=max(MIN_STEPS, int(self.time_budget / seconds_per_step)), timed=True)
+        """This plan with as many steps as the rest of its time budget allows at ``seconds_per_step``
+        (all of it for a new run), its schedule starting afresh."""
+        left = int(self.remaining_seconds / max(seconds_per_step, 1e-9))
+        return dataclasses.replace(self, steps=max(MIN_STEPS, self.start_step + max(1, left)), timed=True,
+                                   anneal_from=None)
 
     def replanned(self, step: int, train_seconds: float, seconds_per_step: float) -> "RunPlan":
         """This timed plan with as many steps as the rest of its budget allows, at step ``step``
-        after ``train_seconds`` of training, at ``seconds_per_step``."""
+        after ``train_seconds`` of training, at ``seconds_per_step``.  Past the warm-up, its
+        schedule goes on down from the rate reached at ``step``: a longer plan never raises it."""
         left = max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)
-        return dataclasses.replace(self, steps=max(MIN_STEPS, step + 1, step + int(left)))
+        steps = max(MIN_STEPS, step + 1, step + int(left))
+        schedule = self.make_schedule()
+        past_warmup = self.schedule != "constant" and step >= getattr(schedule, "warmup_steps", 0)
+        anneal_from = (step, schedule(step)) if past_warmup else self.anneal_from
+        return dataclasses.replace(self, steps=steps, anneal_from=anneal_from)
 
     def gentler(self) -> "RunPlan":
         """This plan with the learning rates lowered for a retry after divergence."""
@@ -225,7 +239,7 @@ class RunPlan:
                 "size": [self.width, self.height], "model": self.model, "model_options": self.model_options,
                 "lr": self.lr, "lr_min": self.lr_min, "schedule": self.schedule, "batch_size": self.batch_size or 0, "filter": self.filter,
                 "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "timed": self.timed,
-                "device": device,
+                "anneal_from": None if self.anneal_from is None else list(self.anneal_from), "device": device,
                 "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
                 "train_seconds": train_seconds}
 
@@ -262,13 +276,7 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
             raise UsageError(f"--lr-min {lr_min:g} is above {source} ({lr:g}), where the schedule starts; "
                              "give a smaller --lr-min")
         lr_min = lr  # a peak under the preset's floor: the schedule stays at it
-    time_budget, timed = options.time_budget, False
-    if options.steps is not None:
-        steps = options.steps
-    elif saved is not None:
-        steps, timed = int(saved["steps"]), bool(saved.get("timed", False)) and time_budget is not None
-    else:
-        steps, time_budget = None, time_budget or DEFAULT_TIME_BUDGET
+    steps, time_budget, timed, anneal_from = _length(options, saved)
     return RunPlan(
         input=options.input, out=options.run_folder, fingerprint=print_, mode=picture.mode,
         width=picture.width, height=picture.height, channels=picture.channels, model=preset.name,
@@ -276,6 +284,26 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         batch_size=_batch_size(options, preset, picture.width * picture.height),
         filter=options.filter or preset.default_filter(model_options),
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,
-        time_budget=time_budget, timed=timed, checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
+        time_budget=time_budget, timed=timed, anneal_from=anneal_from,
+        checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress)
+
+
+def _length(options: FitOptions, saved: dict | None) -> tuple:
+    """``(steps, time_budget, timed, anneal_from)``: how long the run trains, as asked last.
+
+    Both are totals across resumes.  ``--steps`` runs to that step (within ``--time-budget``
+    when both are given); a budget alone is timed, its steps planned from the rest of it (None
+    here: calibrated once the model is built); a bare ``--resume`` goes on as the run was.
+    """
+    steps, budget = options.steps, options.time_budget
+    if steps is not None:
+        return steps, budget, False, None
+    if saved is None:
+        return None, budget or DEFAULT_TIME_BUDGET, False, None
+    was_timed = bool(saved.get("timed", False)) and saved.get("time_budget") is not None
+    if budget is not None and not (was_timed and budget == saved["time_budget"]):
+        return None, budget, False, None  # a new budget: the rest of it is planned afresh
+    anneal_from = saved.get("anneal_from")
+    return int(saved["steps"]), saved.get("time_budget"), was_timed, anneal_from and tuple(anneal_from)

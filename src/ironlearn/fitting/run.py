@@ -359,12 +359,14 @@ def start_message(job: Job) -> str:
 
 
 def nothing_left_message(plan: RunPlan) -> str:
-    if plan.start_step >= plan.steps and not plan.timed:
-        where = f"it is at step {plan.start_step:,} and was asked for {plan.steps:,}"
-    else:
+    more = f"--steps above {plan.start_step:,}"
+    if plan.remaining_seconds == 0.0:
         where = f"it has trained {plan.prior_seconds:.1f} s of its {plan.time_budget:g} s budget"
-    return (f"nothing left to train in {plan.out}: {where}; outputs written again "
-            f"(give --steps above {plan.start_step:,} to train further)")
+        more = f"--time-budget above {plan.prior_seconds:.0f} (a total, counting the {plan.prior_seconds:.1f} s " \
+               f"trained) or {more}"
+    else:
+        where = f"it is at step {plan.start_step:,} and was asked for {plan.steps:,}"
+    return f"nothing left to train in {plan.out}: {where}; outputs written again (give {more} to train further)"
 
 
 def resume_command(plan: RunPlan) -> str:
