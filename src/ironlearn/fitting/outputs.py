@@ -123,7 +123,9 @@ def plot_history(path, rows, final_psnr: float | None = None) -> None:
     from matplotlib.figure import Figure
 
     steps = [r["step"] for r in rows]
-    figure = Figure(figsize=(9, 3.4), dpi=100, layout="constrained")
+    # Margins set by hand: the constrained layout cost 0.15 s of a plot's 0.3 s.
+    figure = Figure(figsize=(9, 3.4), dpi=100)
+    figure.subplots_adjust(left=0.075, right=0.985, bottom=0.15, top=0.9, wspace=0.22)
     loss_ax, psnr_ax = figure.subplots(1, 2)
     loss_ax.semilogy(steps, [r["loss"] for r in rows], color="tab:blue")
     loss_ax.set(xlabel="step", ylabel="loss (MSE)", title="training loss")

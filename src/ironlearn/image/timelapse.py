@@ -88,15 +88,26 @@ class Snapshots(Callback):
 
 
 def write_gif(path, frames, steps, frame_ms: int = 80, hold_ms: int = 1500) -> None:
-    """A looping GIF of ``frames`` (uint8 arrays), each labelled ``step N`` under the picture."""
+    """A looping GIF of ``frames`` (uint8 arrays), each labelled ``step N`` under the picture.
+
+    Gray frames stay gray (a GIF's palette holds every level).  Colour frames share one palette,
+    the last frame's median cut, without dithering: a median cut of each frame (Pillow's default)
+    made the GIF the slowest of a short fit's outputs, 7x as long for gray and about 50x for
+    colour, and a fast octree palette banded smooth colours (27.3 dB against 30.8 on a gradient).
+    """
     font = ImageFont.load_default()
     labelled = []
     for frame, step in zip(frames, steps):
-        picture = Image.fromarray(frame).convert("RGB")
-        canvas = Image.new("RGB", (picture.width, picture.height + 16), "white")
-        canvas.paste(picture, (0, 0))
+        picture = Image.fromarray(frame)
+        mode = "L" if picture.mode == "L" else "RGB"
+        canvas = Image.new(mode, (picture.width, picture.height + 16), "white")
+        canvas.paste(picture.convert(mode), (0, 0))
         ImageDraw.Draw(canvas).text((3, picture.height + 2), f"step {step:,}", fill="black", font=font)
         labelled.append(canvas)
+    if labelled and labelled[-1].mode == "RGB":
+        palette = labelled[-1].quantize(254, method=Image.Quantize.MEDIANCUT)
+        palette.putpalette(palette.getpalette()[:254 * 3] + [0, 0, 0, 255, 255, 255])  # the label's, exactly
+        labelled = [canvas.quantize(palette=palette, dither=Image.Dither.NONE) for canvas in labelled]
     durations = [frame_ms] * (len(labelled) - 1) + [hold_ms]
     atomic_write(path, lambda file: labelled[0].save(file, format="GIF", save_all=True,
                                                        append_images=labelled[1:], duration=durations,
