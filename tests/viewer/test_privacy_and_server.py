@@ -96,6 +96,18 @@ def test_a_missing_picture_and_another_picture_read_alike(run, private, tmp_path
     assert payload(run)["notes"] == there
 
 
+def test_the_command_says_what_the_page_leaves_out(run, fitted, capsys):
+    """A run fitted elsewhere (a Ray task's temporary copy of its picture, gone): the command line
+    says the picture is left out, as the page does, before anyone shares or serves the page."""
+    set_settings(run / "model.npz", input="/tmp/ironlearn-fit-gone/disc.png")
+    code, _, err = run_cli(capsys, "view", run)
+    assert code == 0, err
+    note = data_of(run / "viewer.html")["notes"][0]
+    assert f"note: {note}" in err.splitlines() and "disc.png is not where the run read it" in note
+    code, _, err = run_cli(capsys, "view", fitted[0], "-o", run / "second.html")  # the picture in its place
+    assert code == 0 and "note:" not in err, err
+
+
 def test_a_bare_model_file_embeds_its_picture_only_on_request(run, tmp_path, capsys):
     bare = shutil.copy(run / "model.npz", tmp_path / "shared.npz")
     page = tmp_path / "viewer.html"

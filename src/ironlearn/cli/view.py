@@ -46,8 +46,11 @@ def cmd_view(args) -> int:
     check_output(output, args.force or (args.output is None and is_generated_page(output)))
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
-    write_viewer(model_path, output, with_picture=args.with_picture)
+    notes = []
+    write_viewer(model_path, output, with_picture=args.with_picture, log=notes.append)
     say(f"wrote {output} ({os.path.getsize(output) / 2**20:.1f} MB): open it in a browser, no server needed")
+    for note in notes:  # the page says them too; here, before someone shares or serves it
+        say(f"note: {note}")
     if args.serve:
         serve(output, args.port, open_browser=not args.no_browser, log=say)
     return ExitCode.OK

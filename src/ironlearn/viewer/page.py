@@ -93,7 +93,7 @@ def render_page(data: dict) -> str:
 
 
 def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE,
-                 with_picture: bool | None = None) -> str:
+                 with_picture: bool | None = None, log=None) -> str:
     """Write the viewer page for ``source`` (a run folder or a model .npz) to ``out_html``, atomically.
 
     Parameters
@@ -106,12 +106,17 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
         The training picture is embedded downscaled to at most this many pixels a side.
     with_picture : bool or None
         Embed the training picture: None for a run's model only (see :func:`payload`).
+    log : callable or None
+        Called with each note about what the page leaves out (the training picture not found, a
+        time-lapse too large), which the page shows too.
 
     Returns
     -------
     str
         ``out_html``.
     """
-    text = render_page(payload(source, max_original_side, with_picture=with_picture))
-    write_bytes(out_html, text.encode("utf-8"))
+    data = payload(source, max_original_side, with_picture=with_picture)
+    write_bytes(out_html, render_page(data).encode("utf-8"))
+    for note in data["notes"] if log is not None else []:
+        log(note)
     return os.fspath(out_html)
