@@ -8,7 +8,7 @@ import pytest
 from ironlearn.fitting import FitOptions, UsageError, make_plan, resume_options
 from ironlearn.fitting.options import validate
 from ironlearn.fitting.plan import DEFAULT_TIME_BUDGET, fingerprint
-from ironlearn.fitting.presets import PRESETS, hashgrid_size
+from ironlearn.fitting.presets import PRESETS, WHOLE_FINEST_LOG2, hashgrid_size
 from ironlearn.image.io import Picture
 from ironlearn.nn import HashGrid
 from ironlearn.nn.encodings import LOG2_TABLE_SIZES
@@ -86,19 +86,32 @@ def test_the_schedule_warms_up_by_the_policy_then_anneals():
     assert constant(0) == constant(3999) == plan.lr
 
 
-def test_hashgrid_sizing_stays_within_the_pixel_count():
-    # 32x32 is too small for even the smallest table plus the head: it gets the smallest table.
-    assert PRESETS["hashgrid"].resolve({}, 32, 32, "rgb")["log2_table_size"] == LOG2_TABLE_SIZES[0]
-    for width, height, mode in ((200, 200, "binary"), (300, 200, "rgb"), (640, 480, "rgb")):
+def finest_level_is_whole(options) -> bool:
+    """The finest level's vertices each have a row of their own: no hash collisions there."""
+    corners = options["vertices"] == "corners"
+    _, rows = HashGrid.level_shapes(options["levels"], options["log2_table_size"], options["coarsest"],
+                                    options["finest"], not corners)
+    return rows[-1] == (options["finest"] + corners) ** 2
+
+
+def test_hashgrid_sizing_holds_the_finest_level_whole_up_to_a_cap():
+    """The table holds the finest level whole (its smallest such size) where that takes at most
+    2**23 rows; beyond, the largest table that keeps the parameters within the pixel count."""
+    for width, height, mode in ((200, 200, "binary"), (300, 200, "rgb"), (640, 480, "rgb"), (2048, 2048, "rgb")):
         options = PRESETS["hashgrid"].resolve({}, width, height, mode)
-        channels = 3 if mode == "rgb" else 1
-        model = PRESETS["hashgrid"].build(channels, options, np.random.default_rng(0))
-        assert model.num_parameters <= width * height
         assert options["finest"] == max(width, height) and options["detail"] == 0
-        # The next table size up would break the budget (the largest that fits was chosen).
+        assert finest_level_is_whole(options)
+        smaller = {**options, "log2_table_size": options["log2_table_size"] - 1}
+        assert not finest_level_is_whole(smaller)
+    assert WHOLE_FINEST_LOG2 == 23
+    for width, height in ((2896, 2000), (4096, 3072), (10000, 10000)):  # past the cap: the budget's table
+        options = PRESETS["hashgrid"].resolve({}, width, height, "rgb")
+        model = PRESETS["hashgrid"].build(3, options, np.random.default_rng(0))
+        assert model.num_parameters <= width * height and not finest_level_is_whole(options)
         if options["log2_table_size"] < LOG2_TABLE_SIZES[-1]:
             bigger = {**options, "log2_table_size": options["log2_table_size"] + 1}
-            assert PRESETS["hashgrid"].build(channels, bigger, np.random.default_rng(0)).num_parameters > width * height
+            assert PRESETS["hashgrid"].build(3, bigger, np.random.default_rng(0)).num_parameters > width * height
+    assert PRESETS["hashgrid"].resolve({}, 32, 32, "rgb")["log2_table_size"] == 11  # 33x33 corners, whole
 
 
 @pytest.mark.parametrize("width, height", [(256, 256), (200, 200), (256, 170), (128, 256)])
@@ -128,7 +141,7 @@ def test_hashgrid_vertices_sit_on_centres_for_gray_thumbnails(mode, width, heigh
     channels = 3 if mode == "rgb" else 1
     model = PRESETS["hashgrid"].build(channels, options, np.random.default_rng(0))
     assert model.layers[0].centred == (vertices == "centres")
-    assert model.num_parameters <= width * height
+    assert model.num_parameters <= width * height or finest_level_is_whole(options)
     assert PRESETS["hashgrid"].resolve({"vertices": "corners"}, width, height, mode)["vertices"] == "corners"
 
 
