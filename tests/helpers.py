@@ -2,6 +2,8 @@
 
 import json
 import os
+import pathlib
+import re
 import time
 
 import numpy as np
@@ -108,3 +110,17 @@ def children_of(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
+
+
+def run_page(name: str, at_least: int) -> dict:
+    """Run every ``python`` block of ``docs/<name>`` in order, in one namespace, in the current
+    folder, and return the namespace; the page must have ``at_least`` blocks."""
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / name).read_text(), re.S)
+    assert len(blocks) >= at_least
+    namespace = {}
+    for number, code in enumerate(blocks, start=1):
+        exec(compile(code, f"docs/{name}, block {number}", "exec"), namespace)
+    return namespace

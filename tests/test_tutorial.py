@@ -1,29 +1,21 @@
 """Every Python block in docs/tutorial.md runs as written, in order, in an empty folder, and
 teaches what its text says it does."""
 
-import pathlib
-import re
 import warnings
 
 import numpy as np
 from PIL import Image
 
+from helpers import DOCS, run_page
 from ironlearn.image import psnr
 from ironlearn.nn.sparse import RowGrad
 
-DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
-
 
 def test_every_block_of_the_tutorial_runs_and_teaches_what_it_says(tmp_path, monkeypatch, capsys):
-    text = (DOCS / "tutorial.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) >= 8
     monkeypatch.chdir(tmp_path)
-    ns = {}
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # an overflow or a 0/0 would print on stderr
-        for number, code in enumerate(blocks, start=1):
-            exec(compile(code, f"docs/tutorial.md, block {number}", "exec"), ns)
+        ns = run_page("tutorial.md", at_least=8)
 
     # 1. Backprop agrees with finite differences: closely in float64, loosely in float32.
     assert ns["gap64"] < 1e-8 < ns["gap32"] < 1e-3
