@@ -1,6 +1,7 @@
 """Benchmark (e): fits and 2x redraws over two sets, never one picture (min, median and max).
 
-    python benchmarks/redraw_sets.py [--sets drawings photos] [--seconds-drawing 5] [--seconds-photo 10]
+    python benchmarks/redraw_sets.py [--sets drawings photos mosaics] [--seconds-drawing 5]
+                                     [--seconds-photo 10] [--seconds-mosaic 15 30]
                                      [--option log2_table_size=14 ...] [--crops DIR]
 
 * **drawings**: five binary line drawings that no preset was tuned on, drawn here from shapes and
@@ -12,6 +13,9 @@
   sporco``; read from the wheel, never imported), fitted at half size (384x256, Lanczos, larger than
   one batch) in colour; the 2x redraw is scored by PSNR against the 768x512 original, beside
   bicubic upscaling.
+* **mosaics**: the four 1024x1024 quarters of make_photo.py's 2048x2048 picture (scikit-image's
+  photographs tiled at their own scale: every pixel a real one), each fitted at 512x512 (Lanczos)
+  for each of ``--seconds-mosaic`` and redrawn at 2x against the quarter (needs scikit-image).
 
 Fits run in this process through ``ironlearn.fit`` with a time budget. ``--crops DIR`` saves 4x
 crops of each photo's redraw, to look at.
@@ -121,6 +125,25 @@ def photos(seconds: float, options: dict, folder: str, crops: str | None) -> lis
     return rows
 
 
+def mosaics(seconds: float, options: dict, folder: str) -> list[dict]:
+    from make_photo import tiled
+
+    whole = tiled(2048, 2048)
+    rows = []
+    for number, (top, left) in enumerate(((0, 0), (0, 1024), (1024, 0), (1024, 1024))):
+        big = Image.fromarray(whole[top:top + 1024, left:left + 1024])
+        small = big.resize((512, 512), Image.LANCZOS)
+        path = os.path.join(folder, f"mosaic{number}.png")
+        small.save(path)
+        run = ironlearn.fit(path, os.path.join(folder, f"run-mosaic{number}"), time_budget=seconds, force=True,
+                            **options)
+        redraw = as_unit(ironlearn.render(run.model, size=big.size))
+        rows.append({"picture": f"quarter{number}", "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
+                     "x2_db": psnr(redraw, as_unit(big)),
+                     "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)), as_unit(big))})
+    return rows
+
+
 def report(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
     names = [k for k in rows[0] if k != "picture"]
@@ -150,9 +173,11 @@ def _option(text: str):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", choices=("drawings", "photos"), default=["drawings", "photos"])
+    parser.add_argument("--sets", nargs="+", choices=("drawings", "photos", "mosaics"),
+                        default=["drawings", "photos"])
     parser.add_argument("--seconds-drawing", type=float, default=5.0)
     parser.add_argument("--seconds-photo", type=float, default=10.0)
+    parser.add_argument("--seconds-mosaic", type=float, nargs="+", default=[15.0, 30.0])
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a fit option for every picture, e.g. log2_table_size=14")
     parser.add_argument("--folder", default=os.path.join(tempfile.gettempdir(), "ironlearn-redraw-sets"),
@@ -170,6 +195,9 @@ def main():
     if "photos" in args.sets:
         report(f"photos at 384x256, {args.seconds_photo:g} s; 2x against the 768x512 originals",
                photos(args.seconds_photo, options, args.folder, args.crops))
+    for seconds in args.seconds_mosaic if "mosaics" in args.sets else []:
+        report(f"mosaics at 512x512, {seconds:g} s; 2x against the 1024x1024 originals",
+               mosaics(seconds, options, args.folder))
 
 
 if __name__ == "__main__":
