@@ -7,7 +7,7 @@ import pytest
 
 from ironlearn.fitting import FitOptions, UsageError, make_plan, resume_options
 from ironlearn.fitting.options import validate
-from ironlearn.fitting.plan import DEFAULT_TIME_BUDGET, fingerprint
+from ironlearn.fitting.plan import DEFAULT_TIME_BUDGET, RETRY_LR_FACTOR, fingerprint
 from ironlearn.fitting.presets import PRESETS, WHOLE_FINEST_LOG2, hashgrid_size
 from ironlearn.image.io import Picture
 from ironlearn.nn import HashGrid
@@ -273,6 +273,8 @@ def test_a_replan_never_raises_the_learning_rate():
     after = make_plan(resume_options(FitOptions("p.png", resume=True), plan.settings(device="cpu", train_seconds=5)),
                       picture(), plan.settings(device="cpu", train_seconds=5), start_step=step)
     assert after.make_schedule()(step) == pytest.approx(plan.make_schedule()(step))  # a resume goes on alike
+    gentler = plan.gentler()  # a retry after divergence lowers the rate it goes on from too
+    assert gentler.make_schedule()(step) == pytest.approx(plan.make_schedule()(step) * RETRY_LR_FACTOR)
 
 
 @pytest.mark.parametrize("options,start,seconds,left", [

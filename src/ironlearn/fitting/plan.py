@@ -231,7 +231,9 @@ class RunPlan:
 
     def gentler(self) -> "RunPlan":
         """This plan with the learning rates lowered for a retry after divergence."""
-        return dataclasses.replace(self, lr=self.lr * RETRY_LR_FACTOR, lr_min=self.lr_min * RETRY_LR_FACTOR)
+        anneal_from = self.anneal_from and (self.anneal_from[0], self.anneal_from[1] * RETRY_LR_FACTOR)
+        return dataclasses.replace(self, lr=self.lr * RETRY_LR_FACTOR, lr_min=self.lr_min * RETRY_LR_FACTOR,
+                                   anneal_from=anneal_from)
 
     def settings(self, *, device: str, train_seconds: float) -> dict:
         """What a checkpoint stores, so that ``--resume`` can rebuild this plan."""
