@@ -234,13 +234,14 @@ def _coarse_pyramid_with_detail(width_px: int, height_px: int, mode: str, o: dic
 
 
 #: A pyramid's table holds its finest level whole (a row per vertex) where that takes at most
-#: 2**WHOLE_FINEST_LOG2 rows, pictures up to 2895 px a side; larger ones keep the table of one
+#: 2**WHOLE_FINEST_LOG2 rows (pictures up to WHOLE_FINEST_SIDE px a side); larger ones keep the table of one
 #: parameter per pixel, their finest level hashed.  Collisions there do not train away in a short
 #: fit, and Instant-NGP's hash (x not multiplied) lays them out as runs along rows: the horizontal
 #: dashes of a redraw.  Four sporco photographs at 384x256, 10 s, fit PSNR / 2x redraw against their
 #: 768x512 originals, median (bicubic upscaling 32.82): 2**14 rows (the budget's, six vertices a
 #: row) 28.97 / 26.10 dB, 2**16 34.16 / 27.63, whole (2**18) 39.29 / 32.16, in as many steps.
 WHOLE_FINEST_LOG2 = 23
+WHOLE_FINEST_SIDE = math.isqrt(1 << WHOLE_FINEST_LOG2) - 1  # a corner grid of this many cells a side fits
 
 
 def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
@@ -295,9 +296,10 @@ PRESETS = {p.name: p for p in (
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest; 1 read by "
                                     "B-spline"),
                      "features": Auto("2; 1 for a single B-spline level"),
-                     "log2_table_size": Auto("one that holds the finest level whole, up to 23 (pictures up to "
-                                                             "2895 px a side); above, the largest that keeps the "
-                                                             "parameters within the pixel count"),
+                     "log2_table_size": Auto(f"one that holds the finest level whole, up to {WHOLE_FINEST_LOG2} "
+                                                             f"(pictures up to {WHOLE_FINEST_SIDE} px a side); "
+                                                             "above, the largest that keeps the parameters within "
+                                                             "the pixel count"),
                      "coarsest": Auto("the finest / 16, between 2 and 16; a single level: the finest"),
                      "finest": Auto("the picture's longest side; a single B-spline level: as many vertices as "
                                     "the parameter budget allows"),
