@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import glob
+import io
 import os
 import platform
+import subprocess
+import sys
+import zipfile
 from importlib import resources
 
 import numpy as np
@@ -39,6 +44,26 @@ def skimage_picture(name: str, size: int, mode: str) -> Picture:
     pixels = pixels[..., None] if pixels.ndim == 2 else pixels
     return Picture(values=pixels if mode != "gray" or pixels.shape[2] == 1 else pixels.mean(-1, keepdims=True),
                    mode=mode, source=name)
+
+
+SPORCO_PHOTOS = ("kodim23", "monarch", "sail", "tulips")
+
+
+def sporco_photos(folder: str, names=SPORCO_PHOTOS) -> list[tuple[str, np.ndarray]]:
+    """The photographs that the ``sporco`` wheel ships, read from the wheel, never imported.
+
+    The wheel is downloaded into ``folder`` (``pip download --no-deps sporco``) unless one is
+    there already. Returns (name, uint8 RGB array of shape (512, 768, 3)) for each of ``names``;
+    kodim23, monarch, sail and tulips are all 768x512 (its barbara, 702x574, is left out).
+    """
+    wheels = glob.glob(os.path.join(folder, "sporco-*.whl"))
+    if not wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "sporco", "-d", folder],
+                       check=True)
+        wheels = glob.glob(os.path.join(folder, "sporco-*.whl"))
+    with zipfile.ZipFile(sorted(wheels)[-1]) as wheel:
+        return [(name, np.asarray(Image.open(io.BytesIO(wheel.read(f"sporco/data/{name}.png"))).convert("RGB")))
+                for name in names]
 
 
 def sample_picture() -> Picture:

@@ -24,19 +24,17 @@ crops of each photo's redraw, to look at.
 from __future__ import annotations
 
 import argparse
-import glob
-import io
 import os
 import tempfile
-import zipfile
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from common import sporco_photos
+
 import ironlearn
 from ironlearn.image import psnr
 
-PHOTOS = ("kodim23", "monarch", "sail", "tulips")
 DRAWN = 1600  # the side the drawings are drawn at, before downscaling
 
 
@@ -98,30 +96,22 @@ def drawings(seconds: float, options: dict, folder: str) -> list[dict]:
 
 
 def photos(seconds: float, options: dict, folder: str, crops: str | None) -> list[dict]:
-    wheels = glob.glob(os.path.join(folder, "sporco-*.whl"))
-    if not wheels:
-        import subprocess
-        import sys
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "sporco", "-d", folder],
-                       check=True)
-        wheels = glob.glob(os.path.join(folder, "sporco-*.whl"))
     rows = []
-    with zipfile.ZipFile(wheels[0]) as wheel:
-        for name in PHOTOS:
-            big = Image.open(io.BytesIO(wheel.read(f"sporco/data/{name}.png"))).convert("RGB")
-            small = big.resize((big.width // 2, big.height // 2), Image.LANCZOS)
-            path = os.path.join(folder, f"{name}-half.png")
-            small.save(path)
-            truth = as_unit(big)
-            run = ironlearn.fit(path, os.path.join(folder, f"run-{name}"), time_budget=seconds, force=True, **options)
-            redraw = as_unit(ironlearn.render(run.model, size=big.size))
-            rows.append({"picture": name, "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
-                         "x2_db": psnr(redraw, truth), "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)),
-                                                                          truth)})
-            if crops:
-                x4 = as_unit(ironlearn.render(run.model, size=(4 * small.width, 4 * small.height)))
-                crop = (np.clip(x4[400:912, 600:1112], 0, 1) * 255).astype(np.uint8)
-                Image.fromarray(crop).save(os.path.join(crops, f"{name}-x4-crop.png"))
+    for name, pixels in sporco_photos(folder):
+        big = Image.fromarray(pixels)
+        small = big.resize((big.width // 2, big.height // 2), Image.LANCZOS)
+        path = os.path.join(folder, f"{name}-half.png")
+        small.save(path)
+        truth = as_unit(big)
+        run = ironlearn.fit(path, os.path.join(folder, f"run-{name}"), time_budget=seconds, force=True, **options)
+        redraw = as_unit(ironlearn.render(run.model, size=big.size))
+        rows.append({"picture": name, "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
+                     "x2_db": psnr(redraw, truth), "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)),
+                                                                      truth)})
+        if crops:
+            x4 = as_unit(ironlearn.render(run.model, size=(4 * small.width, 4 * small.height)))
+            crop = (np.clip(x4[400:912, 600:1112], 0, 1) * 255).astype(np.uint8)
+            Image.fromarray(crop).save(os.path.join(crops, f"{name}-x4-crop.png"))
     return rows
 
 
