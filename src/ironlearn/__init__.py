@@ -8,8 +8,8 @@ from .train import Trainer, load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
 
-from .api import Run, fit, load, render  # noqa: E402  (the command's modules read __version__)
+from .api import Run, compress, decompress, fit, load, render  # noqa: E402  (the command's modules read __version__)
 
-__all__ = ["Adam", "Run", "fit", "load", "render", "Backend", "BackendError", "FourierFeatures", "HashGrid", "SGD", "Sequential", "Trainer",
+__all__ = ["Adam", "Run", "compress", "decompress", "fit", "load", "render", "Backend", "BackendError", "FourierFeatures", "HashGrid", "SGD", "Sequential", "Trainer",
            "classic", "constant", "cosine", "fourier", "get_backend", "hashgrid", "load_checkpoint", "mlp",
            "save_checkpoint", "siren", "warmup_cosine", "__version__"]

@@ -140,3 +140,36 @@ def render(model, size=None, *, scale: float | None = None, view=None, device: s
     width, height = render_size(trained, size, scale, view)
     backend = get_backend(device)
     return render_bands(network.to(backend), width, height, backend, view=view)
+
+
+def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 60.0,
+             mode: str | None = None):
+    """Compress a picture (a path, or an array as :func:`ironlearn.codec.compress_array` takes)
+    into a small file that decodes at any size, as ``ironlearn compress`` does; writes it to
+    ``out`` (atomically) when given.  Returns :class:`ironlearn.codec.Compressed`: the bytes,
+    their bits per pixel, the PSNR and the time.
+
+        result = ironlearn.compress("photo.png", "photo.ilc", bpp=0.5)
+        pixels = ironlearn.decompress("photo.ilc", scale=2)    # (2H, 2W, C) float32 in [0, 1]
+    """
+    from . import codec
+    from .files import write_bytes
+    from .image.io import load_picture
+
+    values = load_picture(picture, mode=mode).values if isinstance(picture, (str, os.PathLike)) else picture
+    result = codec.compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds)
+    if out is not None:
+        write_bytes(out, result.data)
+    return result
+
+
+def decompress(source, size=None, *, scale: float | None = None) -> np.ndarray:
+    """A compressed file (a path, or its bytes) redrawn at its own size, at ``size`` (N for the
+    longest side, or ``(W, H)``) or at ``scale`` times it: ``(H, W, C)`` float32 in [0, 1]."""
+    from . import codec
+
+    data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.container.read_file(source)
+    decoded = codec.read(data)
+    own = (decoded.width, decoded.height)
+    width, height = render_size(own, size, scale) if size is not None or scale is not None else own
+    return decoded.render(height, width)

@@ -1,10 +1,11 @@
-"""The ``ironlearn`` command: fit, fit-many, render, view, encode, decode, info, demo.
+"""The ``ironlearn`` command: fit, fit-many, render, view, compress, decompress, encode, decode, info, demo.
 
 Bad input of any kind ends with one line on stderr (what is wrong, what to do)
 and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130, SIGTERM likewise with 143.
 :class:`ExitCode` lists every code; :func:`~ironlearn.cli.status.run` maps exceptions to them in one place.
 
-One module per command (``fit``, ``many``, ``render``, ``view``, ``pixels`` for encode and decode,
+One module per command (``fit``, ``many``, ``render``, ``view``, ``compress`` for compress and
+decompress, ``pixels`` for encode and decode,
 ``info``, ``demo``), each with its ``add_parser`` and its ``cmd_*``; ``argtypes`` holds the argument
 types and :class:`Parser`, ``status`` the exit codes, ``common`` what several commands share.
 """
@@ -12,7 +13,7 @@ types and :class:`Parser`, ``status`` the exit codes, ``common`` what several co
 from __future__ import annotations
 
 from .. import __version__
-from . import demo, fit, info, many, pixels, render, view
+from . import compress, demo, fit, info, many, pixels, render, view
 from .argtypes import Parser
 from .fit import add_fit_options, fit_options
 from .status import MEMORY_ADVICE, ExitCode, Terminated, run
@@ -21,7 +22,7 @@ __all__ = ["ExitCode", "MEMORY_ADVICE", "Parser", "Terminated", "add_fit_options
            "main"]
 
 #: The commands in the order ``ironlearn --help`` lists them.
-COMMANDS = (fit, many, render, view, pixels, info, demo)
+COMMANDS = (fit, many, render, view, compress, pixels, info, demo)
 
 
 def build_parser() -> Parser:

@@ -1,0 +1,90 @@
+"""``ironlearn compress`` and ``ironlearn decompress``: a picture as a small file that decodes at any size."""
+
+from __future__ import annotations
+
+import time
+
+from .. import codec
+from ..fitting import UsageError
+from ..files import write_bytes
+from ..image.io import load_picture, save_image
+from ..image.render import render_size
+from .argtypes import positive_float, size_arg
+from .common import check_output, say
+from .status import ExitCode
+
+
+def add_parser(commands) -> None:
+    compress_p = commands.add_parser(
+        "compress", help="store a picture as a small file (a fitted network, quantised and entropy-coded)",
+        description="Fit a small network to a picture, quantise it and entropy-code it into FILE, which "
+                    "'ironlearn decompress' redraws at any size. Prints the file's real bits per pixel "
+                    "(every byte counted), its PSNR and the time taken.")
+    compress_p.add_argument("picture", metavar="PICTURE", help="image file (PNG, JPEG, ...) or pixel CSV")
+    compress_p.add_argument("-o", "--output", required=True, metavar="FILE", help="compressed file to write")
+    rate = compress_p.add_mutually_exclusive_group()
+    rate.add_argument("--bpp", type=positive_float, metavar="B",
+                      help="target bits per pixel of the whole file (default 0.5; reached within about 10%%)")
+    rate.add_argument("--lmbda", type=positive_float, metavar="L",
+                      help="rate-distortion weight instead of a target: higher, smaller files (1e-4 to 1e-2)")
+    compress_p.add_argument("--seconds", type=positive_float, default=60.0, metavar="S",
+                            help="training time (default 60; longer fits better)")
+    compress_p.add_argument("--mode", choices=("gray", "rgb"), help="gray or rgb (default: as the picture)")
+    compress_p.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    compress_p.set_defaults(func=cmd_compress)
+
+    decompress_p = commands.add_parser(
+        "decompress", help="redraw a compressed file as a PNG, at its size or any other",
+        description="Decode a file of 'ironlearn compress' to a PNG, at the picture's own size or any other.")
+    decompress_p.add_argument("file", metavar="FILE", help="a file 'ironlearn compress' wrote")
+    decompress_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
+    how_big = decompress_p.add_mutually_exclusive_group()
+    how_big.add_argument("--size", type=size_arg, metavar="N|WxH",
+                         help="N for the longest side (the aspect kept) or WxH; default: the picture's own size")
+    how_big.add_argument("--scale", type=positive_float, metavar="F", help="F times the picture's size")
+    decompress_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    decompress_p.set_defaults(func=cmd_decompress)
+
+
+def cmd_compress(args) -> int:
+    check_output(args.output, args.force)
+    picture = load_picture(args.picture, mode=args.mode)
+    for note in picture.notes:
+        say(f"note: {note}")
+    values = picture.values if picture.values.shape[2] in (1, 3) else picture.pixels
+    height, width = values.shape[:2]
+    say(f"compressing {args.picture} ({width}x{height} {picture.mode}) for {args.seconds:g} s")
+    shown = [time.perf_counter()]
+
+    def progress(step, steps, psnr, bpp):
+        if time.perf_counter() - shown[0] >= 10:
+            shown[0] = time.perf_counter()
+            say(f"  step {step}/{steps}: {psnr:.2f} dB, about {bpp:.3f} bpp in the latents")
+
+    try:
+        result = codec.compress_array(values, bpp=args.bpp, lmbda=args.lmbda, seconds=args.seconds,
+                                      progress=progress)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    write_bytes(args.output, result.data)
+    say(f"wrote {args.output}: {len(result.data):,} bytes, {result.bpp:.4f} bpp, {result.psnr:.2f} dB PSNR, "
+        f"{result.seconds:.1f} s ({result.steps} steps)")
+    return ExitCode.OK
+
+
+def cmd_decompress(args) -> int:
+    check_output(args.output, args.force)
+    if not args.output.lower().endswith(".png"):
+        raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
+    try:
+        decoded = codec.read(codec.container.read_file(args.file))
+    except codec.CodecError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
+    own = (decoded.width, decoded.height)
+    try:
+        width, height = render_size(own, args.size, args.scale) if args.size or args.scale else own
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("a scale", "--scale").replace("give a size", "give --size")) from None
+    save_image(args.output, decoded.render(height, width))
+    say(f"wrote {args.output} ({width}x{height})")
+    return ExitCode.OK

@@ -1,0 +1,12 @@
+"""A picture as a small file that decodes at any size: a fitted network, quantised and
+entropy-coded (see ``docs/compression.md``).
+
+    data = codec.encode(pixels, bpp=0.25, seconds=60)   # bytes
+    again = codec.decode(data)                           # uint8 (H, W, C)
+    larger = codec.decode(data, 2 * h, 2 * w)           # the same picture redrawn larger
+"""
+
+from .codec import Compressed, Decoded, compress_array, decode, encode, read
+from .container import CodecError
+
+__all__ = ["CodecError", "Compressed", "Decoded", "compress_array", "decode", "encode", "read"]

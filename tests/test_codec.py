@@ -1,0 +1,149 @@
+"""The codec: files that decode to what the encoder measured, at any size, and a decoder that
+refuses anything else with one error.
+
+The pictures are small and the fits short (a second): these tests check the codec's contract,
+not its quality, which ``benchmarks/compression.py`` measures.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ironlearn import codec
+from ironlearn.cli import main
+from ironlearn.codec import container
+from ironlearn.codec.pyramid import laplace_bits, upsampling
+
+
+def _picture(height=24, width=32, channels=3, seed=0):
+    y, x = np.mgrid[0:height, 0:width] / max(height, width)
+    rng = np.random.default_rng(seed)
+    planes = [np.sin(6 * x + c) * np.cos(4 * y - c) * 0.4 + 0.5 + 0.02 * rng.normal(size=x.shape) for c in range(channels)]
+    return np.clip(np.round(np.stack(planes, -1) * 255), 0, 255).astype(np.uint8)
+
+
+def _psnr(a, b):
+    return 10 * np.log10(255 ** 2 / np.mean((a.astype(float) - b) ** 2))
+
+
+@pytest.fixture(scope="module")
+def compressed():
+    picture = _picture(96, 128)
+    return picture, codec.compress_array(picture, lmbda=1e-5, seconds=1.0)
+
+
+def test_a_file_decodes_to_what_the_encoder_measured(compressed):
+    picture, result = compressed
+    assert result.bpp == 8 * len(result.data) / (96 * 128)  # the whole file, header included
+    decoded = codec.decode(result.data)
+    assert decoded.shape == picture.shape and decoded.dtype == np.uint8
+    assert _psnr(decoded, picture) == pytest.approx(result.psnr, abs=0.05)
+    flat = np.broadcast_to(picture.mean(axis=(0, 1)), picture.shape)
+    assert result.psnr > _psnr(flat, picture) + 5  # a second of fitting learns the waves, roughly
+
+
+def test_a_file_redraws_at_any_size(compressed):
+    picture, result = compressed
+    larger = codec.decode(result.data, 192, 256)
+    assert larger.shape == (192, 256, 3)
+    # Downsampled back by averaging 2x2 blocks, the larger drawing is the same picture.
+    block = larger.reshape(96, 2, 128, 2, 3).mean(axis=(1, 3))
+    assert np.abs(block - codec.decode(result.data)).mean() < 4
+
+
+def test_gray_pictures_and_rate_weights():
+    picture = _picture(channels=1)[:, :, 0]
+    result = codec.compress_array(picture, lmbda=1e-3, seconds=0.5)
+    assert codec.decode(result.data).shape == (24, 32, 1)
+    assert codec.read(result.data).mode == "gray"
+
+
+def test_the_arguments_are_checked():
+    with pytest.raises(ValueError, match="not both"):
+        codec.compress_array(_picture(), bpp=0.5, lmbda=1e-3)
+    with pytest.raises(ValueError, match="picture"):
+        codec.compress_array(np.zeros((4, 4, 2), np.uint8))
+    with pytest.raises(ValueError, match="bpp"):
+        codec.compress_array(_picture(), bpp=-1)
+
+
+def test_upsampling_is_the_identity_at_the_native_size_and_keeps_constants():
+    np.testing.assert_allclose(upsampling(10, 10, 0), np.eye(10), atol=1e-6)
+    for level in (1, 3):
+        np.testing.assert_allclose(upsampling(37, 20, level).sum(axis=1), 1, atol=1e-5)
+
+
+def test_the_rate_model_is_a_laplace_and_its_gradients_are_right():
+    values = np.array([-3.2, -0.4, 0.0, 0.7, 2.5])
+    bits, d_values, d_scale = laplace_bits(values, 0.3)
+    b = np.exp(0.3)
+    p0 = 1 - np.exp(-0.5 / b)  # the bin around 0
+    assert bits[2] == pytest.approx(-np.log2(p0))
+    h = 1e-6
+    numeric = (laplace_bits(values + h, 0.3)[0] - laplace_bits(values - h, 0.3)[0]) / (2 * h)
+    np.testing.assert_allclose(d_values, numeric, rtol=1e-4, atol=1e-6)
+    numeric_scale = (laplace_bits(values, 0.3 + h)[0].sum() - laplace_bits(values, 0.3 - h)[0].sum()) / (2 * h)
+    assert d_scale == pytest.approx(numeric_scale, rel=1e-4)
+
+
+# -- what the decoder refuses ---------------------------------------------------------------------
+def _refuses(data: bytes) -> None:
+    """``codec.read`` either reads ``data`` or raises CodecError; nothing else escapes."""
+    try:
+        codec.read(data)
+    except codec.CodecError as error:
+        assert "\n" not in str(error)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_files_are_refused_with_one_error(compressed, data):
+    good = compressed[1].data
+    where = data.draw(st.integers(0, len(good) - 1))
+    flipped = bytearray(good)
+    flipped[where] ^= 1 << data.draw(st.integers(0, 7))
+    with pytest.raises(codec.CodecError):
+        codec.read(bytes(flipped))  # every byte is covered by a check
+    with pytest.raises(codec.CodecError):
+        codec.read(good[:where])
+    _refuses(data.draw(st.binary(max_size=200)))
+    _refuses(container.MAGIC + data.draw(st.binary(max_size=200)))
+
+
+def test_headers_that_pass_their_checksum_but_lie_are_refused():
+    """A header built to pass the CRC, claiming a huge picture or wrong sections: refused before
+    anything is allocated."""
+    huge = container.Writer().uint(1 << 15).uint(1 << 15).uint(3).uint(7).uint(24).uint(2).getvalue()
+    with pytest.raises(codec.CodecError, match="more than"):
+        codec.read(container.pack(huge, [b"", b""]))
+    small = container.Writer().uint(4).uint(4).uint(2).getvalue()
+    with pytest.raises(codec.CodecError, match="channels"):
+        codec.read(container.pack(small, [b"", b""]))
+    header = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(2).uint(1)
+    header.float32(0.0).uint(3)
+    for _ in range(4):
+        header.sint(-4).float32(0.0).uint(2)
+    with pytest.raises(codec.CodecError, match="whole words|cannot be decoded"):
+        codec.read(container.pack(header.getvalue(), [b"abc", b""]))
+
+
+# -- the commands ---------------------------------------------------------------------------------
+def test_compress_and_decompress_commands(tmp_path, capsys):
+    from PIL import Image
+    source = tmp_path / "p.png"
+    Image.fromarray(_picture()).save(source)
+    packed, out = tmp_path / "p.ilc", tmp_path / "big.png"
+    assert main(["compress", str(source), "-o", str(packed), "--seconds", "0.5", "--bpp", "2"]) == 0
+    assert "bpp" in capsys.readouterr().err
+    assert main(["decompress", str(packed), "-o", str(out), "--scale", "2"]) == 0
+    assert Image.open(out).size == (64, 48)
+    before = packed.read_bytes()
+    assert main(["compress", str(source), "-o", str(packed), "--seconds", "0.5"]) == 2  # no --force
+    assert packed.read_bytes() == before
+    assert "already exists" in capsys.readouterr().err
+    (tmp_path / "bad.ilc").write_bytes(before[:-3])
+    assert main(["decompress", str(tmp_path / "bad.ilc"), "-o", str(tmp_path / "x.png")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("ironlearn decompress: error:") and "\n" not in error
+    assert not (tmp_path / "x.png").exists()
