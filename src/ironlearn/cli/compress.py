@@ -24,7 +24,8 @@ def add_parser(commands) -> None:
     compress_p.add_argument("-o", "--output", required=True, metavar="FILE", help="compressed file to write")
     rate = compress_p.add_mutually_exclusive_group()
     rate.add_argument("--bpp", type=positive_float, metavar="B",
-                      help="target bits per pixel of the whole file (default 0.5; reached within about 10%%)")
+                      help="target bits per pixel of the whole file (default 0.5; the rate control is still "
+                           "rough, 0.5x to 1.3x of it: see docs/compression.md)")
     rate.add_argument("--lmbda", type=positive_float, metavar="L",
                       help="rate-distortion weight instead of a target: higher, smaller files (1e-4 to 1e-2)")
     compress_p.add_argument("--seconds", type=positive_float, default=60.0, metavar="S",
@@ -51,7 +52,7 @@ def cmd_compress(args) -> int:
     picture = load_picture(args.picture, mode=args.mode)
     for note in picture.notes:
         say(f"note: {note}")
-    values = picture.values if picture.values.shape[2] in (1, 3) else picture.pixels
+    values = picture.values
     height, width = values.shape[:2]
     say(f"compressing {args.picture} ({width}x{height} {picture.mode}) for {args.seconds:g} s")
     shown = [time.perf_counter()]
