@@ -147,3 +147,5 @@ def test_compress_and_decompress_commands(tmp_path, capsys):
     error = capsys.readouterr().err.strip()
     assert error.startswith("ironlearn decompress: error:") and "\n" not in error
     assert not (tmp_path / "x.png").exists()
+    assert main(["decompress", str(tmp_path / "none.ilc"), "-o", str(tmp_path / "x.png")]) == 2
+    assert capsys.readouterr().err.count("none.ilc") == 1  # named once

@@ -78,7 +78,11 @@ def cmd_decompress(args) -> int:
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
     try:
-        decoded = codec.read(codec.container.read_file(args.file))
+        data = codec.container.read_file(args.file)  # its messages name the file
+    except codec.CodecError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        decoded = codec.read(data)
     except codec.CodecError as exc:
         raise UsageError(f"{args.file}: {exc}") from None
     own = (decoded.width, decoded.height)
