@@ -73,18 +73,24 @@ def cmd_compress(args) -> int:
     return ExitCode.OK
 
 
+def read_compressed(path: str):
+    """``(bytes, codec.Decoded)`` of a compressed file; a :class:`UsageError` naming it once
+    for anything it cannot read."""
+    try:
+        data = codec.container.read_file(path)  # its messages name the file
+    except codec.CodecError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        return data, codec.read(data)
+    except codec.CodecError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
 def cmd_decompress(args) -> int:
     check_output(args.output, args.force)
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
-    try:
-        data = codec.container.read_file(args.file)  # its messages name the file
-    except codec.CodecError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        decoded = codec.read(data)
-    except codec.CodecError as exc:
-        raise UsageError(f"{args.file}: {exc}") from None
+    _, decoded = read_compressed(args.file)
     own = (decoded.width, decoded.height)
     try:
         width, height = render_size(own, args.size, args.scale) if args.size or args.scale else own

@@ -3,23 +3,56 @@
 from __future__ import annotations
 
 import json
+import os
 
+from .. import codec
 from ..train import load_checkpoint
 from ..viewer.run import locate_model
 from .common import add_model_argument
+from .compress import read_compressed
 from .status import ExitCode
 
 
 def add_parser(commands) -> None:
-    info_p = commands.add_parser("info", help="describe a model or checkpoint",
+    info_p = commands.add_parser("info", help="describe a model, checkpoint or compressed file",
                                  description="Print a model's layers, parameters, steps, training time, the picture "
-                                             "it was fitted on and its PSNR (or, with --json, all of its metadata).")
+                                             "it was fitted on and its PSNR (or, with --json, all of its metadata); "
+                                             "for a file of 'ironlearn compress', its picture, size and rate.")
     add_model_argument(info_p)
     info_p.add_argument("--json", action="store_true", help="print the metadata as JSON")
     info_p.set_defaults(func=cmd_info)
 
 
+def _is_compressed(path: str) -> bool:
+    if not os.path.isfile(path):
+        return False
+    with open(path, "rb") as file:
+        return file.read(len(codec.container.MAGIC)) == codec.container.MAGIC
+
+
+def _compressed_info(args) -> int:
+    """What a file of ``ironlearn compress`` holds: the picture, its rate, the network."""
+    data, decoded = read_compressed(args.model)
+    pixels = decoded.width * decoded.height
+    latents = decoded.model.layers[0].grids()
+    meta = {"format": "ironlearn compressed picture", "version": codec.container.VERSION,
+            "size": [decoded.width, decoded.height], "mode": decoded.mode, "bytes": len(data),
+            "bpp": 8 * len(data) / pixels, "latent_levels": [list(g.shape) for g in latents],
+            "parameters": decoded.model.num_parameters}
+    if args.json:
+        print(json.dumps(meta, indent=2))
+        return ExitCode.OK
+    print("\n".join([f"{args.model}", f"compressed picture: {decoded.width}x{decoded.height} {decoded.mode}, "
+                     f"{len(data):,} bytes ({meta['bpp']:.4f} bpp)",
+                     f"latent levels: {', '.join(f'{h}x{w}' for h, w in meta['latent_levels'])}",
+                     f"synthesis: {len(decoded.model.layers) - 1} layers (an MLP)",
+                     f"parameters: {meta['parameters']:,}"]))
+    return ExitCode.OK
+
+
 def cmd_info(args) -> int:
+    if _is_compressed(args.model):
+        return _compressed_info(args)
     saved = load_checkpoint(locate_model(args.model))
     if args.json:
         print(json.dumps(saved.meta, indent=2))
