@@ -169,7 +169,4 @@ def decompress(source, size=None, *, scale: float | None = None) -> np.ndarray:
     from . import codec
 
     data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.container.read_file(source)
-    decoded = codec.read(data)
-    own = (decoded.width, decoded.height)
-    width, height = render_size(own, size, scale) if size is not None or scale is not None else own
-    return decoded.render(height, width)
+    return codec.read(data).redraw(size, scale)

@@ -8,7 +8,6 @@ from .. import codec
 from ..fitting import UsageError
 from ..files import write_bytes
 from ..image.io import load_picture, save_image
-from ..image.render import render_size
 from .argtypes import positive_float, size_arg
 from .common import check_output, say
 from .status import ExitCode
@@ -91,11 +90,11 @@ def cmd_decompress(args) -> int:
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
     _, decoded = read_compressed(args.file)
-    own = (decoded.width, decoded.height)
     try:
-        width, height = render_size(own, args.size, args.scale) if args.size or args.scale else own
+        picture = decoded.redraw(args.size, args.scale)
     except ValueError as exc:
         raise UsageError(str(exc).replace("a scale", "--scale").replace("give a size", "give --size")) from None
-    save_image(args.output, decoded.render(height, width))
+    height, width = picture.shape[:2]
+    save_image(args.output, picture)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..image.metrics import psnr_from_mse
+from ..image.render import render_size
 from ..nn.model import Sequential
 from ..optim import Adam
 from ..optim.schedules import warmup_cosine
@@ -118,10 +119,9 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
                          f"(got {width}x{height})")
     levels = max(1, min(levels, MAX_LEVELS))
     started = time.perf_counter()
-    pyramid, net = _fit(target, bpp, lmbda, seconds, levels, seed, progress)
-    model = Sequential(pyramid, *net.layers)
+    model, lam, steps = _fit(target, bpp, lmbda, seconds, levels, seed, progress)
+    pyramid = model.layers[0]
     pixels = height * width
-    lam = pyramid.lmbda
     latents = [np.clip(np.round(g), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32) for g in pyramid.grids()]
     pyramid.values = [q.astype(np.float32) for q in latents]
     log_scales = [_best_log_scale(q) for q in latents]
@@ -129,8 +129,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     data = _write(height, width, channels, levels, latents, log_scales, weights)
     decoded = _synthesise(model, height, width, channels)
     mse = float(np.mean((np.round(decoded * 255) / 255 - np.round(target * 255) / 255) ** 2))
-    return Compressed(data, 8 * len(data) / pixels, psnr_from_mse(mse), time.perf_counter() - started,
-                      pyramid.steps)
+    return Compressed(data, 8 * len(data) / pixels, psnr_from_mse(mse), time.perf_counter() - started, steps)
 
 
 def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 60.0,
@@ -141,6 +140,7 @@ def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seco
 
 # -- fitting --------------------------------------------------------------------------------
 def _fit(target, bpp, lmbda, seconds, levels, seed, progress):
+    """Train the pyramid and its MLP; returns ``(model, lambda at the end, steps)``."""
     height, width, channels = target.shape
     pixels = height * width
     flat = target.reshape(-1, channels)
@@ -195,8 +195,7 @@ def _fit(target, bpp, lmbda, seconds, levels, seed, progress):
             last_report = time.perf_counter()
             progress(step, steps, psnr_from_mse(mse), rate)
     pyramid.values = None
-    pyramid.log_scales, pyramid.lmbda, pyramid.steps = log_scales, lam, steps
-    return pyramid, net
+    return model, lam, steps
 
 
 def _synthesise(model, height, width, channels) -> np.ndarray:
@@ -212,10 +211,15 @@ def _laplace_size(symbols, log_scale) -> float:
     return float(laplace_bits(symbols.astype(np.float64), log_scale)[0].sum())
 
 
+def _mean_log_scale(symbols) -> float:
+    """The continuous Laplace's estimate of ``symbols``' log-scale: ``log mean |q|``."""
+    return math.log(max(float(np.mean(np.abs(symbols))), 1e-3))
+
+
 def _best_log_scale(symbols) -> float:
     """The log-scale (as the header stores it) under which ``symbols`` take the fewest bits: a
-    search from the continuous Laplace's estimate, ``log mean |q|``, in steps of 1/16."""
-    guess = math.log(max(float(np.mean(np.abs(symbols))), 1e-3))
+    search from :func:`_mean_log_scale`, in steps of 1/16."""
+    guess = _mean_log_scale(symbols)
     candidates = [_header_float(guess + d / 16, LOG_SCALE_RANGE) for d in range(-48, 17)]
     sample = symbols.reshape(-1)[:: max(1, symbols.size // 20000)]  # a fixed subsample: the search is cheap
     return min(candidates, key=lambda s: _laplace_size(sample, s))
@@ -225,7 +229,7 @@ def _real_rate(grids) -> float:
     """The bits of ``grids`` rounded, each level under the Laplace whose scale is its mean
     magnitude (the continuous estimate: cheap, and close to the best scale's bits)."""
     rounded = [np.round(g) for g in grids]
-    return sum(_laplace_size(q, math.log(max(float(np.mean(np.abs(q))), 1e-3))) for q in rounded)
+    return sum(_laplace_size(q, _mean_log_scale(q)) for q in rounded)
 
 
 def _weight_code(weight, exponent):
@@ -302,15 +306,15 @@ def _decode_symbols(section: bytes, groups, what: str) -> list:
 
 
 def _write(height, width, channels, levels, latents, log_scales, weights) -> bytes:
+    latent_groups = [(q, int(np.abs(q).max()), s) for q, s in zip(latents, log_scales)]
+    weight_groups = [(q, int(np.abs(q).max()), s) for _, q, _, s in weights]
     header = container.Writer()
     header.uint(height).uint(width).uint(channels).uint(levels).uint(WIDTH).uint(DEPTH)
-    for q, log_scale in zip(latents, log_scales):
-        header.float32(log_scale).uint(int(np.abs(q).max()))
-    for _, q, exponent, log_scale in weights:
-        header.sint(exponent).float32(log_scale).uint(int(np.abs(q).max()))
-    latent_stream = _encode_symbols([(q, int(np.abs(q).max()), s) for q, s in zip(latents, log_scales)])
-    weight_stream = _encode_symbols([(q, int(np.abs(q).max()), s) for _, q, _, s in weights])
-    return container.pack(header.getvalue(), [latent_stream, weight_stream])
+    for _, magnitude, log_scale in latent_groups:
+        header.float32(log_scale).uint(magnitude)
+    for (_, _, exponent, _), (_, magnitude, log_scale) in zip(weights, weight_groups):
+        header.sint(exponent).float32(log_scale).uint(magnitude)
+    return container.pack(header.getvalue(), [_encode_symbols(latent_groups), _encode_symbols(weight_groups)])
 
 
 @dataclass
@@ -333,6 +337,15 @@ class Decoded:
         pyramid = self.model.layers[0]
         pyramid.resize(height, width)
         return _synthesise(self.model, height, width, self.channels)
+
+    def redraw(self, size=None, scale: float | None = None) -> np.ndarray:
+        """:meth:`render` at ``size`` (N for the longest side, or ``(W, H)``), at ``scale`` times
+        the picture's size, or (neither given) at its own; ``ValueError`` for a size beyond
+        what renders."""
+        if size is not None or scale is not None:
+            width, height = render_size((self.width, self.height), size, scale)
+            return self.render(height, width)
+        return self.render()
 
 
 def read(data: bytes) -> Decoded:
