@@ -6,7 +6,7 @@ repository root:
     python benchmarks/compression.py
 
     options: [--images kodim23 ...] [--rates 0.125 0.25 0.5 1.0] [--codecs jpeg webp avif ironlearn]
-             [--seconds 150] [--out runs/compression] [--plot docs/images/compression-rd.png]
+             [--seconds 30] [--out runs/compression] [--plot docs/images/compression-rd.png]
              [--folder DIR]
 
 * **Photographs**: the four 768x512 photographs that the ``sporco`` wheel ships (kodim23, monarch,
@@ -21,9 +21,10 @@ repository root:
   bisection on the integer quality (0-100, assuming the size grows with it) finds the highest
   quality whose file fits; where even quality 0 is over, that point is kept with its real rate and
   marked "over".
-* **ironlearn** (``from ironlearn import codec``, when it has ``encode`` and ``decode``):
-  ``codec.encode(pixels, bpp=target, seconds=--seconds)`` once, decoded with ``codec.decode``; its
-  rate is its file's, marked "over" too where it is over the target.
+* **ironlearn** (``from ironlearn import codec``): ``codec.compress_array(pixels, bpp=target,
+  seconds=--seconds)`` once, decoded with ``codec.decode``; its rate is its file's, marked "over"
+  too where it is over the target. ``mlp_steps`` in the JSON: the MLP's training steps when the
+  file kept one, 0 when the pyramid alone was better for its bits.
 * **Quality**: PSNR in RGB, 10 log10(255^2 / MSE) over the three channels of each picture, and the
   mean of those per-picture PSNRs over the pictures (the Kodak convention, not the PSNR of a mean
   MSE). Times: the median of three runs of the final encode (one for ironlearn, whose encode is
@@ -32,7 +33,7 @@ repository root:
 Written under ``--out``: ``results.md`` (a table per rate, then one row per picture, codec and
 rate) and ``results.json`` (every row); the plot of mean PSNR against mean real rate goes to
 ``--plot``. A progress line is printed as each picture, codec and rate finishes. The whole run
-takes about 80 minutes, nearly all of it ironlearn's budget (8 pictures x 4 rates x 150 s).
+takes about 20 minutes, most of it ironlearn's encodes (8 pictures x 4 rates x 30 s).
 """
 
 from __future__ import annotations
@@ -160,19 +161,19 @@ def measure(data: bytes, pixels: np.ndarray, target: float, encode_s: float, dec
 
 def ironlearn_row(codec, pixels: np.ndarray, target: float, seconds: float) -> dict:
     start = time.perf_counter()
-    data = codec.encode(pixels, bpp=target, seconds=seconds)
+    result = codec.compress_array(pixels, bpp=target, seconds=seconds)
     encode_s = time.perf_counter() - start
-    return {"quality": None, **measure(bytes(data), pixels, target, encode_s, codec.decode)}
+    return {"quality": None, "mlp_steps": result.steps, **measure(result.data, pixels, target, encode_s, codec.decode)}
 
 
 def ironlearn_codec():
-    """(ironlearn's codec module, "") when it has ``encode`` and ``decode``, else (None, why not);
+    """(ironlearn's codec module, "") when it has ``compress_array`` and ``decode``, else (None, why not);
     an error raised inside the module still raises."""
     if importlib.util.find_spec("ironlearn.codec") is None:
         return None, "`from ironlearn import codec` finds no codec module"
     from ironlearn import codec
 
-    missing = [name for name in ("encode", "decode") if not callable(getattr(codec, name, None))]
+    missing = [name for name in ("compress_array", "decode") if not callable(getattr(codec, name, None))]
     return (None, f"ironlearn.codec has no {' or '.join(missing)} yet") if missing else (codec, "")
 
 
@@ -198,7 +199,10 @@ def run(pictures, codecs, rates, seconds: float) -> list[dict]:
 
 
 def _quality(row: dict) -> str:
-    return "ironlearn" if row["quality"] is None else f"quality {row['quality']}"
+    """What made the file: the Pillow quality, or whether ironlearn's file kept its MLP."""
+    if row["quality"] is not None:
+        return f"quality {row['quality']}"
+    return f"pyramid + MLP ({row['mlp_steps']} steps)" if row.get("mlp_steps") else "pyramid"
 
 
 def summary(rows: list[dict], codecs, rates) -> list[str]:
@@ -225,7 +229,7 @@ def per_picture(rows: list[dict]) -> list[str]:
     lines = ["| picture | size | target bpp | codec | quality | bytes | bpp | PSNR (dB) | encode (s) | decode (s) |",
              "| --- " * 10 + "|"]
     for row in rows:
-        quality = "" if row["quality"] is None else row["quality"]
+        quality = row["quality"] if row["quality"] is not None else _quality(row)
         rate = f"{row['bpp']:.4f}" + (" **over**" if row["over"] else "")
         lines.append(f"| {row['image']} | {row['width']}x{row['height']} | {row['target_bpp']:g} | {row['codec']} | "
                      f"{quality} | {row['bytes']:,} | {rate} | {row['psnr_db']:.2f} | {row['encode_s']:.3f} | "
@@ -295,7 +299,7 @@ def main():
                         help=f"pictures to code (default all: {', '.join(NAMES)})")
     parser.add_argument("--rates", nargs="+", type=float, default=list(RATES), metavar="BPP")
     parser.add_argument("--codecs", nargs="+", choices=CODECS, default=list(CODECS))
-    parser.add_argument("--seconds", type=float, default=150.0, help="ironlearn's encode budget per picture and rate")
+    parser.add_argument("--seconds", type=float, default=30.0, help="ironlearn's encode budget per picture and rate")
     parser.add_argument("--out", default=os.path.join("runs", "compression"), help="folder for results.md and .json")
     parser.add_argument("--plot", default=os.path.join("docs", "images", "compression-rd.png"))
     parser.add_argument("--folder", default=os.path.join(tempfile.gettempdir(), "ironlearn-sporco"),

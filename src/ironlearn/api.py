@@ -142,7 +142,7 @@ def render(model, size=None, *, scale: float | None = None, view=None, device: s
     return render_bands(network.to(backend), width, height, backend, view=view)
 
 
-def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 60.0,
+def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
              mode: str | None = None):
     """Compress a picture (a path, or an array as :func:`ironlearn.codec.compress_array` takes)
     into a small file that decodes at any size, as ``ironlearn compress`` does; writes it to

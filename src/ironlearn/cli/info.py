@@ -34,18 +34,19 @@ def _compressed_info(args) -> int:
     """What a file of ``ironlearn compress`` holds: the picture, its rate, the network."""
     data, decoded = read_compressed(args.model)
     pixels = decoded.width * decoded.height
-    latents = decoded.model.layers[0].grids()
+    latents = decoded.pyramid.latents
     meta = {"format": "ironlearn compressed picture", "version": codec.container.VERSION,
             "size": [decoded.width, decoded.height], "mode": decoded.mode, "bytes": len(data),
-            "bpp": 8 * len(data) / pixels, "latent_levels": [list(g.shape) for g in latents],
-            "parameters": decoded.model.num_parameters}
+            "bpp": 8 * len(data) / pixels, "latent_levels": [list(g.shape[1:]) for g in latents],
+            "mlp": decoded.net is not None, "parameters": decoded.num_parameters}
     if args.json:
         print(json.dumps(meta, indent=2))
         return ExitCode.OK
     print("\n".join([f"{args.model}", f"compressed picture: {decoded.width}x{decoded.height} {decoded.mode}, "
                      f"{len(data):,} bytes ({meta['bpp']:.4f} bpp)",
-                     f"latent levels: {', '.join(f'{h}x{w}' for h, w in meta['latent_levels'])}",
-                     f"synthesis: {len(decoded.model.layers) - 1} layers (an MLP)",
+                     f"latent levels: {len(latents)} of {decoded.channels} grid(s) each, "
+                     f"{', '.join(f'{h}x{w}' for h, w in meta['latent_levels'])}",
+                     "synthesis: the levels summed" + (" and an MLP's correction" if decoded.net else ""),
                      f"parameters: {meta['parameters']:,}"]))
     return ExitCode.OK
 

@@ -1,21 +1,17 @@
 """Encode a picture as a small file that decodes at any size, and decode it.
 
-The encoder fits the codec's network (:mod:`.pyramid`) to the picture, minimising
-``distortion + lambda * rate``:
+The encoder works in three steps (the design and why are in ``docs/compression.md``):
 
-* distortion: the mean squared error over every pixel and channel, in [0, 1] units;
-* rate: the bits that coding the latents would take under the entropy model, a Laplace of mean
-  0 a level whose scale is learned with the rest, per pixel.
-
-Training is quantisation-aware, as in Cool-chic and C3: for the first :data:`NOISE_SHARE` of the
-steps the network reads the latents plus uniform noise in [-0.5, 0.5) (a differentiable stand-in
-for rounding), then the rounded latents, the gradient passing straight through the rounding.
-With a rate target (``bpp``), lambda follows the rate of the rounded latents to the target as
-the fit goes.
-
-Then the latents are rounded to integers, each MLP weight tensor is rounded to a step ``2**e``
-chosen by the same rate-distortion trade, and both are entropy-coded by ``constriction``'s range
-coder under quantised Laplace models.  The file format is in ``docs/compression.md``.
+1. **Analysis.** The picture, in decorrelated colours, becomes a Laplacian pyramid of integer
+   latents (:func:`.pyramid.analyse`), at the quantisation step whose rate meets the target
+   (``bpp``: bisection on the step) or minimises ``distortion + lambda * rate`` (``lmbda``).
+   The rate is what the range coder will spend: each grid under its best quantised Laplace.
+2. **Synthesis.** With the time left, a small MLP learns to correct the pyramid's picture from
+   the upsampled latents (Adam on the mean squared error).  Its weights are rounded to a step
+   ``2**e`` a tensor, chosen by the same rate-distortion trade; it is kept only if the picture
+   it adds is worth its bits, the latents then re-analysed for the rate it leaves.
+3. **Coding.** Latents and weights are range-coded by ``constriction`` under quantised Laplace
+   models, one a grid and one a tensor.  The file format is in ``docs/compression.md``.
 """
 
 from __future__ import annotations
@@ -28,24 +24,19 @@ import numpy as np
 
 from ..image.metrics import psnr_from_mse
 from ..image.render import render_size
-from ..nn.model import Sequential
 from ..optim import Adam
 from ..optim.schedules import warmup_cosine
 from . import container
 from .container import CodecError
-from .pyramid import MAX_LEVELS, LatentPyramid, laplace_bits, level_shape, synthesis
+from .pyramid import COLOURS, MAX_LEVELS, Pyramid, analyse, laplace_bits, level_shape, synthesis
 
-#: The share of the steps that read the latents plus noise; the rest read them rounded.
-NOISE_SHARE = 0.75
-#: Adam's peak learning rates.  The latents move in units of their quantisation step (1), and a
-#: CPU fit has a few hundred steps, where Cool-chic's take 10**5 at 1e-2: theirs is twenty times
-#: higher.  (At 1.0, every latent moves by about 1 a step whatever its gradient, and the rate
-#: overshoots its target threefold before lambda can catch it: kodim23, 0.25 bpp, 30 s.)
-LATENT_LR, NETWORK_LR = 0.2, 1e-2
-#: Where a rate target may drive lambda (distortion in [0, 1] units, rate in bits per pixel).
-LAMBDA_RANGE = (1e-6, 1e-1)
-#: The synthesis MLP: hidden width and layers.
-WIDTH, DEPTH = 24, 2
+#: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
+WIDTH, DEPTH, NETWORK_LR = 16, 2, 1e-2
+#: The MLP reads the upsampled latents times this: they are small (a fraction of the picture's
+#: range), and the MLP's initialisation expects inputs of about 1.
+FEATURE_GAIN = 10.0
+#: Where rate control searches the quantisation step (of the coarsest level, in [0, 1] units).
+STEP_RANGE = (2.0 ** -12, 4.0)
 #: Pictures the decoder accepts: sides and pixels (bounds every allocation a header can ask for).
 MAX_SIDE, MAX_PIXELS = 1 << 15, 1 << 26
 #: Largest latent or weight magnitude a file may hold.
@@ -54,6 +45,8 @@ MAX_SYMBOL = 1 << 15
 LOG_SCALE_RANGE = (-12.0, 12.0)
 STEP_EXPONENTS = range(-14, 1)
 MODES = {1: "gray", 3: "rgb"}
+#: Output pixels a render computes at once (bounds its memory at any size).
+BAND_PIXELS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -71,7 +64,7 @@ class Compressed:
     seconds : float
         The encode's time.
     steps : int
-        Training steps taken.
+        The MLP's training steps (0 when the file holds none).
     """
 
     data: bytes
@@ -92,15 +85,16 @@ def _as_unit(values) -> np.ndarray:
     return np.clip(values, 0, 1).astype(np.float32)
 
 
-def compress_array(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 60.0,
+def compress_array(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
                    levels: int = MAX_LEVELS, seed: int = 0, progress=None) -> Compressed:
     """Compress a picture: ``values`` ``(H, W)`` or ``(H, W, C)``, ``C`` 1 or 3, uint8 or floats
     in [0, 1].
 
     Give a rate target ``bpp`` (bits per pixel of the whole file) or a rate-distortion weight
-    ``lmbda`` (higher: smaller files), not both; neither means ``bpp=0.5``.  ``seconds`` is the
-    training time.  ``progress``, if given, is called as ``progress(step, steps, psnr, bpp)``
-    about every second.
+    ``lmbda`` (distortion in [0, 1] units plus ``lmbda`` times bits per pixel; higher: smaller
+    files), not both; neither means ``bpp=0.5``.  ``seconds`` bounds the MLP's training (the
+    analysis takes a few seconds more at 768x512).  ``progress``, if given, is called as
+    ``progress(step, steps, psnr)`` about every second while the MLP trains.
     """
     if bpp is not None and lmbda is not None:
         raise ValueError("give a rate target (bpp) or a rate-distortion weight (lmbda), not both")
@@ -119,87 +113,132 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
                          f"(got {width}x{height})")
     levels = max(1, min(levels, MAX_LEVELS))
     started = time.perf_counter()
-    model, lam, steps = _fit(target, bpp, lmbda, seconds, levels, seed, progress)
-    pyramid = model.layers[0]
+    picture = target @ COLOURS[channels].T  # decorrelated colours
     pixels = height * width
-    latents = [np.clip(np.round(g), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32) for g in pyramid.grids()]
-    pyramid.values = [q.astype(np.float32) for q in latents]
-    log_scales = [_best_log_scale(q) for q in latents]
-    weights = _quantise_weights(model, target.reshape(-1, channels), lam, pixels)
-    data = _write(height, width, channels, levels, latents, log_scales, weights)
-    decoded = _synthesise(model, height, width, channels)
-    mse = float(np.mean((np.round(decoded * 255) / 255 - np.round(target * 255) / 255) ** 2))
-    return Compressed(data, 8 * len(data) / pixels, psnr_from_mse(mse), time.perf_counter() - started, steps)
+    header_bits = 8 * (40 + 9 * levels * channels)
+
+    def pyramid_for(bits_left):
+        """The pyramid at the rate ``bits_left`` (a target) or at lambda's best trade."""
+        if bpp is not None:
+            return _analyse_at_rate(picture, levels, bits_left)
+        return _analyse_at_lambda(picture, levels, lmbda)
+
+    plain = pyramid_for(bpp * pixels - header_bits if bpp is not None else None)
+    candidates = [(plain, None, 0)]
+    spent = time.perf_counter() - started
+    if seconds > spent and pixels >= 64:
+        net_bits = 8 * WIDTH * (levels * channels + WIDTH * (DEPTH - 1) + channels)  # about a byte a weight
+        pyramid = pyramid_for(bpp * pixels - header_bits - net_bits if bpp is not None else None)
+        net, steps = _train(pyramid, picture, seconds - spent, seed, progress)
+        lam = lmbda if lmbda is not None else _slope(picture, levels, pyramid)
+        weights = _quantise_weights(pyramid, net, picture, lam)
+        candidates.append((pyramid, (net, weights), steps))
+    best = None
+    for pyramid, network, steps in candidates:
+        data = _write(pyramid, network)
+        decoded = np.round(read(data).render() * 255)
+        mse = float(np.mean((decoded / 255 - np.round(target * 255) / 255) ** 2))
+        rate = 8 * len(data) / pixels
+        # With a target: the best file within it; with lambda: the best trade.
+        cost = (rate > bpp * 1.02, mse) if bpp is not None else (mse + lmbda * rate,)
+        if best is None or cost < best[0]:
+            best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, steps))
+    result = best[1]
+    return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - started, result.steps)
 
 
-def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 60.0,
+def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
            seed: int = 0) -> bytes:
     """The bytes of :func:`compress_array`'s file."""
     return compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds, seed=seed).data
 
 
-# -- fitting --------------------------------------------------------------------------------
-def _fit(target, bpp, lmbda, seconds, levels, seed, progress):
-    """Train the pyramid and its MLP; returns ``(model, lambda at the end, steps)``."""
-    height, width, channels = target.shape
-    pixels = height * width
-    flat = target.reshape(-1, channels)
-    pyramid = LatentPyramid(height, width, levels)
-    net = synthesis(levels, channels, WIDTH, DEPTH, seed)
-    for layer in net.layers[:-1]:  # hidden units start active: latents of zero then still learn
-        if "bias" in layer.params:
-            layer.params["bias"][...] = 0.1
-    model = Sequential(pyramid, *net.layers)
-    log_scales = np.zeros(levels, np.float32)
-    params = {**model.named_parameters(), "log_scales": log_scales}
-    rng = np.random.default_rng(seed)
-    # The rate budget of the latents: the file's, less the header and the weights (estimated).
-    overhead_bits = 8 * (64 + 2 * levels * 6) + 8 * sum(p.size for p in net.named_parameters().values())
-    budget = None if bpp is None else max(bpp * pixels - overhead_bits, 0.02 * pixels) / pixels
-    lam = 1e-2 if lmbda is None else lmbda
+# -- analysis and rate control ---------------------------------------------------------------------
+def _latent_bits(pyramid: Pyramid) -> float:
+    """What the latents cost: each grid under its best Laplace, as the file codes them (the
+    range coder spends within 0.1% of this, plus a few words a section)."""
+    return sum(_laplace_size(q, _best_log_scale(q)) for grids in pyramid.latents for q in grids if np.any(q))
 
-    def train_step(noisy: bool):
-        """Forward and backward at the latents plus noise (or rounded); returns (grads, mse, rate)."""
-        pyramid.values = [g + rng.uniform(-0.5, 0.5, g.shape).astype(np.float32) if noisy else np.round(g)
-                          for g in pyramid.grids()]
-        error = model.forward(None) - flat
-        model.backward(error * np.float32(2 / error.size))
-        grads = {**model.named_gradients(), "log_scales": np.zeros(levels, np.float32)}
-        bits = 0.0
-        for k, values in enumerate(pyramid.values):
-            level_bits, d_values, d_scale = laplace_bits(values, float(log_scales[k]))
-            bits += float(level_bits.sum())
-            grads[f"layers.0.level{k}"] += (lam / pixels) * d_values.astype(np.float32)
-            grads["log_scales"][k] = lam / pixels * d_scale
-        return grads, float(np.mean(error * error)), bits / pixels
 
-    for _ in range(3):  # times a step (its gradients are dropped) to fit the steps to the time
-        clock = time.perf_counter()
-        train_step(True)
-    steps = max(10, int(seconds / (1.1 * (time.perf_counter() - clock))))
-    latents = {name: p for name, p in params.items() if name.startswith("layers.0.")}
-    others = {name: p for name, p in params.items() if name not in latents}
-    optimizers = [Adam(latents, lr=warmup_cosine(LATENT_LR, LATENT_LR / 100, steps)),
-                  Adam(others, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, steps))]
-    last_report = time.perf_counter()
-    for step in range(1, steps + 1):
-        grads, mse, rate = train_step(step <= NOISE_SHARE * steps)
-        for optimizer in optimizers:
-            optimizer.step({name: grads[name] for name in optimizer.params})
-        np.clip(log_scales, *LOG_SCALE_RANGE, out=log_scales)
-        if budget is not None and step % 2 == 0:  # lambda follows the rounded latents' rate to its budget
-            real = _real_rate(pyramid.grids()) / pixels
-            lam = min(max(lam * math.exp(0.3 * max(-1.0, min(1.0, real / budget - 1))), LAMBDA_RANGE[0]),
-                      LAMBDA_RANGE[1])
+def _distortion(picture, pyramid) -> float:
+    """The pyramid's mean squared error (decorrelated colours, [0, 1] units: as in RGB)."""
+    rendered = pyramid.features(pyramid.height, pyramid.width)
+    rendered = rendered.reshape(pyramid.height, pyramid.width, pyramid.levels, pyramid.channels).sum(axis=2)
+    return float(np.mean((rendered - picture) ** 2))
+
+
+def _analyse_at_rate(picture, levels, bits) -> Pyramid:
+    """The pyramid with the finest step whose latents fit in ``bits``: bisection on the log-step."""
+    low, high = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1])  # low: too many bits; high: fits
+    for _ in range(14):
+        middle = (low + high) / 2
+        if _latent_bits(analyse(picture, math.exp(middle), levels)) > bits:
+            low = middle
+        else:
+            high = middle
+    return analyse(picture, math.exp(high), levels)
+
+
+def _analyse_at_lambda(picture, levels, lmbda) -> Pyramid:
+    """The pyramid whose step minimises ``distortion + lmbda * bits per pixel``: golden-section
+    search on the log-step."""
+    pixels = picture.shape[0] * picture.shape[1]
+
+    def cost(log_step):
+        pyramid = analyse(picture, math.exp(log_step), levels)
+        return _distortion(picture, pyramid) + lmbda * _latent_bits(pyramid) / pixels
+
+    low, high = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1])
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = high - ratio * (high - low), low + ratio * (high - low)
+    cost_a, cost_b = cost(a), cost(b)
+    for _ in range(16):
+        if cost_a < cost_b:
+            high, b, cost_b = b, a, cost_a
+            a = high - ratio * (high - low)
+            cost_a = cost(a)
+        else:
+            low, a, cost_a = a, b, cost_b
+            b = low + ratio * (high - low)
+            cost_b = cost(b)
+    return analyse(picture, math.exp((low + high) / 2), levels)
+
+
+def _slope(picture, levels, pyramid) -> float:
+    """Lambda at the pyramid's rate: how much distortion a bit per pixel buys there (measured
+    between the step and one a sixth finer), for the weights' rate-distortion search."""
+    pixels = picture.shape[0] * picture.shape[1]
+    finer = analyse(picture, float(pyramid.steps[0, 0]) * 0.85, levels)
+    d_rate = (_latent_bits(finer) - _latent_bits(pyramid)) / pixels
+    d_distortion = _distortion(picture, pyramid) - _distortion(picture, finer)
+    return max(d_distortion / d_rate, 1e-9) if d_rate > 0 else 1e-9
+
+
+# -- the synthesis MLP ------------------------------------------------------------------------------
+def _train(pyramid, picture, seconds, seed, progress):
+    """Train the MLP that corrects ``pyramid``'s picture for about ``seconds``: ``(net, steps)``."""
+    height, width, channels = picture.shape
+    features = pyramid.features(height, width)
+    base = features.reshape(-1, pyramid.levels, channels).sum(axis=1)
+    residual = picture.reshape(-1, channels) - base
+    inputs = features * np.float32(FEATURE_GAIN)
+    net = synthesis(pyramid.levels * channels, channels, WIDTH, DEPTH, seed)
+    params = net.named_parameters()
+    started = last_report = time.perf_counter()
+    steps, step, optimizer = 10, 0, None
+    while step < steps:
+        step += 1
+        error = net.forward(inputs) - residual
+        net.backward(error * np.float32(2 / error.size))
+        if step == 3:  # three steps timed: as many as fit the time
+            steps = max(3, int((seconds - (time.perf_counter() - started)) / ((time.perf_counter() - started) / 3)))
+            optimizer = Adam(params, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, steps))
+        if optimizer is not None:
+            optimizer.step(net.named_gradients())
         if progress is not None and time.perf_counter() - last_report > 1.0:
             last_report = time.perf_counter()
-            progress(step, steps, psnr_from_mse(mse), rate)
-    pyramid.values = None
-    return model, lam, steps
-
-
-def _synthesise(model, height, width, channels) -> np.ndarray:
-    return np.clip(model.forward(None), 0, 1).reshape(height, width, channels)
+            progress(step, steps, psnr_from_mse(float(np.mean(error * error))))
+    return net, step
 
 
 def _header_float(value: float, bounds) -> float:
@@ -208,7 +247,7 @@ def _header_float(value: float, bounds) -> float:
 
 
 def _laplace_size(symbols, log_scale) -> float:
-    return float(laplace_bits(symbols.astype(np.float64), log_scale)[0].sum())
+    return float(laplace_bits(symbols, log_scale).sum())
 
 
 def _mean_log_scale(symbols) -> float:
@@ -225,40 +264,36 @@ def _best_log_scale(symbols) -> float:
     return min(candidates, key=lambda s: _laplace_size(sample, s))
 
 
-def _real_rate(grids) -> float:
-    """The bits of ``grids`` rounded, each level under the Laplace whose scale is its mean
-    magnitude (the continuous estimate: cheap, and close to the best scale's bits)."""
-    rounded = [np.round(g) for g in grids]
-    return sum(_laplace_size(q, _mean_log_scale(q)) for q in rounded)
-
-
 def _weight_code(weight, exponent):
     """A tensor rounded to steps of ``2**exponent``: its integers and their model's log-scale."""
     q = np.clip(np.round(weight / 2.0 ** exponent), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32)
     return q, _best_log_scale(q)
 
 
-def _quantise_weights(model, flat, lam, pixels, sample: int = 1 << 15, seed: int = 0) -> list:
-    """Each MLP tensor's step, chosen in turn to minimise distortion + lambda * rate with the
-    latents rounded (the distortion measured on ``sample`` random pixels):
-    ``[(name, integers, exponent, log_scale)]``.  The model is left holding the rounded weights."""
-    pyramid, net = model.layers[0], Sequential(*model.layers[1:])
-    chosen_pixels = np.random.default_rng(seed).choice(len(flat), min(sample, len(flat)), replace=False)
-    inputs, targets = pyramid.forward()[chosen_pixels], flat[chosen_pixels]
+def _quantise_weights(pyramid, net, picture, lam, sample: int = 1 << 15, seed: int = 0) -> list:
+    """Each MLP tensor's step, chosen in turn to minimise distortion + lambda * rate (the
+    distortion measured on ``sample`` random pixels): ``[(integers, exponent, log_scale)]``.
+    The MLP is left holding the rounded weights."""
+    height, width, channels = picture.shape
+    pixels = height * width
+    chosen_pixels = np.random.default_rng(seed).choice(pixels, min(sample, pixels), replace=False)
+    features = pyramid.features(height, width)[chosen_pixels]
+    base = features.reshape(-1, pyramid.levels, channels).sum(axis=1)
+    inputs, residual = features * np.float32(FEATURE_GAIN), picture.reshape(-1, channels)[chosen_pixels] - base
     chosen = []
-    for name, weight in net.named_parameters().items():
+    for weight in net.named_parameters().values():
         original = weight.copy()
         best = None
         for exponent in STEP_EXPONENTS:
             q, log_scale = _weight_code(original, exponent)
             weight[...] = q * np.float32(2.0 ** exponent)
-            error = net.forward(inputs) - targets
+            error = net.forward(inputs) - residual
             cost = float(np.mean(error * error)) + lam * _laplace_size(q, log_scale) / pixels
             if best is None or cost < best[0]:
                 best = (cost, q, exponent, log_scale)
         _, q, exponent, log_scale = best
         weight[...] = q * np.float32(2.0 ** exponent)
-        chosen.append((name, q, exponent, log_scale))
+        chosen.append((q, exponent, log_scale))
     return chosen
 
 
@@ -305,38 +340,57 @@ def _decode_symbols(section: bytes, groups, what: str) -> list:
     return out
 
 
-def _write(height, width, channels, levels, latents, log_scales, weights) -> bytes:
-    latent_groups = [(q, int(np.abs(q).max()), s) for q, s in zip(latents, log_scales)]
-    weight_groups = [(q, int(np.abs(q).max()), s) for _, q, _, s in weights]
+def _write(pyramid: Pyramid, network) -> bytes:
+    """The file of ``pyramid`` and ``network`` (``(net, [(integers, exponent, log_scale)])``, or
+    None for no MLP)."""
+    latent_groups = [(q, int(np.abs(q).max()), _best_log_scale(q)) for grids in pyramid.latents for q in grids]
+    weights = [] if network is None else network[1]
+    weight_groups = [(q, int(np.abs(q).max()), s) for q, _, s in weights]
     header = container.Writer()
-    header.uint(height).uint(width).uint(channels).uint(levels).uint(WIDTH).uint(DEPTH)
-    for _, magnitude, log_scale in latent_groups:
-        header.float32(log_scale).uint(magnitude)
-    for (_, _, exponent, _), (_, magnitude, log_scale) in zip(weights, weight_groups):
+    header.uint(pyramid.height).uint(pyramid.width).uint(pyramid.channels).uint(pyramid.levels)
+    header.uint(WIDTH if network else 0).uint(DEPTH if network else 0)
+    for step, (_, magnitude, log_scale) in zip(pyramid.steps.reshape(-1), latent_groups):
+        header.float32(step).float32(log_scale).uint(magnitude)
+    for (_, exponent, _), (_, magnitude, log_scale) in zip(weights, weight_groups):
         header.sint(exponent).float32(log_scale).uint(magnitude)
     return container.pack(header.getvalue(), [_encode_symbols(latent_groups), _encode_symbols(weight_groups)])
 
 
 @dataclass
 class Decoded:
-    """A compressed file read back: the picture's size and mode, and its network."""
+    """A compressed file read back: the picture's size and mode, its latents and its MLP (None
+    when the file holds none)."""
 
     height: int
     width: int
     channels: int
-    model: Sequential
+    pyramid: Pyramid
+    net: object = None
 
     @property
     def mode(self) -> str:
         return MODES[self.channels]
 
+    @property
+    def num_parameters(self) -> int:
+        """The numbers the file holds: latents and MLP weights."""
+        latents = sum(g.size for g in self.pyramid.latents)
+        return latents + (0 if self.net is None else sum(p.size for p in self.net.named_parameters().values()))
+
     def render(self, height: int | None = None, width: int | None = None) -> np.ndarray:
         """The picture at ``height x width`` (its own size by default): float32 in [0, 1],
-        ``(height, width, channels)``."""
+        ``(height, width, channels)``, computed in bands of rows (memory bounded at any size)."""
         height, width = height or self.height, width or self.width
-        pyramid = self.model.layers[0]
-        pyramid.resize(height, width)
-        return _synthesise(self.model, height, width, self.channels)
+        out = np.empty((height, width, self.channels), np.float32)
+        band = max(1, BAND_PIXELS // width)
+        for top in range(0, height, band):
+            rows = slice(top, min(top + band, height))
+            features = self.pyramid.features(height, width, rows)
+            picture = features.reshape(-1, self.pyramid.levels, self.channels).sum(axis=1)
+            if self.net is not None:
+                picture += self.net.forward(features * np.float32(FEATURE_GAIN))
+            out[rows] = (picture @ COLOURS[self.channels]).reshape(-1, width, self.channels)
+        return np.clip(out, 0, 1)
 
     def redraw(self, size=None, scale: float | None = None) -> np.ndarray:
         """:meth:`render` at ``size`` (N for the longest side, or ``(W, H)``), at ``scale`` times
@@ -348,50 +402,59 @@ class Decoded:
         return self.render()
 
 
+def _refuse(what: str) -> CodecError:
+    return CodecError(f"{what}; give a file that `ironlearn compress` wrote")
+
+
 def read(data: bytes) -> Decoded:
-    """The network a compressed file holds; :class:`CodecError` for anything else."""
+    """The picture a compressed file holds; :class:`CodecError` for anything else."""
     header_bytes, sections = container.unpack(data)
     header = container.Reader(header_bytes)
     height = header.uint(1, MAX_SIDE, "the height")
     width = header.uint(1, MAX_SIDE, "the width")
     if height * width > MAX_PIXELS:
-        raise CodecError(f"the header claims {width}x{height} pixels, more than {MAX_PIXELS}; "
-                         "give a file that `ironlearn compress` wrote")
+        raise _refuse(f"the header claims {width}x{height} pixels, more than {MAX_PIXELS}")
     channels = header.uint(1, 3, "the channels")
     if channels not in MODES:
-        raise CodecError(f"the header claims {channels} channels (1 or 3); give a file that `ironlearn compress` wrote")
+        raise _refuse(f"the header claims {channels} channels (1 or 3)")
     levels = header.uint(1, MAX_LEVELS, "the levels")
-    hidden = header.uint(1, 256, "the MLP's width")
-    depth = header.uint(1, 8, "the MLP's depth")
-    latent_models = [(header.float32("a level's scale"), header.uint(0, MAX_SYMBOL, "a level's largest value"))
-                     for _ in range(levels)]
-    pyramid = LatentPyramid(height, width, levels)
-    net = synthesis(levels, channels, hidden, depth)
-    model = Sequential(pyramid, *net.layers)
-    tensors = {name: p for name, p in model.named_parameters().items() if not name.startswith("layers.0.")}
+    hidden = header.uint(0, 256, "the MLP's width")
+    depth = header.uint(0, 8, "the MLP's depth")
+    if (hidden == 0) != (depth == 0):
+        raise _refuse("the header's MLP has a width but no layers, or layers but no width")
+    latent_models = [(header.float32("a grid's step"), header.float32("a grid's scale"),
+                      header.uint(0, MAX_SYMBOL, "a grid's largest value")) for _ in range(levels * channels)]
+    net = synthesis(levels * channels, channels, hidden, depth) if depth else None
+    tensors = [] if net is None else list(net.named_parameters().values())
     weight_models = [(header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a weight step"),
                       header.float32("a weight scale"), header.uint(0, MAX_SYMBOL, "a weight's largest value"))
                      for _ in tensors]
     header.done()
     if len(sections) != 2:
-        raise CodecError(f"the file has {len(sections)} sections, not 2; give a file that `ironlearn compress` wrote")
-    for log_scale, _ in latent_models + [m[1:] for m in weight_models]:
+        raise _refuse(f"the file has {len(sections)} sections, not 2")
+    for step, _, _ in latent_models:
+        if not STEP_RANGE[0] / 2 ** MAX_LEVELS <= step <= STEP_RANGE[1]:
+            raise _refuse("a grid's step in the header is out of range")
+    for log_scale in [m[1] for m in latent_models + weight_models]:
         if not LOG_SCALE_RANGE[0] <= log_scale <= LOG_SCALE_RANGE[1]:
-            raise CodecError("a scale in the header is out of range; give a file that `ironlearn compress` wrote")
-    grids = pyramid.grids()
-    latents = _decode_symbols(sections[0], [(g.size, m, s) for g, (s, m) in zip(grids, latent_models)], "latents")
-    pyramid.values = [q.reshape(g.shape).astype(np.float32) for q, g in zip(latents, grids)]
-    values = _decode_symbols(sections[1], [(p.size, m, s) for p, (_, s, m) in zip(tensors.values(), weight_models)],
+            raise _refuse("a scale in the header is out of range")
+    steps = np.array([m[0] for m in latent_models], np.float32).reshape(levels, channels)
+    pyramid = Pyramid(height, width, channels, levels, steps)
+    shapes = [g.shape[1:] for g in pyramid.latents for _ in range(channels)]
+    planes = _decode_symbols(sections[0], [(h * w, m, s) for (h, w), (_, s, m) in zip(shapes, latent_models)],
+                             "latents")
+    pyramid.latents = [np.stack([planes[k * channels + c].reshape(shapes[k * channels])
+                                 for c in range(channels)]).astype(np.int32) for k in range(levels)]
+    values = _decode_symbols(sections[1], [(p.size, m, s) for p, (_, s, m) in zip(tensors, weight_models)],
                              "weights")
-    for (name, param), q, (exponent, _, _) in zip(tensors.items(), values, weight_models):
+    for param, q, (exponent, _, _) in zip(tensors, values, weight_models):
         param[...] = q.reshape(param.shape) * np.float32(2.0 ** exponent)
-    return Decoded(height, width, channels, model)
+    return Decoded(height, width, channels, pyramid, net)
 
 
 def decode(data: bytes, height: int | None = None, width: int | None = None) -> np.ndarray:
     """A compressed file's picture as uint8 ``(H, W, C)``, at its own size or ``height x width``."""
-    picture = read(data).render(height, width)
-    return np.round(picture * 255).astype(np.uint8)
+    return np.round(read(data).render(height, width) * 255).astype(np.uint8)
 
 
 __all__ = ["Compressed", "Decoded", "CodecError", "compress_array", "encode", "decode", "read", "level_shape"]

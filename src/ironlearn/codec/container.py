@@ -35,8 +35,9 @@ import zlib
 #: The first bytes of every file.  The non-ASCII first byte catches transfers in text mode
 #: (7-bit channels clear its top bit), as PNG's signature does.
 MAGIC = b"\x89ILC"
-#: The format this module writes; it reads 1 .. VERSION.
-VERSION = 1
+#: The format this module writes and the only one it reads.  Format 1 (the first codec, whose
+#: header had no grid steps) is refused with a line that says to compress the picture again.
+VERSION = 2
 MAX_HEADER_BYTES = 1 << 16
 MAX_SECTIONS = 256
 #: The largest file :func:`pack` writes and :func:`read_file` reads by default (256 MiB).
@@ -248,6 +249,9 @@ def _check_signature(data: bytes) -> None:
 def _check_version(version: int) -> None:
     if version > VERSION:
         raise CodecError(f"made by a newer ironlearn (format {version}); upgrade ironlearn to read it")
+    if 1 <= version < VERSION:
+        raise CodecError(f"made by an earlier ironlearn (format {version}; this one reads {VERSION}); "
+                         "compress the picture again")
     if version < 1:
         raise CodecError(f"unknown format version {version} (formats start at 1): the file is damaged; "
                          f"{_CORRUPTED_HINT}")
