@@ -115,7 +115,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     started = time.perf_counter()
     picture = target @ COLOURS[channels].T  # decorrelated colours
     pixels = height * width
-    header_bits = 8 * (40 + 9 * levels * channels)
+    header_bits = 8 * (64 + 11 * levels * channels)  # the container, the header, the coder's last words
 
     def pyramid_for(bits_left):
         """The pyramid at the rate ``bits_left`` (a target) or at lambda's best trade."""
@@ -140,7 +140,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         mse = float(np.mean((decoded / 255 - np.round(target * 255) / 255) ** 2))
         rate = 8 * len(data) / pixels
         # With a target: the best file within it; with lambda: the best trade.
-        cost = (rate > bpp * 1.02, mse) if bpp is not None else (mse + lmbda * rate,)
+        cost = (rate > bpp, mse) if bpp is not None else (mse + lmbda * rate,)
         if best is None or cost < best[0]:
             best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, steps))
     result = best[1]
