@@ -24,7 +24,7 @@ def add_parser(commands) -> None:
     compress_p.add_argument("-o", "--output", required=True, metavar="FILE", help="compressed file to write")
     rate = compress_p.add_mutually_exclusive_group()
     rate.add_argument("--bpp", type=positive_float, metavar="B",
-                      help="target bits per pixel of the whole file (default 0.5; the file lands within 2%% "
+                      help="target bits per pixel of the whole file (default 0.5; the file lands within 3%% "
                            "under it)")
     rate.add_argument("--lmbda", type=positive_float, metavar="L",
                       help="rate-distortion weight instead of a target: mean squared error (pixels in 0..1) "
