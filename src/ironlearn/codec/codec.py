@@ -127,11 +127,15 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     candidates = [(plain, None, 0)]
     spent = time.perf_counter() - started
     if seconds > spent and pixels >= 64:
-        net_bits = 8 * WIDTH * (levels * channels + WIDTH * (DEPTH - 1) + channels)  # about a byte a weight
-        pyramid = pyramid_for(bpp * pixels - header_bits - net_bits if bpp is not None else None)
-        net, steps = _train(pyramid, picture, seconds - spent, seed, progress)
+        if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
+            net_bits = 8 * WIDTH * (levels * channels + WIDTH * (DEPTH - 1) + channels)
+            pyramid = pyramid_for(bpp * pixels - header_bits - net_bits)
+        else:  # lambda's best step does not depend on the MLP
+            pyramid = plain
+        inputs, residual = _mlp_problem(pyramid, picture)
+        net, steps = _train(inputs, residual, seconds - spent, seed, progress)
         lam = lmbda if lmbda is not None else _slope(picture, levels, pyramid)
-        weights = _quantise_weights(pyramid, net, picture, lam)
+        weights = _quantise_weights(net, inputs, residual, lam)
         candidates.append((pyramid, (net, weights), steps))
     best = None
     for pyramid, network, steps in candidates:
@@ -162,9 +166,8 @@ def _latent_bits(pyramid: Pyramid) -> float:
 
 def _distortion(picture, pyramid) -> float:
     """The pyramid's mean squared error (decorrelated colours, [0, 1] units: as in RGB)."""
-    rendered = pyramid.features(pyramid.height, pyramid.width)
-    rendered = rendered.reshape(pyramid.height, pyramid.width, pyramid.levels, pyramid.channels).sum(axis=2)
-    return float(np.mean((rendered - picture) ** 2))
+    rendered = pyramid.summed(pyramid.features(pyramid.height, pyramid.width))
+    return float(np.mean((rendered - picture.reshape(rendered.shape)) ** 2))
 
 
 def _analyse_at_rate(picture, levels, bits) -> Pyramid:
@@ -215,14 +218,17 @@ def _slope(picture, levels, pyramid) -> float:
 
 
 # -- the synthesis MLP ------------------------------------------------------------------------------
-def _train(pyramid, picture, seconds, seed, progress):
-    """Train the MLP that corrects ``pyramid``'s picture for about ``seconds``: ``(net, steps)``."""
+def _mlp_problem(pyramid, picture):
+    """What the MLP learns from and to: the upsampled latents at each pixel, times
+    :data:`FEATURE_GAIN`, and the pyramid's error there, ``(inputs, residual)``."""
     height, width, channels = picture.shape
     features = pyramid.features(height, width)
-    base = features.reshape(-1, pyramid.levels, channels).sum(axis=1)
-    residual = picture.reshape(-1, channels) - base
-    inputs = features * np.float32(FEATURE_GAIN)
-    net = synthesis(pyramid.levels * channels, channels, WIDTH, DEPTH, seed)
+    return features * np.float32(FEATURE_GAIN), picture.reshape(-1, channels) - pyramid.summed(features)
+
+
+def _train(inputs, residual, seconds, seed, progress):
+    """Train the MLP that maps ``inputs`` to ``residual`` for about ``seconds``: ``(net, steps)``."""
+    net = synthesis(inputs.shape[1], residual.shape[1], WIDTH, DEPTH, seed)
     params = net.named_parameters()
     started = last_report = time.perf_counter()
     steps, step, optimizer = 10, 0, None
@@ -270,16 +276,13 @@ def _weight_code(weight, exponent):
     return q, _best_log_scale(q)
 
 
-def _quantise_weights(pyramid, net, picture, lam, sample: int = 1 << 15, seed: int = 0) -> list:
+def _quantise_weights(net, inputs, residual, lam, sample: int = 1 << 15, seed: int = 0) -> list:
     """Each MLP tensor's step, chosen in turn to minimise distortion + lambda * rate (the
-    distortion measured on ``sample`` random pixels): ``[(integers, exponent, log_scale)]``.
-    The MLP is left holding the rounded weights."""
-    height, width, channels = picture.shape
-    pixels = height * width
+    distortion measured on ``sample`` random pixels of ``inputs`` -> ``residual``):
+    ``[(integers, exponent, log_scale)]``.  The MLP is left holding the rounded weights."""
+    pixels = len(inputs)
     chosen_pixels = np.random.default_rng(seed).choice(pixels, min(sample, pixels), replace=False)
-    features = pyramid.features(height, width)[chosen_pixels]
-    base = features.reshape(-1, pyramid.levels, channels).sum(axis=1)
-    inputs, residual = features * np.float32(FEATURE_GAIN), picture.reshape(-1, channels)[chosen_pixels] - base
+    inputs, residual = inputs[chosen_pixels], residual[chosen_pixels]
     chosen = []
     for weight in net.named_parameters().values():
         original = weight.copy()
@@ -386,7 +389,7 @@ class Decoded:
         for top in range(0, height, band):
             rows = slice(top, min(top + band, height))
             features = self.pyramid.features(height, width, rows)
-            picture = features.reshape(-1, self.pyramid.levels, self.channels).sum(axis=1)
+            picture = self.pyramid.summed(features)
             if self.net is not None:
                 picture += self.net.forward(features * np.float32(FEATURE_GAIN))
             out[rows] = (picture @ COLOURS[self.channels]).reshape(-1, width, self.channels)

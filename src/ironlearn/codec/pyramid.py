@@ -19,6 +19,7 @@ products at BLAS speed; the native level at the native size is the identity and 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -48,10 +49,12 @@ def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
     return -(-height // (1 << level)), -(-width // (1 << level))
 
 
+@functools.lru_cache(maxsize=64)
 def upsampling(size_out: int, pixels: int, level: int) -> np.ndarray:
     """The ``(size_out, cells)`` matrix that reads a level's grid along one axis at the centres of
     ``size_out`` output pixels spanning the picture's ``pixels``: Keys' cubic convolution
-    (a = -0.5), clamped at the edges.  At the native size, level 0's matrix is the identity."""
+    (a = -0.5), clamped at the edges.  At the native size, level 0's matrix is the identity.
+    Cached and read-only: rate control and banded renders ask for the same ones again."""
     cells = -(-pixels // (1 << level))
     centres = (np.arange(size_out) + 0.5) * (pixels / size_out)  # in the picture's pixels
     position = centres / (1 << level) - 0.5  # in the level's cells, cell j centred at j
@@ -63,7 +66,9 @@ def upsampling(size_out: int, pixels: int, level: int) -> np.ndarray:
     rows = np.arange(size_out)
     for offset, weight in zip((-1, 0, 1, 2), weights):
         np.add.at(matrix, (rows, np.clip(base + offset, 0, cells - 1)), weight)
-    return matrix.astype(np.float32)
+    matrix = matrix.astype(np.float32)
+    matrix.setflags(write=False)
+    return matrix
 
 
 class Pyramid:
@@ -99,6 +104,10 @@ class Pyramid:
             out[:, :, k] = (along_y @ scaled @ along_x[k].T).transpose(1, 2, 0)
         return out.reshape(-1, self.levels * self.channels)
 
+    def summed(self, features: np.ndarray) -> np.ndarray:
+        """The picture the levels make: :meth:`features` summed over the levels, ``(pixels, channels)``."""
+        return features.reshape(-1, self.levels, self.channels).sum(axis=1)
+
 
 def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     """The pyramid of ``picture`` (``(H, W, C)``, decorrelated colours) at quantisation step
@@ -124,19 +133,12 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     return pyramid
 
 
-_PROJECTIONS: dict = {}
-
-
+@functools.lru_cache(maxsize=64)
 def _projection(pixels: int, level: int):
     """``(U, pinv(U))`` of level ``level`` along an axis of ``pixels``, in float64 (cached: rate
     control analyses the same picture a dozen times)."""
-    key = (pixels, level)
-    if key not in _PROJECTIONS:
-        if len(_PROJECTIONS) > 64:
-            _PROJECTIONS.clear()
-        matrix = upsampling(pixels, pixels, level).astype(np.float64)
-        _PROJECTIONS[key] = (matrix, np.linalg.pinv(matrix))
-    return _PROJECTIONS[key]
+    matrix = upsampling(pixels, pixels, level).astype(np.float64)
+    return matrix, np.linalg.pinv(matrix)
 
 
 def synthesis(inputs: int, channels: int, width: int, depth: int, seed: int = 0):
