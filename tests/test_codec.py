@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from ironlearn import codec
 from ironlearn.cli import main
 from ironlearn.codec import container
-from ironlearn.codec.pyramid import COLOURS, analyse, laplace_bits, upsampling
+from ironlearn.codec.entropy import laplace_bits
+from ironlearn.codec.pyramid import COLOURS, analyse, upsampling
 
 
 def _picture(height=24, width=32, channels=3, seed=0):
@@ -155,7 +156,7 @@ def test_headers_that_pass_their_checksum_but_lie_are_refused():
     with pytest.raises(codec.CodecError, match="channels"):
         codec.read(container.pack(small, [b"", b""]))
     header = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(2).uint(1)
-    header.float32(0.1).float32(0.0).uint(3)
+    header.float32(0.1).float32(0.0).uint(4).uint(3)  # a grid: step, model (a, slope), largest value
     for _ in range(4):
         header.sint(-4).float32(0.0).uint(2)
     with pytest.raises(codec.CodecError, match="whole words|cannot be decoded"):
@@ -164,9 +165,13 @@ def test_headers_that_pass_their_checksum_but_lie_are_refused():
     with pytest.raises(codec.CodecError, match="no layers|no width"):
         codec.read(container.pack(no_layers, [b"", b""]))
     bad_step = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(0).uint(0)
-    bad_step.float32(float("nan")).float32(0.0).uint(0)
+    bad_step.float32(float("nan")).float32(0.0).uint(0).uint(0)
     with pytest.raises(codec.CodecError, match="step"):
         codec.read(container.pack(bad_step.getvalue(), [b"", b""]))
+    bad_slope = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(0).uint(0)
+    bad_slope.float32(0.1).float32(0.0).uint(99).uint(0)
+    with pytest.raises(codec.CodecError, match="slope"):
+        codec.read(container.pack(bad_slope.getvalue(), [b"", b""]))
 
 
 # -- the commands ---------------------------------------------------------------------------------

@@ -61,10 +61,10 @@ def flip(data: bytes, bit: int) -> bytes:
 
 # -- the layout ------------------------------------------------------------------------------------------
 def test_layout_is_magic_version_header_crc_then_the_section_table_and_payloads():
-    assert pack(b"hi", [b"abc", b""]) == (MAGIC + b"\x02" + b"\x02" + b"hi" + crc(b"\x02hi")
+    assert pack(b"hi", [b"abc", b""]) == (MAGIC + bytes([VERSION]) + b"\x02" + b"hi" + crc(bytes([VERSION]) + b"hi")
                                           + b"\x02" + b"\x03" + crc(b"abc") + b"\x00" + crc(b"")
                                           + b"abc")
-    assert len(MAGIC) == 4 and MAGIC[0] >= 0x80 and VERSION == 2
+    assert len(MAGIC) == 4 and MAGIC[0] >= 0x80 and VERSION == 3
 
 
 def test_overhead_is_a_few_dozen_bytes():
@@ -196,12 +196,13 @@ SECTIONS_START = len(SAMPLE) - (200 + 127 + 128)
     (b"\x89PNG\r\n\x1a\n" + bytes(30), ["not an ironlearn compressed file"]),
     (b"\x09ILC" + SAMPLE[4:], ["not an ironlearn compressed file", "text-mode", "binary mode"]),
     (MAGIC, ["truncated", "the file ends inside the format version"]),
-    (with_byte(SAMPLE, 4, 3), ["made by a newer ironlearn (format 3); upgrade ironlearn to read it"]),
+    (with_byte(SAMPLE, 4, VERSION + 1),
+     [f"made by a newer ironlearn (format {VERSION + 1}); upgrade ironlearn to read it"]),
     (MAGIC + b"\xc8" + b"anything at all", ["made by a newer ironlearn (format 200)"]),
     (with_byte(SAMPLE, 4, 0)[:20], ["unknown format version 0"]),
-    (MAGIC + b"\x02", ["truncated", "ends inside the header length"]),
-    (MAGIC + b"\x02" + uvarint(container.MAX_HEADER_BYTES + 1), ["corrupted", "the header length is 65537"]),
-    (MAGIC + b"\x02" + b"\xff" * 12, ["corrupted", "the header length runs over 10 bytes"]),
+    (MAGIC + bytes([VERSION]), ["truncated", "ends inside the header length"]),
+    (MAGIC + bytes([VERSION]) + uvarint(container.MAX_HEADER_BYTES + 1), ["corrupted", "the header length is 65537"]),
+    (MAGIC + bytes([VERSION]) + b"\xff" * 12, ["corrupted", "the header length runs over 10 bytes"]),
     (SAMPLE[:30], ["truncated", "ends inside the header (40 bytes needed, 24 left)"]),
     (SAMPLE[:47], ["truncated", "the header checksum"]),
     (with_byte(SAMPLE, 10, SAMPLE[10] ^ 0x20), ["corrupted", "the header fails its checksum"]),
@@ -227,8 +228,9 @@ def test_a_newer_version_is_reported_before_any_damage_it_also_has():
     assert "newer ironlearn" in refusal(with_byte(SAMPLE, 4, 9)[:-3])
 
 
-def test_the_first_format_is_refused_with_what_to_do():
-    assert "compress the picture again" in refusal(prelude(version=1) + bytes(6))
+@pytest.mark.parametrize("version", range(1, VERSION))
+def test_earlier_formats_are_refused_with_what_to_do(version):
+    assert "compress the picture again" in refusal(prelude(version=version) + bytes(6))
 
 
 @pytest.mark.parametrize("name", VALID_FILES)

@@ -11,13 +11,15 @@ The encoder works in three steps (the design and why are in ``docs/compression.m
    ``2**e`` a tensor, chosen by the same rate-distortion trade; it is kept only if the picture
    it adds is worth its bits, the latents then re-analysed for the rate it leaves.
 3. **Coding.** Latents and weights are range-coded by ``constriction`` under quantised Laplace
-   models, one a grid and one a tensor.  The file format is in ``docs/compression.md``.
+   models: a latent's scale is predicted from its decoded neighbours (:mod:`.entropy`), a
+   weight's is one a tensor.  The file format is in ``docs/compression.md``.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,9 +28,10 @@ from ..image.metrics import psnr_from_mse
 from ..image.render import render_size
 from ..optim import Adam
 from ..optim.schedules import warmup_cosine
-from . import container
+from . import container, entropy
 from .container import CodecError
-from .pyramid import COLOURS, MAX_LEVELS, Pyramid, analyse, laplace_bits, level_shape, synthesis
+from .entropy import laplace_bits
+from .pyramid import COLOURS, MAX_LEVELS, Pyramid, analyse, level_shape, synthesis
 
 #: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
 WIDTH, DEPTH, NETWORK_LR = 16, 2, 1e-2
@@ -42,7 +45,7 @@ MAX_SIDE, MAX_PIXELS = 1 << 15, 1 << 26
 #: Largest latent or weight magnitude a file may hold.
 MAX_SYMBOL = 1 << 15
 #: Log-scales of the Laplace models, and the exponents of the weights' steps.
-LOG_SCALE_RANGE = (-12.0, 12.0)
+LOG_SCALE_RANGE = entropy.LOG_SCALE_RANGE
 STEP_EXPONENTS = range(-14, 1)
 MODES = {1: "gray", 3: "rgb"}
 #: Output pixels a render computes at once (bounds its memory at any size).
@@ -158,10 +161,25 @@ def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seco
 
 
 # -- analysis and rate control ---------------------------------------------------------------------
+def _grids(pyramid: Pyramid):
+    """``(level, channel, grid, its parent)`` for every grid, coarsest level first (the order
+    the decoder needs: a grid's model reads its parent, the coarser level's grid)."""
+    for k in reversed(range(pyramid.levels)):
+        for c in range(pyramid.channels):
+            parent = pyramid.latents[k + 1][c] if k + 1 < pyramid.levels else None
+            yield k, c, pyramid.latents[k][c], parent
+
+
+def _latent_models(pyramid: Pyramid) -> dict:
+    """``{(level, channel): (entropy.Model, bits)}``: each grid's best model and what the grid
+    costs under it (the range coder spends within 0.1% of this, plus a few words a section);
+    None for a grid of zeros, which costs nothing."""
+    return {(k, c): entropy.fit(q, parent) if np.any(q) else None for k, c, q, parent in _grids(pyramid)}
+
+
 def _latent_bits(pyramid: Pyramid) -> float:
-    """What the latents cost: each grid under its best Laplace, as the file codes them (the
-    range coder spends within 0.1% of this, plus a few words a section)."""
-    return sum(_laplace_size(q, _best_log_scale(q)) for grids in pyramid.latents for q in grids if np.any(q))
+    """What the latents cost, as the file codes them."""
+    return sum(found[1] for found in _latent_models(pyramid).values() if found is not None)
 
 
 def _distortion(picture, pyramid) -> float:
@@ -191,20 +209,8 @@ def _analyse_at_lambda(picture, levels, lmbda) -> Pyramid:
         pyramid = analyse(picture, math.exp(log_step), levels)
         return _distortion(picture, pyramid) + lmbda * _latent_bits(pyramid) / pixels
 
-    low, high = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1])
-    ratio = (math.sqrt(5) - 1) / 2
-    a, b = high - ratio * (high - low), low + ratio * (high - low)
-    cost_a, cost_b = cost(a), cost(b)
-    for _ in range(16):
-        if cost_a < cost_b:
-            high, b, cost_b = b, a, cost_a
-            a = high - ratio * (high - low)
-            cost_a = cost(a)
-        else:
-            low, a, cost_a = a, b, cost_b
-            b = low + ratio * (high - low)
-            cost_b = cost(b)
-    return analyse(picture, math.exp((low + high) / 2), levels)
+    log_step = entropy.golden_section(cost, math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1]), iterations=16)
+    return analyse(picture, math.exp(float(log_step)), levels)
 
 
 def _slope(picture, levels, pyramid) -> float:
@@ -309,8 +315,11 @@ def _constriction():
     return constriction
 
 
-def _laplace(magnitude: int, log_scale: float):
-    return _constriction().stream.model.QuantizedLaplace(-magnitude, magnitude, 0.0, math.exp(log_scale))
+def _laplace(magnitude: int, log_scale: float | None = None):
+    """constriction's quantised Laplace on ``-magnitude..magnitude``: with mean 0 and scale
+    ``exp(log_scale)``, or (no ``log_scale``) the family whose scale each symbol gives."""
+    model = _constriction().stream.model.QuantizedLaplace
+    return model(-magnitude, magnitude) if log_scale is None else model(-magnitude, magnitude, 0.0, math.exp(log_scale))
 
 
 def _encode_symbols(groups) -> bytes:
@@ -323,40 +332,66 @@ def _encode_symbols(groups) -> bytes:
     return encoder.get_compressed().astype("<u4").tobytes()
 
 
-def _decode_symbols(section: bytes, groups, what: str) -> list:
-    """The symbols of ``[(count, magnitude, log_scale)]`` from a stream of :func:`_encode_symbols`."""
+def _encode_latents(pyramid: Pyramid, models: dict) -> bytes:
+    """One range-coded stream of every grid, coarsest level first, each under its model of
+    :func:`_latent_models` (grids of zeros take no bits)."""
+    encoder = _constriction().stream.queue.RangeEncoder()
+    for k, c, q, parent in _grids(pyramid):
+        if models[k, c] is not None:
+            entropy.encode(encoder, q, parent, models[k, c][0], _laplace(int(np.abs(q).max())))
+    return encoder.get_compressed().astype("<u4").tobytes()
+
+
+@contextmanager
+def _decoding(section: bytes, what: str):
+    """A range decoder of ``section``; any failure to decode becomes one :class:`CodecError`."""
     if len(section) % 4:
         raise CodecError(f"the {what} section is damaged (its length is not whole words); "
                          "compress the picture again")
     constriction = _constriction()
-    decoder = constriction.stream.queue.RangeDecoder(np.frombuffer(section, dtype="<u4").astype(np.uint32))
-    out = []
     try:
-        for count, magnitude, log_scale in groups:
-            out.append(decoder.decode(_laplace(magnitude, log_scale), count) if magnitude
-                       else np.zeros(count, np.int32))
+        yield constriction.stream.queue.RangeDecoder(np.frombuffer(section, dtype="<u4").astype(np.uint32))
     except BaseException as error:  # constriction reports some damage as a Rust panic (a BaseException)
-        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        if isinstance(error, (KeyboardInterrupt, SystemExit, GeneratorExit)):
             raise
         raise CodecError(f"the {what} section cannot be decoded ({type(error).__name__}); "
                          "compress the picture again") from None
-    return out
+
+
+def _decode_symbols(section: bytes, groups, what: str) -> list:
+    """The symbols of ``[(count, magnitude, log_scale)]`` from a stream of :func:`_encode_symbols`."""
+    with _decoding(section, what) as decoder:
+        return [decoder.decode(_laplace(magnitude, log_scale), count) if magnitude else np.zeros(count, np.int32)
+                for count, magnitude, log_scale in groups]
+
+
+def _decode_latents(section: bytes, pyramid: Pyramid, models: dict) -> None:
+    """Fill ``pyramid``'s grids from a stream of :func:`_encode_latents`; ``models`` is
+    ``{(level, channel): (entropy.Model, magnitude)}``."""
+    with _decoding(section, "latents") as decoder:
+        for k, c, q, parent in _grids(pyramid):  # parent: the level decoded just before
+            model, magnitude = models[k, c]
+            if magnitude:
+                q[...] = entropy.decode(decoder, q.shape, parent, model, _laplace(magnitude))
 
 
 def _write(pyramid: Pyramid, network) -> bytes:
     """The file of ``pyramid`` and ``network`` (``(net, [(integers, exponent, log_scale)])``, or
     None for no MLP)."""
-    latent_groups = [(q, int(np.abs(q).max()), _best_log_scale(q)) for grids in pyramid.latents for q in grids]
+    models = _latent_models(pyramid)
     weights = [] if network is None else network[1]
     weight_groups = [(q, int(np.abs(q).max()), s) for q, _, s in weights]
     header = container.Writer()
     header.uint(pyramid.height).uint(pyramid.width).uint(pyramid.channels).uint(pyramid.levels)
     header.uint(WIDTH if network else 0).uint(DEPTH if network else 0)
-    for step, (_, magnitude, log_scale) in zip(pyramid.steps.reshape(-1), latent_groups):
-        header.float32(step).float32(log_scale).uint(magnitude)
+    for k in range(pyramid.levels):
+        for c in range(pyramid.channels):
+            model = models[k, c][0] if models[k, c] is not None else entropy.Model(0.0, 0)
+            header.float32(pyramid.steps[k, c]).float32(model.a).uint(model.slope)
+            header.uint(int(np.abs(pyramid.latents[k][c]).max()))
     for (_, exponent, _), (_, magnitude, log_scale) in zip(weights, weight_groups):
         header.sint(exponent).float32(log_scale).uint(magnitude)
-    return container.pack(header.getvalue(), [_encode_symbols(latent_groups), _encode_symbols(weight_groups)])
+    return container.pack(header.getvalue(), [_encode_latents(pyramid, models), _encode_symbols(weight_groups)])
 
 
 @dataclass
@@ -426,6 +461,7 @@ def read(data: bytes) -> Decoded:
     if (hidden == 0) != (depth == 0):
         raise _refuse("the header's MLP has a width but no layers, or layers but no width")
     latent_models = [(header.float32("a grid's step"), header.float32("a grid's scale"),
+                      header.uint(0, entropy.SLOPES - 1, "a grid's slope"),
                       header.uint(0, MAX_SYMBOL, "a grid's largest value")) for _ in range(levels * channels)]
     net = synthesis(levels * channels, channels, hidden, depth) if depth else None
     tensors = [] if net is None else list(net.named_parameters().values())
@@ -435,7 +471,7 @@ def read(data: bytes) -> Decoded:
     header.done()
     if len(sections) != 2:
         raise _refuse(f"the file has {len(sections)} sections, not 2")
-    for step, _, _ in latent_models:
+    for step, *_ in latent_models:
         if not STEP_RANGE[0] / 2 ** MAX_LEVELS <= step <= STEP_RANGE[1]:
             raise _refuse("a grid's step in the header is out of range")
     for log_scale in [m[1] for m in latent_models + weight_models]:
@@ -443,11 +479,9 @@ def read(data: bytes) -> Decoded:
             raise _refuse("a scale in the header is out of range")
     steps = np.array([m[0] for m in latent_models], np.float32).reshape(levels, channels)
     pyramid = Pyramid(height, width, channels, levels, steps)
-    shapes = [g.shape[1:] for g in pyramid.latents for _ in range(channels)]
-    planes = _decode_symbols(sections[0], [(h * w, m, s) for (h, w), (_, s, m) in zip(shapes, latent_models)],
-                             "latents")
-    pyramid.latents = [np.stack([planes[k * channels + c].reshape(shapes[k * channels])
-                                 for c in range(channels)]).astype(np.int32) for k in range(levels)]
+    models = {(k, c): (entropy.Model(a, slope), magnitude)
+              for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(levels, channels), latent_models)}
+    _decode_latents(sections[0], pyramid, models)
     values = _decode_symbols(sections[1], [(p.size, m, s) for p, (_, s, m) in zip(tensors, weight_models)],
                              "weights")
     for param, q, (exponent, _, _) in zip(tensors, values, weight_models):

@@ -35,9 +35,10 @@ import zlib
 #: The first bytes of every file.  The non-ASCII first byte catches transfers in text mode
 #: (7-bit channels clear its top bit), as PNG's signature does.
 MAGIC = b"\x89ILC"
-#: The format this module writes and the only one it reads.  Format 1 (the first codec, whose
-#: header had no grid steps) is refused with a line that says to compress the picture again.
-VERSION = 2
+#: The format this module writes and the only one it reads.  Formats 1 (the first codec, whose
+#: header had no grid steps) and 2 (one Laplace a grid, no context model) are refused with a line
+#: that says to compress the picture again.
+VERSION = 3
 MAX_HEADER_BYTES = 1 << 16
 MAX_SECTIONS = 256
 #: The largest file :func:`pack` writes and :func:`read_file` reads by default (256 MiB).

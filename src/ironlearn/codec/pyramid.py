@@ -20,7 +20,6 @@ products at BLAS speed; the native level at the native size is the identity and 
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
@@ -37,10 +36,6 @@ COLOURS = {1: np.eye(1, dtype=np.float32),
 #: which saves more bits than it costs in error (measured on the four sporco photographs:
 #: 0.35 against plain rounding's 0.5, +0.03 dB at 0.25 bpp and +0.35 dB at 0.5).
 DEADZONE = 0.35
-#: The most bits one symbol costs: constriction's range coder keeps every bin's probability at
-#: 2**-24 or more.  (Counting outliers at 16 bits instead, as a first version did, chose scales
-#: too narrow for sparse grids: their files came out 3% larger, and 10% above the estimate.)
-FLOOR_BITS = 24.0
 
 
 def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
@@ -147,16 +142,3 @@ def synthesis(inputs: int, channels: int, width: int, depth: int, seed: int = 0)
     net = mlp(inputs, channels, width=width, depth=depth, rng=np.random.default_rng(seed))
     net.layers[-1].params["weight"][...] = 0
     return net
-
-
-def laplace_bits(values, log_scale: float) -> np.ndarray:
-    """Bits to code each of ``values`` (integers) under a Laplace of mean 0 and scale
-    ``exp(log_scale)`` quantised to bins of width 1, at most :data:`FLOOR_BITS` a value (the
-    range coder's precision)."""
-    b = math.exp(log_scale)
-    magnitude = np.abs(np.asarray(values, np.float64))
-    # P(0) = 1 - e^{-1/(2b)}; P(v != 0) = e^{-(|v| - 1/2) / b} (1 - e^{-1/b}) / 2, in bits (log domain:
-    # no overflow at any scale), capped at the floor's 16 bits.
-    zero_bits = -math.log2(-math.expm1(-0.5 / b))
-    bits = (magnitude - 0.5) / (b * math.log(2)) - math.log2(-math.expm1(-1 / b) / 2)
-    return np.minimum(np.where(magnitude == 0, zero_bits, bits), FLOOR_BITS)
