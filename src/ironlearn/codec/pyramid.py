@@ -36,6 +36,8 @@ COLOURS = {1: np.eye(1, dtype=np.float32),
 #: which saves more bits than it costs in error (measured on the four sporco photographs:
 #: 0.35 against plain rounding's 0.5, +0.03 dB at 0.25 bpp and +0.35 dB at 0.5).
 DEADZONE = 0.35
+#: Each finer level's step is the coarser one's divided by this.
+LEVEL_RATIO = 2.0
 
 
 def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
@@ -114,7 +116,7 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     level corrects the rounding of those above it, and level 0 (the identity) ends the error at
     its own rounding."""
     height, width, channels = picture.shape
-    steps = step / 2.0 ** np.arange(levels)[:, None] * np.ones((1, channels))
+    steps = step / LEVEL_RATIO ** np.arange(levels)[:, None] * np.ones((1, channels))
     pyramid = Pyramid(height, width, channels, levels, steps)
     residual = picture.transpose(2, 0, 1).astype(np.float64)  # (C, H, W)
     for k in reversed(range(levels)):
