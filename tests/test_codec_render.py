@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import ironlearn
 from helpers import run_cli
 from ironlearn import codec
 from ironlearn.codec.pyramid import synthesis, upsampling
@@ -99,3 +100,16 @@ def test_bad_files_and_views_are_one_line_and_exit_2(tmp_path, capsys, data):
     code, _, err = run_cli(capsys, "render", packed, "--size", "70000", "-o", tmp_path / "x.png")
     assert code == 2 and "limit" in err
 
+
+def test_load_and_render_take_a_compressed_file(tmp_path, data):
+    packed = tmp_path / "p.ilc"
+    packed.write_bytes(data)
+    loaded = ironlearn.load(packed)
+    assert isinstance(loaded, codec.Decoded) and loaded.size == (40, 30)
+    big = ironlearn.render(loaded, scale=2)
+    assert big.shape == (60, 80, loaded.channels) and big.dtype == np.float32
+    np.testing.assert_array_equal(big, codec.read(data).render(60, 80))
+    corner = ironlearn.render(str(packed), size=40, view=(0, 0, 1, 1))  # a path, loaded on the way
+    np.testing.assert_allclose(corner, big[30:, 40:], atol=1e-5)
+    with pytest.raises(ValueError, match="leaves the picture"):
+        ironlearn.render(loaded, size=20, view=(0, 0, 2, 1))
