@@ -1,4 +1,5 @@
-"""Test helpers: finite-difference gradient checks, small pictures, the command run in-process, polling."""
+"""Test helpers: finite-difference gradient checks, small pictures (and compressed ones), the command run
+in-process, polling."""
 
 import json
 import os
@@ -59,6 +60,32 @@ def make_picture(path, size=32, colour=False):
         array = gray
     Image.fromarray((array * 255).astype(np.uint8)).save(path)
     return path
+
+
+def waves(height, width, channels, seed=0):
+    """Waves and a little noise, uint8 ``(height, width, channels)``: what a compressed picture of a
+    few hundred bytes still holds, with no symmetry that would hide a swapped axis."""
+    y, x = np.mgrid[0:height, 0:width] / max(height, width)
+    noise = np.random.default_rng(seed).normal(size=(channels, height, width))
+    planes = [np.sin(7 * x + c) * np.cos(5 * y - c) * 0.4 + 0.5 + 0.05 * noise[c] for c in range(channels)]
+    return np.clip(np.round(np.stack(planes, -1) * 255), 0, 255).astype(np.uint8)
+
+
+def with_mlp(decoded, seed=0, spread=0.1):
+    """``decoded`` (a ``codec.Decoded``) given a random MLP of the codec's shape whose correction
+    has standard deviation ``spread``: files of small pictures rarely keep one, and a fresh
+    one's last layer is zero."""
+    from ironlearn.codec.codec import FEATURE_GAIN
+    from ironlearn.codec.pyramid import synthesis
+
+    pyramid = decoded.pyramid
+    net = synthesis(pyramid.levels * pyramid.channels, pyramid.channels, 16, 2, seed=seed)
+    last = net.layers[-1].params["weight"]
+    last[...] = np.random.default_rng(seed).normal(size=last.shape)
+    features = pyramid.features(decoded.height, decoded.width) * np.float32(FEATURE_GAIN)
+    last *= np.float32(spread / net.forward(features).std())
+    decoded.net = net
+    return decoded
 
 
 def run_cli(capsys, *args):

@@ -9,4 +9,5 @@ def test_every_block_of_the_api_page_runs(tmp_path, monkeypatch, capsys):
     assert namespace["run"].metrics["steps"] == 200 and namespace["big"].shape == (400, 400, 1)
     assert namespace["corner"].shape == (256, 256, 1)
     assert namespace["again"].shape == (400, 400, 1) and len(namespace["result"].data) > 0
+    assert namespace["zoomed"].shape == (200, 200, 1) and namespace["small"].size == (200, 200)
     assert capsys.readouterr().err == ""  # nothing printed unless asked

@@ -1,11 +1,13 @@
 """The short way in from Python: fit a picture, load what a fit saved, redraw it at any size.
 
-These three functions do what ``ironlearn fit``, the model files and ``ironlearn render`` do,
-and print nothing unless asked (``progress=True``)::
+These functions do what ``ironlearn fit``, the model files, ``ironlearn render`` and
+``ironlearn compress`` do, and print nothing unless asked (``progress=True``)::
 
     run = ironlearn.fit("photo.png", out="runs/photo", steps=300)
     big = ironlearn.render(run, scale=2)          # (2H, 2W, C) float32 in [0, 1]
     again = ironlearn.load("runs/photo")           # a run folder, model.npz or checkpoint.npz
+    small = ironlearn.load("photo.ilc")            # or a compressed picture: a codec.Decoded
+    corner = ironlearn.render(small, size=512, view=(0, 0, 1, 1))
 
 The layers, optimizers and trainer underneath are the library proper (``ironlearn.nn``,
 ``ironlearn.optim``, ``ironlearn.train``).
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import codec
 from .backend import get_backend
 from .fitting import OPTIONS, FitOptions
 from .fitting import fit as fit_job
@@ -99,15 +102,31 @@ def fit(picture, out: str | None = None, *, progress: bool = False, **options) -
     return load(fit_options.run_folder)
 
 
-def load(path) -> Run:
-    """The model at ``path``: a run folder (its model.npz, else its checkpoint), a model.npz or a
-    checkpoint.npz.
+def load(path) -> Run | codec.Decoded:
+    """What ``path`` holds: a fitted model or a compressed picture.
+
+    Parameters
+    ----------
+    path : str or path
+        A run folder (its model.npz, else its checkpoint), a model.npz or a checkpoint.npz; or a
+        file of ``ironlearn compress`` (told apart by its first bytes, whatever its name).
+
+    Returns
+    -------
+    Run or codec.Decoded
+        A model as a :class:`Run`; a compressed picture as the :class:`ironlearn.codec.Decoded`
+        it decodes to (its ``size``, ``mode``, latent ``pyramid`` and ``net``), which
+        :func:`render` draws at any size like a run.
 
     Raises
     ------
     CheckpointError
         Not a readable ironlearn model.
+    CodecError
+        A compressed file that is damaged or of another format version (a ``ValueError``).
     """
+    if codec.container.is_compressed(path):
+        return codec.read(codec.container.read_file(path))
     model_path = locate_model(path)
     saved = load_checkpoint(model_path)
     run_folder = os.path.dirname(os.path.abspath(model_path))
@@ -117,24 +136,38 @@ def load(path) -> Run:
 
 
 def render(model, size=None, *, scale: float | None = None, view=None, device: str = "cpu") -> np.ndarray:
-    """Redraw ``model`` (a :class:`Run` or a :class:`~ironlearn.nn.Sequential`) as an array.
+    """Redraw ``model`` (a :class:`Run`, a :class:`~ironlearn.nn.Sequential`, a compressed
+    picture's :class:`~ironlearn.codec.Decoded`, or a path that :func:`load` reads) as an array.
 
     Parameters
     ----------
-    model : Run or Sequential
+    model : Run, Sequential, codec.Decoded, str or path
     size : int or (int, int), optional
         N for the longest side (the training aspect kept), or ``(width, height)``.
     scale : float, optional
-        Instead of ``size``: this many times the training size (a :class:`Run` only).
+        Instead of ``size``: this many times the training size (a :class:`Run` or a compressed
+        picture, whose size it has; for a compressed picture, neither means its own size).
     view : (x0, y0, x1, y1), optional
-        Only this region of the [-1, 1] square (y grows downward).
+        Only this region of the [-1, 1] square (y grows downward), sized as the region's share of
+        the training size; a compressed picture fills the square, so its view stays inside.
     device : {"cpu", "cuda", "auto"}
+        Where a network runs; a compressed picture is drawn with NumPy on the CPU.
 
     Returns
     -------
     ndarray
         ``(height, width, channels)`` float32 in [0, 1] (1 = white), on the host.
+
+    Raises
+    ------
+    ValueError
+        No size and no scale (for a network), a size beyond the largest render, or a view that
+        leaves a compressed picture.
     """
+    if isinstance(model, (str, os.PathLike)):
+        model = load(model)
+    if isinstance(model, codec.Decoded):
+        return model.redraw(size, scale, view)
     trained = model.size if isinstance(model, Run) else None
     network = model.model if isinstance(model, Run) else model
     width, height = render_size(trained, size, scale, view)
@@ -152,7 +185,6 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
         result = ironlearn.compress("photo.png", "photo.ilc", bpp=0.5)
         pixels = ironlearn.decompress("photo.ilc", scale=2)    # (2H, 2W, C) float32 in [0, 1]
     """
-    from . import codec
     from .files import write_bytes
     from .image.io import load_picture
 
@@ -163,10 +195,10 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     return result
 
 
-def decompress(source, size=None, *, scale: float | None = None) -> np.ndarray:
+def decompress(source, size=None, *, scale: float | None = None, view=None) -> np.ndarray:
     """A compressed file (a path, or its bytes) redrawn at its own size, at ``size`` (N for the
-    longest side, or ``(W, H)``) or at ``scale`` times it: ``(H, W, C)`` float32 in [0, 1]."""
-    from . import codec
-
+    longest side, or ``(W, H)``) or at ``scale`` times it: ``(H, W, C)`` float32 in [0, 1].
+    ``view`` ``(x0, y0, x1, y1)`` draws only that region of the [-1, 1] square the picture
+    spans (y down), as :func:`render` does."""
     data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.container.read_file(source)
-    return codec.read(data).redraw(size, scale)
+    return codec.read(data).redraw(size, scale, view)

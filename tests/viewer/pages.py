@@ -1,12 +1,29 @@
 """Opening viewer pages in the test browser and comparing what they draw."""
 
 import io
+import json
 import os
+import re
 
 import numpy as np
 from PIL import Image
 
 READY = "window.ironlearnViewer && window.ironlearnViewer.ready"
+#: How close a page's drawing must come to ``ironlearn render``'s.
+MIN_PSNR_DB = 40.0
+#: An init script that takes WebGL2 away, as a browser without it: the page falls back to the CPU.
+NO_WEBGL2 = """
+const getContext = HTMLCanvasElement.prototype.getContext;
+HTMLCanvasElement.prototype.getContext = function (type, ...rest) {
+  return type === "webgl2" ? null : getContext.call(this, type, ...rest);
+};
+"""
+
+
+def data_of(page_path) -> dict:
+    """The JSON the page at ``page_path`` carries."""
+    text = page_path.read_text(encoding="utf-8")
+    return json.loads(re.search(r'<script type="application/json" id="ironlearn-data">(.*?)</script>', text, re.S)[1])
 
 
 class PageErrors(list):

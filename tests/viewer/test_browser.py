@@ -11,19 +11,12 @@ import pytest
 from helpers import make_picture
 from ironlearn.cli import main
 from models import PRESETS, save_model
-from pages import READY, PageErrors, photograph, psnr_db, read_rgb
+from pages import MIN_PSNR_DB, NO_WEBGL2, READY, PageErrors, photograph, psnr_db, read_rgb
 
-MIN_PSNR_DB = 40.0
 SIZE = {name: (128, 128) for name in PRESETS}
 SIZE["classic"] = (64, 64)  # 99,457 weights per pixel: seconds on a software GPU
 CPU_SIZE = (48, 40)  # not square: a swapped axis shows
 VIEWS = {"hashgrid": (-0.3, 0.1, 0.2, 0.45), "siren": (0.25, -0.75, 0.75, -0.35)}
-NO_WEBGL2 = """
-const getContext = HTMLCanvasElement.prototype.getContext;
-HTMLCanvasElement.prototype.getContext = function (type, ...rest) {
-  return type === "webgl2" ? null : getContext.call(this, type, ...rest);
-};
-"""
 
 
 @pytest.fixture(scope="module")

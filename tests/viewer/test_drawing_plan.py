@@ -1,12 +1,15 @@
 """The drawing plan, checked without a browser: a NumPy reading of the packed buffer, op by op
-(what the shader and the page's CPU path do), must reproduce the model's own forward pass."""
+(what the shader and the page's CPU path do), must reproduce the model's own forward pass, or
+the compressed picture's own render."""
 
 import numpy as np
 import pytest
 
+from helpers import waves, with_mlp
+from ironlearn import codec
 from ironlearn.image.coords import pixel_grid
 from ironlearn.nn import Linear, ReLU, Sequential, Sigmoid, Tanh
-from ironlearn.viewer.plan import TEXEL, ViewerError, build_plan, texture_shape
+from ironlearn.viewer.plan import TEXEL, VECTOR_OPS, ViewerError, build_picture_plan, build_plan, texture_shape
 from ironlearn.viewer.shader import fragment_shader
 from models import PRESETS, make_model
 
@@ -17,6 +20,7 @@ def evaluate(plan, points):
     flat = plan.weights.astype(np.float64)
     v = np.zeros((len(points), TEXEL))
     v[:, :2] = points
+    vectors = [v]  # what a mix reads: every activation that an op wrote anew
     for op in plan.ops:
         kind = op["type"]
         if kind == "linear":
@@ -38,9 +42,16 @@ def evaluate(plan, points):
             v = np.concatenate([np.sin(z), np.cos(z)], axis=1)
         elif kind == "hashgrid":
             v = _hashgrid(op, flat, v)
+        elif kind == "latents":
+            v = _latents(op, texels, v)
+        elif kind == "mix":
+            v = sum(vectors[term["vector"]] @ texels[term["weight"]:term["weight"] + op["out4"] * TEXEL * term["in4"]]
+                    .reshape(op["out4"] * TEXEL, term["in4"] * TEXEL).T for term in op["terms"])
         else:
             raise AssertionError(kind)
         assert v.shape[1] == op["out4"] * TEXEL
+        if kind in VECTOR_OPS:
+            vectors.append(v)
     return v[:, plan.output]
 
 
@@ -79,6 +90,26 @@ def _hashgrid(op, flat, v):
     return out
 
 
+def _latents(op, texels, v):
+    """Each level's grid read by Keys' cubic convolution (a = -0.5), cells clamped to the grid."""
+    unit = (v[:, op["src"]] + 1) * 0.5
+    channels = op["channels"]
+    out = np.zeros((len(v), op["out4"] * TEXEL))
+    for k, spec in enumerate(op["levels"]):
+        (columns, rows), pos = spec["cells"], unit * np.array(spec["scale"]) - 0.5
+        corner = np.floor(pos)
+        t = pos - corner
+        weights = np.stack([-0.5 * t ** 3 + t ** 2 - 0.5 * t, 1.5 * t ** 3 - 2.5 * t ** 2 + 1,
+                            -1.5 * t ** 3 + 2 * t ** 2 + 0.5 * t, 0.5 * t ** 3 - 0.5 * t ** 2])  # (4, n, 2)
+        c = corner.astype(np.int64)
+        for j in range(4):
+            for i in range(4):
+                cell = (np.clip(c[:, 1] + j - 1, 0, rows - 1) * columns + np.clip(c[:, 0] + i - 1, 0, columns - 1))
+                read = texels[spec["table"] + cell, :channels]
+                out[:, k * channels:(k + 1) * channels] += (weights[i, :, 0] * weights[j, :, 1])[:, None] * read
+    return out
+
+
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_the_packed_plan_is_the_model(name):
     model = make_model(name)
@@ -88,6 +119,19 @@ def test_the_packed_plan_is_the_model(name):
     np.testing.assert_allclose(evaluate(plan, points), expected, atol=2e-4)
     assert plan.weights.dtype == np.float32 and len(plan.weights) % TEXEL == 0
     assert texture_shape(plan)[0] * texture_shape(plan)[1] >= plan.texels
+
+
+@pytest.mark.parametrize("channels", [3, 1], ids=["rgb", "gray"])
+@pytest.mark.parametrize("mlp", [False, True], ids=["pyramid", "mlp"])
+def test_the_packed_plan_is_the_compressed_picture(channels, mlp):
+    decoded = codec.read(codec.encode(waves(30, 40, channels), bpp=2.0, seconds=0.2))
+    if mlp:
+        with_mlp(decoded)
+    plan = build_picture_plan(decoded)
+    for size, view in [((40, 30), None), ((53, 71), None), ((31, 17), (-0.3, 0.1, 0.2, 0.45))]:
+        drawn = np.clip(evaluate(plan, pixel_grid(*size, view=view)), 0, 1).reshape(size[1], size[0], channels)
+        np.testing.assert_allclose(drawn, decoded.render(size[1], size[0], view), atol=1e-4)
+    assert fragment_shader(plan).count("keys_weights(pos.x") == decoded.pyramid.levels
 
 
 def test_the_uint32_hash_is_numpys_uint64_hash():

@@ -20,13 +20,9 @@ from helpers import make_picture, rewrite_meta, run_cli
 from ironlearn.cli import main
 from ironlearn.viewer import make_server, payload, render_page
 from models import save_model
+from pages import data_of
 
 MARKERS = ("@title", "/*@style*/", "/*@data*/", "/*@script*/")
-
-
-def data_of(page_path) -> dict:
-    text = page_path.read_text(encoding="utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="ironlearn-data">(.*?)</script>', text, re.S)[1])
 
 
 def set_settings(path, **changes):

@@ -2,7 +2,6 @@
 
 import base64
 import io
-import json
 import os
 import re
 import signal
@@ -20,16 +19,12 @@ from ironlearn.nn import Linear, ReLU, Sequential, register
 from ironlearn.train import save_checkpoint
 from ironlearn.viewer import payload
 from models import save_model
+from pages import data_of
 
 
 @pytest.fixture
 def model_file(tmp_path):
     return save_model(tmp_path / "model.npz", "hashgrid")
-
-
-def data_of(page_path) -> dict:
-    text = page_path.read_text(encoding="utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="ironlearn-data">(.*?)</script>', text, re.S)[1])
 
 
 def test_the_page_holds_everything_it_needs(tmp_path, capsys, model_file):

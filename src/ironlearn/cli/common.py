@@ -16,9 +16,11 @@ def say(message: str) -> None:
 
 
 def add_model_argument(parser) -> None:
-    """The positional ``model`` of a command that reads a fitted model (render, info)."""
-    parser.add_argument("model", metavar="RUN_DIR|MODEL.npz",
-                        help="run folder of 'ironlearn fit' (its model.npz, else checkpoint.npz) or a model file")
+    """The positional ``model`` of a command that reads a fitted model or a compressed picture
+    (render, info)."""
+    parser.add_argument("model", metavar="RUN_DIR|MODEL.npz|FILE",
+                        help="run folder of 'ironlearn fit' (its model.npz, else checkpoint.npz), a model file, "
+                             "or a file 'ironlearn compress' wrote")
 
 
 def check_output(path: str, force: bool) -> None:

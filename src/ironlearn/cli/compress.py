@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 from .. import codec
 from ..fitting import UsageError
 from ..files import write_bytes
-from ..image.io import load_picture, save_image
-from .argtypes import positive_float, size_arg
+from ..image.io import load_picture
+from ..image.render import save_bands
+from .argtypes import positive_float, size_arg, view_arg
 from .common import check_output, say
 from .status import ExitCode
 
@@ -37,13 +39,18 @@ def add_parser(commands) -> None:
 
     decompress_p = commands.add_parser(
         "decompress", help="redraw a compressed file as a PNG, at its size or any other",
-        description="Decode a file of 'ironlearn compress' to a PNG, at the picture's own size or any other.")
+        description="Decode a file of 'ironlearn compress' to a PNG, at the picture's own size or any other, "
+                    "or a region of it (--view); 'ironlearn render FILE' does the same with render's options.")
     decompress_p.add_argument("file", metavar="FILE", help="a file 'ironlearn compress' wrote")
     decompress_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
     how_big = decompress_p.add_mutually_exclusive_group()
     how_big.add_argument("--size", type=size_arg, metavar="N|WxH",
                          help="N for the longest side (the aspect kept) or WxH; default: the picture's own size")
     how_big.add_argument("--scale", type=positive_float, metavar="F", help="F times the picture's size")
+    decompress_p.add_argument("--view", type=view_arg, metavar="X0,Y0,X1,Y1",
+                              help="only this region of the picture, which spans the [-1, 1] square (y grows "
+                                   "downward; write --view=-0.5,... when it starts with a minus); sized at the "
+                                   "picture's own pixel pitch unless --size or --scale says otherwise")
     decompress_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     decompress_p.set_defaults(func=cmd_decompress)
 
@@ -88,16 +95,32 @@ def read_compressed(path: str):
         raise UsageError(f"{path}: {exc}") from None
 
 
+def check_view(decoded, view) -> None:
+    """A :class:`UsageError` for a ``view`` that leaves the compressed picture."""
+    try:
+        decoded.region(view)
+    except ValueError as exc:
+        raise UsageError(f"--{exc}") from None
+
+
+def save_drawing(decoded, output: str, width: int, height: int, view=None) -> None:
+    """Draw ``decoded`` (or the region ``view`` of it) at ``width x height`` straight into the PNG
+    ``output``, a band of rows at a time, and say so."""
+    # A bar only on a terminal: in a log, its redraws are kilobytes of carriage returns.
+    save_bands(output, width, height, decoded.channels, decoded.bands(height, width, view),
+               progress=sys.stderr.isatty())
+    say(f"wrote {output} ({width}x{height})")
+
+
 def cmd_decompress(args) -> int:
     check_output(args.output, args.force)
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
     _, decoded = read_compressed(args.file)
+    check_view(decoded, args.view)
     try:
-        picture = decoded.redraw(args.size, args.scale)
+        width, height = decoded.draw_size(args.size, args.scale, args.view)
     except ValueError as exc:
         raise UsageError(str(exc).replace("a scale", "--scale").replace("give a size", "give --size")) from None
-    height, width = picture.shape[:2]
-    save_image(args.output, picture)
-    say(f"wrote {args.output} ({width}x{height})")
+    save_drawing(decoded, args.output, width, height, args.view)
     return ExitCode.OK

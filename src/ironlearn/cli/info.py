@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 from .. import codec
 from ..train import load_checkpoint
@@ -21,13 +20,6 @@ def add_parser(commands) -> None:
     add_model_argument(info_p)
     info_p.add_argument("--json", action="store_true", help="print the metadata as JSON")
     info_p.set_defaults(func=cmd_info)
-
-
-def _is_compressed(path: str) -> bool:
-    if not os.path.isfile(path):
-        return False
-    with open(path, "rb") as file:
-        return file.read(len(codec.container.MAGIC)) == codec.container.MAGIC
 
 
 def _compressed_info(args) -> int:
@@ -52,7 +44,7 @@ def _compressed_info(args) -> int:
 
 
 def cmd_info(args) -> int:
-    if _is_compressed(args.model):
+    if codec.container.is_compressed(args.model):
         return _compressed_info(args)
     saved = load_checkpoint(locate_model(args.model))
     if args.json:

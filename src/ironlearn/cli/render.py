@@ -1,9 +1,10 @@
-"""``ironlearn render``: a fitted model redrawn at any size, as a PNG."""
+"""``ironlearn render``: a fitted model, or a compressed picture, redrawn at any size, as a PNG."""
 
 from __future__ import annotations
 
 import sys
 
+from .. import codec
 from ..backend import DEVICES, get_backend
 from ..fitting import UsageError
 from ..image.render import region_size, render_png, render_size
@@ -11,25 +12,29 @@ from ..train import load_checkpoint
 from ..viewer.run import locate_model
 from .argtypes import positive_float, size_arg, view_arg
 from .common import add_model_argument, check_output, say
+from .compress import check_view, read_compressed, save_drawing
 from .status import ExitCode
 
 
 def add_parser(commands) -> None:
-    render_p = commands.add_parser("render", help="redraw a fitted model at any size",
-                                   description="Redraw a fitted model (model.npz or checkpoint.npz) at any size, "
-                                               "in tiles so memory stays bounded.")
+    render_p = commands.add_parser("render", help="redraw a fitted model or a compressed picture at any size",
+                                   description="Redraw a fitted model (model.npz or checkpoint.npz), or a file "
+                                               "of 'ironlearn compress', at any size or a region of it at any "
+                                               "zoom, in tiles so memory stays bounded.")
     add_model_argument(render_p)
     how_big = render_p.add_mutually_exclusive_group(required=True)
     how_big.add_argument("--size", type=size_arg, metavar="N|WxH",
                          help="N for the longest side (the training aspect kept) or WxH")
     how_big.add_argument("--scale", type=positive_float, metavar="F",
-                         help="F times the training size (2: twice as wide and tall)")
+                         help="F times the training size, or a compressed picture's (2: twice as wide and tall)")
     render_p.add_argument("--view", type=view_arg, metavar="X0,Y0,X1,Y1",
-                          help="render only this region of the [-1, 1] square (y grows downward; "
-                               "write --view=-0.5,... when it starts with a minus); default: the whole picture")
+                          help="render only this region of the [-1, 1] square, which the picture spans (y grows "
+                               "downward; write --view=-0.5,... when it starts with a minus; a compressed "
+                               "picture's view stays inside the square); default: the whole picture")
     render_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
     render_p.add_argument("--device", choices=DEVICES,
-                          help="where to render (default: the GPU when CuPy sees one, else the CPU)")
+                          help="where to render a model (default: the GPU when CuPy sees one, else the CPU); "
+                               "a compressed picture draws on the CPU")
     render_p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     render_p.set_defaults(func=cmd_render)
 
@@ -52,6 +57,8 @@ def cmd_render(args) -> int:
     check_output(args.output, args.force)
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
+    if codec.container.is_compressed(args.model):
+        return _render_compressed(args)
     saved = load_checkpoint(locate_model(args.model))
     width, height = _render_size(args.size, saved.settings, args.view, args.scale)
     backend = get_backend(args.device or "auto", notify=say if args.device == "auto" else None)
@@ -60,4 +67,14 @@ def cmd_render(args) -> int:
     render_png(model, args.output, width, height, backend, saved.channels, progress=sys.stderr.isatty(),
                view=args.view)
     say(f"wrote {args.output} ({width}x{height})")
+    return ExitCode.OK
+
+
+def _render_compressed(args) -> int:
+    """``render`` of a file of ``ironlearn compress``: sized as a model whose training size is
+    the picture's."""
+    _, decoded = read_compressed(args.model)
+    check_view(decoded, args.view)
+    width, height = _render_size(args.size, {"size": list(decoded.size)}, args.view, args.scale)
+    save_drawing(decoded, args.output, width, height, args.view)
     return ExitCode.OK

@@ -1,9 +1,10 @@
-"""``ironlearn view``: the web page that redraws a model at any zoom."""
+"""``ironlearn view``: the web page that redraws a model, or a compressed picture, at any zoom."""
 
 from __future__ import annotations
 
 import os
 
+from .. import codec
 from ..files import is_generated_page
 from ..fitting import UsageError
 from ..viewer import serve, write_viewer
@@ -14,14 +15,19 @@ from .status import ExitCode
 
 
 def add_parser(commands) -> None:
-    view_p = commands.add_parser("view", help="write a web page that redraws the model at any zoom",
+    view_p = commands.add_parser("view", help="write a web page that redraws the model or compressed picture "
+                                              "at any zoom",
                                  description="Write one self-contained HTML page (weights embedded, no network, "
                                              "opens from file://) that evaluates the model per screen pixel with "
                                              "WebGL2: drag to pan, wheel, pinch or +/- to zoom, beside the "
-                                             "training picture, time-lapse and metrics of the run.")
-    view_p.add_argument("source", metavar="RUN_DIR|MODEL.npz", help="run folder of 'ironlearn fit', or a model file")
+                                             "training picture, time-lapse and metrics of the run. For a file of "
+                                             "'ironlearn compress', the page draws the picture from its latent "
+                                             "grids (and MLP) per screen pixel the same way.")
+    view_p.add_argument("source", metavar="RUN_DIR|MODEL.npz|FILE",
+                        help="run folder of 'ironlearn fit', a model file, or a file 'ironlearn compress' wrote")
     view_p.add_argument("-o", "--output", metavar="PAGE.html",
-                        help="page to write (default: viewer.html in the run folder, or beside the model file)")
+                        help="page to write (default: viewer.html in the run folder, or beside the model file; "
+                             "NAME.html beside a compressed NAME.ilc)")
     view_p.add_argument("--serve", action="store_true", help="also serve the page on 127.0.0.1 until Ctrl-C")
     view_p.add_argument("--port", type=port_arg, metavar="N", help="port for --serve (default 8000, or a free "
                                                                     "one when 8000 is taken)")
@@ -39,9 +45,21 @@ def add_parser(commands) -> None:
     view_p.set_defaults(func=cmd_view)
 
 
+def _default_page(model_path: str, compressed: bool) -> str:
+    """viewer.html beside a model (in its run folder); NAME.html beside a compressed NAME.ilc, so
+    that two pictures in one folder get two pages."""
+    if compressed:
+        stem, suffix = os.path.splitext(os.path.abspath(model_path))
+        return stem + (".html" if suffix.lower() not in (".html", ".htm") else ".viewer.html")
+    return os.path.join(os.path.dirname(os.path.abspath(model_path)), "viewer.html")
+
+
 def cmd_view(args) -> int:
     model_path = locate_model(args.source)
-    output = args.output or os.path.join(os.path.dirname(os.path.abspath(model_path)), "viewer.html")
+    compressed = codec.container.is_compressed(model_path)
+    if compressed and args.with_picture:
+        raise UsageError("a compressed file holds no training picture to embed; leave out --with-picture")
+    output = args.output or _default_page(model_path, compressed)
     # The page ironlearn made beside the model is ironlearn's to rewrite; a path the user named is theirs.
     check_output(output, args.force or (args.output is None and is_generated_page(output)))
     if not output.lower().endswith((".html", ".htm")):

@@ -333,3 +333,15 @@ def read_file(path, limit: int = MAX_FILE_BYTES) -> bytes:
     if len(data) > limit:
         raise CodecError(f"{path} grew past {limit:,} bytes while being read; {_FOREIGN_HINT}")
     return data
+
+
+def is_compressed(path) -> bool:
+    """Whether ``path`` is a regular file that starts with :data:`MAGIC` (whatever follows): what
+    the commands that also read models check to tell a compressed picture from a model."""
+    if not os.path.isfile(path):  # a folder, or a pipe that open() would wait on
+        return False
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False

@@ -47,13 +47,16 @@ def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=64)
-def upsampling(size_out: int, pixels: int, level: int) -> np.ndarray:
+def upsampling(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None) -> np.ndarray:
     """The ``(size_out, cells)`` matrix that reads a level's grid along one axis at the centres of
-    ``size_out`` output pixels spanning the picture's ``pixels``: Keys' cubic convolution
-    (a = -0.5), clamped at the edges.  At the native size, level 0's matrix is the identity.
-    Cached and read-only: rate control and banded renders ask for the same ones again."""
+    ``size_out`` output pixels spanning ``span`` ``(low, high)`` of the picture's ``pixels`` (in
+    its pixels: pixel ``i`` covers ``[i, i + 1]``; default all of them, ``(0, pixels)``): Keys'
+    cubic convolution (a = -0.5), clamped at the edges.  At the native size, level 0's matrix is
+    the identity.  Cached and read-only: rate control and banded renders ask for the same ones
+    again."""
     cells = -(-pixels // (1 << level))
-    centres = (np.arange(size_out) + 0.5) * (pixels / size_out)  # in the picture's pixels
+    low, high = (0, pixels) if span is None else span
+    centres = low + (np.arange(size_out) + 0.5) * ((high - low) / size_out)  # in the picture's pixels
     position = centres / (1 << level) - 0.5  # in the level's cells, cell j centred at j
     base = np.floor(position).astype(np.int64)
     t = position - base
@@ -86,18 +89,25 @@ class Pyramid:
         self.latents = [np.zeros((channels, *level_shape(height, width, k)), np.int32) for k in range(levels)]
         self.steps = np.ones((levels, channels), np.float32) if steps is None else np.asarray(steps, np.float32)
 
-    def features(self, height: int, width: int, rows=slice(None)) -> np.ndarray:
+    def features(self, height: int, width: int, rows=slice(None), region=None) -> np.ndarray:
         """The grids times their steps, upsampled to ``height x width`` and read at output rows
-        ``rows``: ``(pixels, levels * channels)``, level-major."""
-        along_x = [upsampling(width, self.width, k) for k in range(self.levels)]
+        ``rows``: ``(pixels, levels * channels)``, level-major.
+
+        ``region`` ``(left, top, right, bottom)``, in the picture's pixels (pixel ``(i, j)``
+        covers ``[i, i + 1] x [j, j + 1]``), is what the ``height x width`` output spans:
+        default the whole picture, ``(0, 0, self.width, self.height)``."""
+        span_x = span_y = None
+        if region is not None:
+            span_x, span_y = (float(region[0]), float(region[2])), (float(region[1]), float(region[3]))
+        along_x = [upsampling(width, self.width, k, span_x) for k in range(self.levels)]
         row_ids = np.arange(height)[rows]
         out = np.empty((len(row_ids), width, self.levels, self.channels), np.float32)
         for k, grids in enumerate(self.latents):
             scaled = grids * self.steps[k][:, None, None]
-            if k == 0 and (height, width) == (self.height, self.width):
+            if k == 0 and (height, width) == (self.height, self.width) and region is None:
                 out[:, :, k] = scaled[:, row_ids].transpose(1, 2, 0)
                 continue
-            along_y = upsampling(height, self.height, k)[row_ids]
+            along_y = upsampling(height, self.height, k, span_y)[row_ids]
             out[:, :, k] = (along_y @ scaled @ along_x[k].T).transpose(1, 2, 0)
         return out.reshape(-1, self.levels * self.channels)
 

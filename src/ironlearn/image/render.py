@@ -101,17 +101,17 @@ def write_png_rows(file, width: int, height: int, channels: int, row_bands) -> N
     file.write(_chunk(b"IEND", b""))
 
 
-def render_png(model, path, width: int, height: int, backend, channels: int,
-               tile_points: int = TILE_POINTS, *, each=None, progress: bool = False, view=None) -> None:
-    """Render ``model`` at ``width x height`` straight into the PNG at ``path`` (atomically).
+def save_bands(path, width: int, height: int, channels: int, drawn, *, each=None, progress: bool = False) -> None:
+    """Stream ``drawn``, an iterable of ``(row_start, pixels)`` bands (float32 in [0, 1],
+    ``(rows, width, channels)``, top to bottom, as :func:`bands` yields them), into the PNG at
+    ``path`` (atomically): memory stays at one band.
 
-    ``each(row_start, pixels)``, when given, sees every float32 band on its way to the file
-    (to score it against the picture, say).  ``progress`` shows a bar on stderr once the
-    render has taken more than two seconds.  ``view`` ``(x0, y0, x1, y1)`` renders that
-    region of the [-1, 1] square instead of all of it.
+    ``each(row_start, pixels)``, when given, sees every band on its way to the file (to score it
+    against the picture, say).  ``progress`` shows a bar on stderr once the render has taken more
+    than two seconds.
     """
     def encoded(bar):
-        for start, pixels in bands(model, width, height, backend, tile_points, view):
+        for start, pixels in drawn:
             if each is not None:
                 each(start, pixels)
             bar.update(len(pixels))
@@ -123,3 +123,13 @@ def render_png(model, path, width: int, height: int, backend, channels: int,
             write_png_rows(file, width, height, channels, encoded(bar))
 
     atomic_write(os.fspath(path), write)
+
+
+def render_png(model, path, width: int, height: int, backend, channels: int,
+               tile_points: int = TILE_POINTS, *, each=None, progress: bool = False, view=None) -> None:
+    """Render ``model`` at ``width x height`` straight into the PNG at ``path`` (atomically), a
+    band at a time (:func:`save_bands`, which ``each`` and ``progress`` go to).  ``view``
+    ``(x0, y0, x1, y1)`` renders that region of the [-1, 1] square instead of all of it.
+    """
+    save_bands(path, width, height, channels, bands(model, width, height, backend, tile_points, view),
+               each=each, progress=progress)

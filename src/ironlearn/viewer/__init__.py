@@ -1,4 +1,5 @@
-"""``ironlearn view``: a self-contained web page that redraws a fitted model at any zoom.
+"""``ironlearn view``: a self-contained web page that redraws a fitted model (or a compressed
+picture) at any zoom.
 
 The page evaluates the network per screen pixel in a WebGL2 fragment shader
 generated from the model's layers (:mod:`.shader`), from one packed float32
@@ -6,10 +7,10 @@ texture (:mod:`.plan`); without WebGL2 it follows the same plan in JavaScript.
 Beside the network it shows what the run folder holds (:mod:`.run`).
 """
 
-from .page import payload, render_page, write_viewer
-from .plan import DRAWABLE, Plan, ViewerError, build_plan
+from .page import payload, picture_payload, render_page, write_viewer
+from .plan import DRAWABLE, Plan, ViewerError, build_picture_plan, build_plan
 from .serve import make_server, serve
 from .shader import fragment_shader
 
-__all__ = ["DRAWABLE", "Plan", "ViewerError", "build_plan", "fragment_shader", "make_server", "payload",
-           "render_page", "serve", "write_viewer"]
+__all__ = ["DRAWABLE", "Plan", "ViewerError", "build_picture_plan", "build_plan", "fragment_shader", "make_server",
+           "payload", "picture_payload", "render_page", "serve", "write_viewer"]

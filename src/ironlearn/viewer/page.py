@@ -1,4 +1,5 @@
-"""One self-contained HTML page per model: the templates in ``static/`` with the model inlined.
+"""One self-contained HTML page per model (or compressed picture): the templates in ``static/``
+with the model inlined.
 
 The page needs nothing but itself: the weights travel as base64 float32 inside
 a JSON block, pictures as data URLs, the script and the style inline.  It
@@ -14,10 +15,10 @@ import os
 import re
 from importlib import resources
 
-from .. import __version__
+from .. import __version__, codec
 from ..files import write_bytes
 from ..train import load_checkpoint
-from .plan import build_plan, texture_shape
+from .plan import Plan, ViewerError, build_picture_plan, build_plan, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
 from .shader import fragment_shader
 
@@ -30,7 +31,8 @@ def _static(name: str) -> str:
 
 
 def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture: bool | None = None) -> dict:
-    """Everything the page reads about the model at ``source`` (a run folder or model file), JSON-ready.
+    """Everything the page reads about the model at ``source`` (a run folder or model file, or a
+    file of ``ironlearn compress``: :func:`picture_payload`), JSON-ready.
 
     ``with_picture`` None embeds the training picture for a run's model and not for a bare
     model file (see :mod:`.run`); True or False decides for either.  Either way the picture
@@ -39,11 +41,21 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
     Raises
     ------
     ViewerError
-        No model there, or a layer the page cannot draw.
+        No model there, a layer the page cannot draw, or a compressed file that is damaged.
     CheckpointError
         Not an ironlearn model, or a newer format.
     """
     model_path = locate_model(source)
+    if codec.container.is_compressed(model_path):
+        try:
+            data = codec.container.read_file(model_path)  # its messages name the file
+        except codec.CodecError as exc:
+            raise ViewerError(str(exc)) from None
+        try:
+            decoded = codec.read(data)
+        except codec.CodecError as exc:
+            raise ViewerError(f"{model_path}: {exc}") from None
+        return picture_payload(decoded, os.path.basename(model_path), file_bytes=len(data))
     saved = load_checkpoint(model_path)
     plan = build_plan(saved.model)
     settings = saved.settings
@@ -57,12 +69,7 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
         "model": repr(saved.model),
         "preset": settings.get("model"),
         "picture": {"width": size[0], "height": size[1], "mode": settings.get("mode")},
-        "ops": plan.ops,
-        "output": plan.output,
-        "texture": list(texture_shape(plan)),
-        # Little-endian float32: what a Float32Array reads on every machine a browser runs on.
-        "weights": base64.b64encode(plan.weights.astype("<f4").tobytes()).decode("ascii"),
-        "shader": fragment_shader(plan),
+        **_drawing(plan),
         "metrics": metrics,
         "original": extras.original,
         "timelapse": extras.timelapse,
@@ -70,6 +77,46 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
         "history": extras.history,
         "notes": extras.notes,
         "version": __version__,
+    }
+
+
+def picture_payload(decoded, name: str = "compressed picture", *, file_bytes: int | None = None) -> dict:
+    """What the page reads about a compressed picture (a :class:`~ironlearn.codec.Decoded`),
+    JSON-ready: the page draws it per screen pixel as it draws a model, from its latent grids
+    (and its MLP); ``name`` titles it, and ``file_bytes``, when given, is the file's size."""
+    pyramid = decoded.pyramid
+    grids = ", ".join(f"{g.shape[2]}x{g.shape[1]}" for g in pyramid.latents)
+    described = (f"latent pyramid: {pyramid.levels} levels of {decoded.channels} grid(s) ({grids}), read by "
+                 "Keys' cubic convolution and summed" + (f"\nplus the MLP's correction: {decoded.net!r}"
+                                                         if decoded.net is not None else ""))
+    metrics = {"params": decoded.num_parameters}
+    if file_bytes is not None:
+        metrics.update(bytes=file_bytes, bpp=8 * file_bytes / (decoded.width * decoded.height))
+    return {
+        "title": f"{name}: ironlearn viewer",
+        "model": described,
+        "preset": "compressed picture",
+        "picture": {"width": decoded.width, "height": decoded.height, "mode": decoded.mode},
+        **_drawing(build_picture_plan(decoded)),
+        "metrics": metrics,
+        "original": None,
+        "timelapse": None,
+        "lossPlot": None,
+        "history": None,
+        "notes": [],
+        "version": __version__,
+    }
+
+
+def _drawing(plan: Plan) -> dict:
+    """The payload's part that draws: the plan's operations, packed numbers and shader."""
+    return {
+        "ops": plan.ops,
+        "output": plan.output,
+        "texture": list(texture_shape(plan)),
+        # Little-endian float32: what a Float32Array reads on every machine a browser runs on.
+        "weights": base64.b64encode(plan.weights.astype("<f4").tobytes()).decode("ascii"),
+        "shader": fragment_shader(plan),
     }
 
 
@@ -99,7 +146,8 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
     Parameters
     ----------
     source : str or path
-        A run folder of ``ironlearn fit`` (its model.npz, else its checkpoint.npz) or a model file.
+        A run folder of ``ironlearn fit`` (its model.npz, else its checkpoint.npz), a model file,
+        or a file of ``ironlearn compress``.
     out_html : str or path
         The page to write (replaced if it exists).
     max_original_side : int

@@ -1,4 +1,5 @@
-"""A fitted model as a drawing plan: a list of operations and one packed float32 buffer.
+"""A fitted model, or a compressed picture, as a drawing plan: a list of operations and one
+packed float32 buffer.
 
 The page evaluates the network per screen pixel, on the GPU from a WebGL2 float
 texture and on the CPU (its fallback) from the same numbers.  Both read one
@@ -27,7 +28,18 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
   ``shift`` (0.5 when the vertices sit on cell centres, else 0) and ``interpolation``
   (``linear``: the 2 x 2 vertices from the cell's first, ``bspline``: the 4 x 4 from one
   before it).  Their features follow one another: the pyramid's levels, then the detail
-  level (one feature, from a table of its own), if any.
+  level (one feature, from a table of its own), if any;
+* ``latents`` (a compressed picture's pyramid, :mod:`ironlearn.codec.pyramid`): ``src`` (slots of
+  x and y), ``channels``, ``levels``, ``out4``.  Each level has ``cells`` ``[columns, rows]``,
+  ``scale`` (the picture's ``[width, height]`` in the level's cells) and ``table`` (texel offset:
+  one texel a cell, row-major, holding the channels' values).  A point reads each level by Keys'
+  cubic convolution as ``upsampling`` does (position ``(x + 1) / 2 * scale - 1/2`` in cells, the
+  4 x 4 cells from the one before, indices clamped to the grid), level ``k``'s channel ``c`` into
+  slot ``k * channels + c``;
+* ``mix``: ``n_out``, ``out4`` and ``terms``, each a ``vector`` (the index of an earlier
+  activation: 0 the coordinates, then one more for each ``linear``, ``fourier``, ``hashgrid``,
+  ``latents`` and ``mix``), its ``in4`` and a ``weight`` packed as a ``linear`` op's: the sum of
+  the terms' products, no bias (a compressed picture's levels summed, plus the MLP's correction).
 """
 
 from __future__ import annotations
@@ -38,6 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_host
+from ..codec.codec import FEATURE_GAIN
+from ..codec.pyramid import COLOURS
 
 TEXEL = 4  # floats per RGBA32F texel
 ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
@@ -110,10 +124,47 @@ def build_plan(model) -> Plan:
         2 coordinates in and 1 or 3 channels out.
     """
     packer = _Packer()
-    slots = [0, 1]  # the coordinates (x, y) fill the first vec4
-    width4 = 1
+    ops, slots, _ = _layer_ops(model.layers, [0, 1], 1, packer)  # the coordinates (x, y) fill the first vec4
+    if len(slots) not in (1, 3):
+        raise ViewerError(f"the model has {len(slots)} outputs; the viewer draws 1 (gray) or 3 (rgb)")
+    return Plan(ops=ops, weights=packer.buffer(), output=list(slots))
+
+
+def build_picture_plan(decoded) -> Plan:
+    """Turn a compressed picture (a :class:`~ironlearn.codec.Decoded`) into a :class:`Plan`: its
+    latent grids read at the point (a ``latents`` op), its MLP's layers on them, if it has one,
+    then a ``mix`` that sums the levels, adds the MLP's correction and turns the colours back.
+
+    The grids are packed times their steps and times :data:`~ironlearn.codec.codec.FEATURE_GAIN`,
+    which is what the MLP reads; the ``mix`` divides the gain back out of the sum.
+    """
+    pyramid, channels = decoded.pyramid, decoded.channels
+    packer = _Packer()
+    levels = []
+    for k, grids in enumerate(pyramid.latents):
+        values = grids * pyramid.steps[k][:, None, None] * np.float32(FEATURE_GAIN)  # (channels, rows, columns)
+        cells = np.zeros((*grids.shape[1:], TEXEL), np.float32)
+        cells[..., :channels] = values.transpose(1, 2, 0)
+        levels.append({"cells": [grids.shape[2], grids.shape[1]],
+                       "scale": [pyramid.width / 2 ** k, pyramid.height / 2 ** k], "table": packer.add(cells)})
+    features = pyramid.levels * channels
+    ops = [{"type": "latents", "src": [0, 1], "channels": channels, "levels": levels, "out4": _ceil4(features)}]
+    colours = COLOURS[channels]  # (channels, channels): decorrelated -> RGB or gray, as ``picture @ colours``
+    summed = np.tile(np.eye(channels, dtype=np.float32), (pyramid.levels, 1)) @ colours / np.float32(FEATURE_GAIN)
+    terms = [_term(1, summed, list(range(features)), ops[0]["out4"], packer)]
+    if decoded.net is not None:
+        layer_ops, slots, width4 = _layer_ops(decoded.net.layers, list(range(features)), ops[0]["out4"], packer)
+        ops += layer_ops
+        terms.append(_term(_vectors(ops) - 1, colours, slots, width4, packer))
+    ops.append({"type": "mix", "terms": terms, "n_out": channels, "out4": _ceil4(channels)})
+    return Plan(ops=ops, weights=packer.buffer(), output=list(range(channels)))
+
+
+def _layer_ops(layers, slots, width4, packer):
+    """The ops of ``layers`` reading the current activation's ``slots`` (``width4`` vec4s):
+    ``(ops, output slots, output vec4s)``."""
     ops = []
-    for index, layer in enumerate(model.layers):
+    for index, layer in enumerate(layers):
         name = type(layer).__name__
         if name not in DRAWABLE:
             raise ViewerError(f"layer {index} is a {name}, which the viewer cannot draw "
@@ -130,9 +181,31 @@ def build_plan(model) -> Plan:
                 op["w0"] = layer.w0
         width4 = op["out4"]
         ops.append(op)
-    if len(slots) not in (1, 3):
-        raise ViewerError(f"the model has {len(slots)} outputs; the viewer draws 1 (gray) or 3 (rgb)")
-    return Plan(ops=ops, weights=packer.buffer(), output=list(slots))
+    return ops, slots, width4
+
+
+#: The ops that write a new activation vector (the others change the current one in place).
+VECTOR_OPS = ("linear", "fourier", "hashgrid", "latents", "mix")
+
+
+def _vectors(ops) -> int:
+    """How many activation vectors there are after ``ops``, the coordinates' included."""
+    return 1 + sum(op["type"] in VECTOR_OPS for op in ops)
+
+
+def _rows(weight, slots, width4, packer) -> tuple[int, int]:
+    """Pack ``weight`` ``(n_in, n_out)`` as a ``linear`` op reads it, input feature ``i`` in slot
+    ``slots[i]`` of ``width4`` vec4s: ``(texel offset, out4)``."""
+    n_out = weight.shape[1]
+    out4 = _ceil4(n_out)
+    rows = np.zeros((out4 * TEXEL, width4 * TEXEL), np.float32)
+    rows[:n_out, slots] = weight.T  # gaps keep zero weights
+    return packer.add(rows), out4
+
+
+def _term(vector, weight, slots, width4, packer) -> dict:
+    """A ``mix`` term: activation ``vector`` (its features in ``slots``) times ``weight``."""
+    return {"vector": vector, "in4": width4, "weight": _rows(np.asarray(weight, np.float32), slots, width4, packer)[0]}
 
 
 def _expect_inputs(layer, index, slots, wanted):
@@ -144,10 +217,8 @@ def _linear(layer, slots, width4, packer, index):
     weight, bias = _host(layer.params["weight"]), _host(layer.params["bias"])
     n_in, n_out = weight.shape
     _expect_inputs(layer, index, slots, n_in)
-    out4 = _ceil4(n_out)
-    rows = np.zeros((out4 * TEXEL, width4 * TEXEL), np.float32)
-    rows[:n_out, slots] = weight.T  # input feature i sits in slot slots[i]; gaps keep zero weights
-    op = {"type": "linear", "n_in": n_in, "n_out": n_out, "in4": width4, "out4": out4, "weight": packer.add(rows),
+    offset, out4 = _rows(weight, slots, width4, packer)
+    op = {"type": "linear", "n_in": n_in, "n_out": n_out, "in4": width4, "out4": out4, "weight": offset,
           "bias": packer.add(bias)}
     return op, list(range(n_out))
 

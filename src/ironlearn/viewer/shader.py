@@ -2,7 +2,8 @@
 
 Every size and offset is written into the source as a constant, so loops have
 fixed bounds and activation arrays have exact lengths; the GPU compiler unrolls
-what it likes.  One shader draws one model; a new model means a new shader.
+what it likes.  One shader draws one model (or one compressed picture); a new
+model means a new shader.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def fragment_shader(plan: Plan) -> str:
         elif kind == "hashgrid":
             body.append(_hashgrid(index, op, current))
             current += 1
+        elif kind == "latents":
+            body.append(_latents(index, op, current))
+            current += 1
+        elif kind == "mix":
+            body.append(_mix(index, op, current))
+            current += 1
         else:
             raise ValueError(f"no shader for operation {kind!r}")
     values = [_slot(current, s) for s in plan.output]
@@ -99,3 +106,23 @@ def _hashgrid(index: int, op: dict, current: int) -> str:
                             feature_lines="\n".join(lines)))
     return _fill("hashgrid", index=index, levels=len(op["levels"]), features=slot, out4=op["out4"], x=x,
                  out=current + 1, level_blocks="\n".join(blocks))
+
+
+def _latents(index: int, op: dict, current: int) -> str:
+    x = f"vec2({_slot(current, op['src'][0])}, {_slot(current, op['src'][1])})"
+    channels, blocks = op["channels"], []
+    for level, spec in enumerate(op["levels"]):
+        (columns, rows), (scale_x, scale_y) = spec["cells"], spec["scale"]
+        lines = [f"        {_slot(current + 1, level * channels + c)} = value.{'xyzw'[c]};" for c in range(channels)]
+        blocks.append(_fill("latents_level", level=level, columns=columns, rows=rows, index=index,
+                            scale_x=_float(scale_x), scale_y=_float(scale_y), table=spec["table"],
+                            last_row=rows - 1, last_column=columns - 1, channel_lines="\n".join(lines)))
+    return _fill("latents", index=index, levels=len(op["levels"]), channels=channels, out4=op["out4"], x=x,
+                 out=current + 1, level_blocks="\n".join(blocks))
+
+
+def _mix(index: int, op: dict, current: int) -> str:
+    terms = [_fill("mix_term", vector=term["vector"], weight=term["weight"], in4=term["in4"],
+                   row_stride=TEXEL * term["in4"]) for term in op["terms"]]
+    what = " + ".join(f"v{term['vector']} @ weight" for term in op["terms"]) + f" -> {op['n_out']} channels"
+    return _fill("mix", index=index, what=what, out4=op["out4"], out=current + 1, terms="\n".join(terms))

@@ -150,13 +150,16 @@ IL.GLNetwork = class {
   }
 };
 
+// The ops that write a new activation vector (VECTOR_OPS in viewer/plan.py); a mix names them by index.
+IL.VECTOR_OPS = ["linear", "fourier", "hashgrid", "latents", "mix"];
+
 // The operations of viewer/plan.py in JavaScript, per point, in float64 (the model's float32
 // numbers, more precise arithmetic): evaluate(x, y) -> the output channels.
 IL.compileCPU = function (ops, output, weights) {
   const w = weights;
   const vectors = [new Float64Array(4)];
   for (const op of ops) {
-    if (["linear", "fourier", "hashgrid"].includes(op.type)) vectors.push(new Float64Array(op.out4 * 4));
+    if (IL.VECTOR_OPS.includes(op.type)) vectors.push(new Float64Array(op.out4 * 4));
   }
   const out = new Float64Array(output.length);
   return function evaluate(x, y) {
@@ -223,6 +226,40 @@ IL.compileCPU = function (ops, output, weights) {
           v = o;
           break;
         }
+        case "latents": {
+          const o = vectors[++n], channels = op.channels, keys = IL.GRID_READS.keys[0];
+          o.fill(0);
+          const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
+          op.levels.forEach((level, k) => {
+            const [columns, rows] = level.cells;
+            // In cells, cell j centred at j; the 4 x 4 cells from the one before, clamped to the grid.
+            const px = ux * level.scale[0] - 0.5, py = uy * level.scale[1] - 0.5;
+            const cx = Math.floor(px), cy = Math.floor(py);
+            const wx = keys(px - cx), wy = keys(py - cy);
+            for (let j = 0; j < 4; j++) {
+              const row = level.table + columns * Math.min(Math.max(cy + j - 1, 0), rows - 1);
+              for (let i = 0; i < 4; i++) {
+                const t = 4 * (row + Math.min(Math.max(cx + i - 1, 0), columns - 1)), weight = wx[i] * wy[j];
+                for (let c = 0; c < channels; c++) o[k * channels + c] += weight * w[t + c];
+              }
+            }
+          });
+          v = o;
+          break;
+        }
+        case "mix": {
+          const o = vectors[++n];
+          for (let j = 0; j < op.out4 * 4; j++) {
+            let acc = 0;
+            for (const term of op.terms) {
+              const x = vectors[term.vector], width = term.in4 * 4, row = (term.weight + j * term.in4) * 4;
+              for (let k = 0; k < width; k++) acc += x[k] * w[row + k];
+            }
+            o[j] = acc;
+          }
+          v = o;
+          break;
+        }
         default: throw new Error(`no CPU path for operation ${op.type}`);
       }
     }
@@ -232,12 +269,17 @@ IL.compileCPU = function (ops, output, weights) {
 };
 
 // HashGrid's reads along one axis (INTERPOLATIONS in nn/encodings.py): the weights of the vertices
-// from the first one's offset on (linear: the cell's first, bspline: the one before it).
+// from the first one's offset on (linear: the cell's first, bspline: the one before it); and keys,
+// the Keys cubic (a = -0.5) that a compressed picture's grids are read with (codec/pyramid.py).
 IL.GRID_READS = {
   linear: [(t) => [1 - t, t], 0],
   bspline: [(t) => {
     const s = 1 - t, t2 = t * t, t3 = t2 * t;
     return [s * s * s / 6, (3 * t3 - 6 * t2 + 4) / 6, (-3 * t3 + 3 * t2 + 3 * t + 1) / 6, t3 / 6];
+  }, -1],
+  keys: [(t) => {
+    const t2 = t * t, t3 = t2 * t;
+    return [-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1, -1.5 * t3 + 2 * t2 + 0.5 * t, 0.5 * t3 - 0.5 * t2];
   }, -1],
 };
 

@@ -279,8 +279,9 @@ IL.panel = function (data) {
     ["steps", m.steps !== undefined ? m.steps.toLocaleString("en") : null],
     ["training time", m.seconds !== undefined ? `${m.seconds.toFixed(1)} s` : null],
     ["device", m.device || null],
+    ["file", m.bytes !== undefined ? `${m.bytes.toLocaleString("en")} bytes, ${m.bpp.toFixed(3)} bpp` : null],
     ["model", data.preset || null],
-    ["trained on", data.picture.width
+    [m.bytes !== undefined ? "picture" : "trained on", data.picture.width
       ? `${data.picture.width}\u00d7${data.picture.height}${data.picture.mode ? " " + data.picture.mode : ""}` : null],
   ];
   const table = document.getElementById("metrics");
