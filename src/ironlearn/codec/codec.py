@@ -140,6 +140,11 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         lam = lmbda if lmbda is not None else _slope(picture, levels, pyramid)
         weights = _quantise_weights(net, inputs, residual, lam)
         candidates.append((pyramid, (net, weights), steps))
+        if bpp is not None:  # the weights took fewer bits than set aside: the latents may have them
+            spent_on_weights = sum(_laplace_size(q, log_scale) for q, _, log_scale in weights)
+            if net_bits - spent_on_weights > 0.01 * bpp * pixels:
+                finer = pyramid_for(bpp * pixels - header_bits - spent_on_weights)
+                candidates.append((finer, (net, weights), steps))
     best = None
     for pyramid, network, steps in candidates:
         data = _write(pyramid, network)
