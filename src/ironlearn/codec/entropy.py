@@ -5,8 +5,8 @@ so are the coarser level's at the same place.  The model reads, for each latent,
 *activity* from what the decoder already has when it gets there (the rows above in the same grid,
 and the whole coarser level of the same channel), and gives it a Laplace of mean 0 whose
 log-scale is ``a + b * log(EPS + activity / 18)``: two numbers a grid, in the file's header.
-On the benchmark photographs this spends 20-45% fewer bits than one Laplace a grid (the
-measurements are in ``docs/compression.md``).
+On the benchmark photographs this spends 16-51% fewer bits than one Laplace a grid (median
+32%; the measurements are in ``docs/compression.md``).
 
 The activity is integer arithmetic and its scale depends only on its *class* (a quarter of an
 octave of activity): the encoder and the decoder compute the same classes exactly, and the few
