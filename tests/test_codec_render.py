@@ -12,7 +12,7 @@ from PIL import Image
 import ironlearn
 from helpers import run_cli, waves, with_mlp
 from ironlearn import codec
-from ironlearn.codec.pyramid import upsampling
+from ironlearn.codec.pyramid import taps, upsample, upsampling
 
 
 @pytest.fixture(scope="module", params=[3, 1], ids=["rgb", "gray"])
@@ -24,6 +24,18 @@ def test_a_region_of_the_upsampling_is_rows_of_a_larger_one():
     whole = upsampling(60, 20, 2)
     np.testing.assert_allclose(upsampling(15, 20, 2, (5.0, 10.0)), whole[15:30], atol=1e-6)
     np.testing.assert_array_equal(upsampling(37, 20, 1, (0.0, 20.0)), upsampling(37, 20, 1))
+
+
+@pytest.mark.parametrize("span", [None, (3.0, 17.5)])
+def test_four_taps_a_band_are_the_dense_matrices_product(span):
+    """Rendering gathers four cells an axis (its work grows with the output); the analysis
+    uses the same reading as dense matrices: the two agree, on any band of rows."""
+    grids = np.random.default_rng(0).normal(size=(3, 9, 12)).astype(np.float32)
+    dense = upsampling(50, 36, 2, span) @ grids @ upsampling(70, 48, 2, span).T
+    index_y, weight_y = taps(50, 36, 2, span)
+    for rows in (slice(None), slice(0, 1), slice(13, 31), slice(49, 50)):
+        drawn = upsample(grids, (index_y[rows], weight_y[rows]), taps(70, 48, 2, span))
+        np.testing.assert_allclose(drawn, dense[:, rows], atol=1e-5)
 
 
 @pytest.mark.parametrize("mlp", [False, True], ids=["pyramid", "mlp"])

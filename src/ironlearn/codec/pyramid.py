@@ -13,8 +13,10 @@ can encode in seconds: because the levels add up, the pyramid is a Laplacian pyr
 encoder *computes* the latents (:func:`analyse`) where Cool-chic trains them from zero for 10**5
 steps on a GPU.  The MLP then only refines.
 
-Upsampling is separable, a matrix along each axis (``U_y z U_x^T``), so it runs as matrix
-products at BLAS speed; the native level at the native size is the identity and costs nothing.
+Upsampling is separable, four cells along each axis (:func:`taps`): a render gathers them, so
+its work and memory grow with the output; the analysis needs the same reading as matrices
+(``U_y z U_x^T``, :func:`upsampling`) for their pseudo-inverses.  The native level at the native
+size is the identity and costs nothing.
 """
 
 from __future__ import annotations
@@ -47,13 +49,15 @@ def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=64)
-def upsampling(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None) -> np.ndarray:
-    """The ``(size_out, cells)`` matrix that reads a level's grid along one axis at the centres of
-    ``size_out`` output pixels spanning ``span`` ``(low, high)`` of the picture's ``pixels`` (in
-    its pixels: pixel ``i`` covers ``[i, i + 1]``; default all of them, ``(0, pixels)``): Keys'
-    cubic convolution (a = -0.5), clamped at the edges.  At the native size, level 0's matrix is
-    the identity.  Cached and read-only: rate control and banded renders ask for the same ones
-    again."""
+def taps(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None):
+    """How a level's grid is read along one axis at the centres of ``size_out`` output pixels
+    spanning ``span`` ``(low, high)`` of the picture's ``pixels`` (in its pixels: pixel ``i``
+    covers ``[i, i + 1]``; default all of them, ``(0, pixels)``): Keys' cubic convolution
+    (a = -0.5) on four cells, their indices clamped at the edges.
+
+    Returns ``(index, weight)``, int64 and float32 ``(size_out, 4)``: output pixel ``i`` is
+    ``sum(weight[i] * grid[index[i]])``.  Cached and read-only: rate control and banded renders
+    ask for the same ones again."""
     cells = -(-pixels // (1 << level))
     low, high = (0, pixels) if span is None else span
     centres = low + (np.arange(size_out) + 0.5) * ((high - low) / size_out)  # in the picture's pixels
@@ -61,14 +65,41 @@ def upsampling(size_out: int, pixels: int, level: int, span: tuple[float, float]
     base = np.floor(position).astype(np.int64)
     t = position - base
     t2, t3 = t * t, t * t * t
-    weights = (-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1, -1.5 * t3 + 2 * t2 + 0.5 * t, 0.5 * t3 - 0.5 * t2)
-    matrix = np.zeros((size_out, cells))
-    rows = np.arange(size_out)
-    for offset, weight in zip((-1, 0, 1, 2), weights):
-        np.add.at(matrix, (rows, np.clip(base + offset, 0, cells - 1)), weight)
+    weight = np.stack([-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1, -1.5 * t3 + 2 * t2 + 0.5 * t,
+                       0.5 * t3 - 0.5 * t2], axis=1).astype(np.float32)
+    index = np.clip(base[:, None] + np.arange(-1, 3), 0, cells - 1)
+    index.setflags(write=False)
+    weight.setflags(write=False)
+    return index, weight
+
+
+@functools.lru_cache(maxsize=64)
+def upsampling(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None) -> np.ndarray:
+    """:func:`taps` as a dense ``(size_out, cells)`` matrix (for the analysis, which needs its
+    pseudo-inverse).  At the native size, level 0's matrix is the identity.  Cached, read-only."""
+    index, weight = taps(size_out, pixels, level, span)
+    matrix = np.zeros((size_out, -(-pixels // (1 << level))))
+    np.add.at(matrix, (np.arange(size_out)[:, None], index), weight)
     matrix = matrix.astype(np.float32)
     matrix.setflags(write=False)
     return matrix
+
+
+def upsample(grids: np.ndarray, along_y, along_x) -> np.ndarray:
+    """``grids`` ``(C, h, w)`` read at the output rows and columns of ``along_y`` and ``along_x``
+    (each an ``(index, weight)`` pair of :func:`taps`, or rows of one): ``(C, rows, columns)``
+    float32.
+
+    Columns first, by gathering four cells, on only the grid rows that the output rows read (a
+    band of rows reads few); then the rows, as a product with the small ``(rows, those)`` matrix
+    of their weights.  The work grows with the output, not with output times cells as the dense
+    :func:`upsampling` matrices' would (at 4000x3000 they took three times as long)."""
+    (index_y, weight_y), (index_x, weight_x) = along_y, along_x
+    first, last = int(index_y.min()), int(index_y.max()) + 1
+    columns = sum(weight_x[:, t] * grids[:, first:last, index_x[:, t]] for t in range(4))
+    rows = np.zeros((len(index_y), last - first), np.float32)
+    np.add.at(rows, (np.arange(len(index_y))[:, None], index_y - first), weight_y)
+    return rows @ columns
 
 
 class Pyramid:
@@ -99,7 +130,6 @@ class Pyramid:
         span_x = span_y = None
         if region is not None:
             span_x, span_y = (float(region[0]), float(region[2])), (float(region[1]), float(region[3]))
-        along_x = [upsampling(width, self.width, k, span_x) for k in range(self.levels)]
         row_ids = np.arange(height)[rows]
         out = np.empty((len(row_ids), width, self.levels, self.channels), np.float32)
         for k, grids in enumerate(self.latents):
@@ -107,8 +137,9 @@ class Pyramid:
             if k == 0 and (height, width) == (self.height, self.width) and region is None:
                 out[:, :, k] = scaled[:, row_ids].transpose(1, 2, 0)
                 continue
-            along_y = upsampling(height, self.height, k, span_y)[row_ids]
-            out[:, :, k] = (along_y @ scaled @ along_x[k].T).transpose(1, 2, 0)
+            index_y, weight_y = taps(height, self.height, k, span_y)
+            along_x = taps(width, self.width, k, span_x)
+            out[:, :, k] = upsample(scaled, (index_y[row_ids], weight_y[row_ids]), along_x).transpose(1, 2, 0)
         return out.reshape(-1, self.levels * self.channels)
 
     def summed(self, features: np.ndarray) -> np.ndarray:
