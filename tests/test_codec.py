@@ -60,6 +60,14 @@ def test_gray_pictures_and_rate_weights():
     assert codec.read(result.data).mode == "gray"
 
 
+def test_progress_reports_rate_control_then_the_mlp():
+    seen = []
+    codec.compress_array(_picture(), bpp=1.0, seconds=2.0, progress=lambda *args: seen.append(args))
+    control = [done for what, done, total, psnr in seen if what == "rate control"]
+    assert control[:14] == list(range(1, 15)) and all(psnr is None for what, *_, psnr in seen if what != "MLP step")
+    assert all(psnr > 0 for what, *_, psnr in seen if what == "MLP step")
+
+
 def test_the_arguments_are_checked():
     with pytest.raises(ValueError, match="not both"):
         codec.compress_array(_picture(), bpp=0.5, lmbda=1e-3)

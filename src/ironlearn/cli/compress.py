@@ -32,7 +32,8 @@ def add_parser(commands) -> None:
                       help="rate-distortion weight instead of a target: mean squared error (pixels in 0..1) "
                            "plus L times bits per pixel; higher, smaller files (1e-5 to 1e-2)")
     compress_p.add_argument("--seconds", type=positive_float, default=30.0, metavar="S",
-                            help="time to train the MLP (default 30; the analysis takes a few seconds more)")
+                            help="time to train the MLP (default 30; the analysis takes a few seconds more at "
+                                 "768x512, minutes at 12 megapixels)")
     compress_p.add_argument("--mode", choices=("gray", "rgb"), help="gray or rgb (default: as the picture)")
     compress_p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     compress_p.set_defaults(func=cmd_compress)
@@ -65,10 +66,10 @@ def cmd_compress(args) -> int:
     say(f"compressing {args.picture} ({width}x{height} {picture.mode}); the MLP trains for {args.seconds:g} s")
     shown = [time.perf_counter()]
 
-    def progress(step, steps, psnr):
-        if time.perf_counter() - shown[0] >= 10:
+    def progress(what, done, total, psnr):
+        if time.perf_counter() - shown[0] >= 10:  # a line every 10 s: large pictures take minutes
             shown[0] = time.perf_counter()
-            say(f"  MLP step {step}/{steps}: {psnr:.2f} dB")
+            say(f"  {what} {done}/{total}" + ("" if psnr is None else f": {psnr:.2f} dB"))
 
     try:
         result = codec.compress_array(values, bpp=args.bpp, lmbda=args.lmbda, seconds=args.seconds,

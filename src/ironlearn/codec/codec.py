@@ -96,8 +96,9 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     Give a rate target ``bpp`` (bits per pixel of the whole file) or a rate-distortion weight
     ``lmbda`` (distortion in [0, 1] units plus ``lmbda`` times bits per pixel; higher: smaller
     files), not both; neither means ``bpp=0.5``.  ``seconds`` bounds the MLP's training (the
-    analysis takes a few seconds more at 768x512).  ``progress``, if given, is called as
-    ``progress(step, steps, psnr)`` about every second while the MLP trains.
+    analysis takes a few seconds more at 768x512, minutes at 12 megapixels).  ``progress``, if
+    given, is called as ``progress(what, done, total, psnr)``: after each analysis of rate
+    control (``psnr`` None), and about every second while the MLP trains.
     """
     if bpp is not None and lmbda is not None:
         raise ValueError("give a rate target (bpp) or a rate-distortion weight (lmbda), not both")
@@ -123,8 +124,8 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     def pyramid_for(bits_left):
         """The pyramid at the rate ``bits_left`` (a target) or at lambda's best trade."""
         if bpp is not None:
-            return _analyse_at_rate(picture, levels, bits_left)
-        return _analyse_at_lambda(picture, levels, lmbda)
+            return _analyse_at_rate(picture, levels, bits_left, progress)
+        return _analyse_at_lambda(picture, levels, lmbda, progress)
 
     plain = pyramid_for(bpp * pixels - header_bits if bpp is not None else None)
     candidates = [(plain, None, 0)]
@@ -193,25 +194,31 @@ def _distortion(picture, pyramid) -> float:
     return float(np.mean((rendered - picture.reshape(rendered.shape)) ** 2))
 
 
-def _analyse_at_rate(picture, levels, bits) -> Pyramid:
+def _analyse_at_rate(picture, levels, bits, progress=None) -> Pyramid:
     """The pyramid with the finest step whose latents fit in ``bits``: bisection on the log-step."""
     low, high = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1])  # low: too many bits; high: fits
-    for _ in range(14):
+    for done in range(1, 15):
         middle = (low + high) / 2
         if _latent_bits(analyse(picture, math.exp(middle), levels)) > bits:
             low = middle
         else:
             high = middle
+        if progress is not None:
+            progress("rate control", done, 14, None)
     return analyse(picture, math.exp(high), levels)
 
 
-def _analyse_at_lambda(picture, levels, lmbda) -> Pyramid:
+def _analyse_at_lambda(picture, levels, lmbda, progress=None) -> Pyramid:
     """The pyramid whose step minimises ``distortion + lmbda * bits per pixel``: golden-section
     search on the log-step."""
     pixels = picture.shape[0] * picture.shape[1]
+    done = [0]
 
     def cost(log_step):
         pyramid = analyse(picture, math.exp(log_step), levels)
+        done[0] += 1
+        if progress is not None:
+            progress("rate-distortion search", done[0], 18, None)
         return _distortion(picture, pyramid) + lmbda * _latent_bits(pyramid) / pixels
 
     log_step = entropy.golden_section(cost, math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1]), iterations=16)
@@ -254,7 +261,7 @@ def _train(inputs, residual, seconds, seed, progress):
             optimizer.step(net.named_gradients())
         if progress is not None and time.perf_counter() - last_report > 1.0:
             last_report = time.perf_counter()
-            progress(step, steps, psnr_from_mse(float(np.mean(error * error))))
+            progress("MLP step", step, steps, psnr_from_mse(float(np.mean(error * error))))
     return net, step
 
 
