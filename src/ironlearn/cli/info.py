@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from .. import codec
 from ..train import load_checkpoint
 from ..viewer.run import locate_model
@@ -30,7 +32,8 @@ def _compressed_info(args) -> int:
     meta = {"format": "ironlearn compressed picture", "version": codec.container.VERSION,
             "size": [decoded.width, decoded.height], "mode": decoded.mode, "bytes": len(data),
             "bpp": 8 * len(data) / pixels, "latent_levels": [list(g.shape[1:]) for g in latents],
-            "mlp": decoded.net is not None, "parameters": decoded.num_parameters}
+            "mlp": decoded.net is not None, "parameters": decoded.num_parameters,
+            "nonzero_latents": int(sum(np.count_nonzero(g) for g in latents))}
     if args.json:
         print(json.dumps(meta, indent=2))
         return ExitCode.OK
@@ -39,7 +42,8 @@ def _compressed_info(args) -> int:
                      f"latent levels: {len(latents)} of {decoded.channels} grid(s) each, "
                      f"{', '.join(f'{h}x{w}' for h, w in meta['latent_levels'])}",
                      "synthesis: the levels summed" + (" and an MLP's correction" if decoded.net else ""),
-                     f"parameters: {meta['parameters']:,}"]))
+                     f"parameters: {meta['parameters']:,} ({meta['nonzero_latents']:,} latents not zero: "
+                     "the file codes the zeros in few bits)"]))
     return ExitCode.OK
 
 
