@@ -87,13 +87,9 @@ def read_compressed(path: str):
     """``(bytes, codec.Decoded)`` of a compressed file; a :class:`UsageError` naming it once
     for anything it cannot read."""
     try:
-        data = codec.container.read_file(path)  # its messages name the file
+        return codec.read_path(path)
     except codec.CodecError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        return data, codec.read(data)
-    except codec.CodecError as exc:
-        raise UsageError(f"{path}: {exc}") from None
 
 
 def check_view(decoded, view) -> None:

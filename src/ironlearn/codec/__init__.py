@@ -6,7 +6,7 @@ entropy-coded (see ``docs/compression.md``).
     larger = codec.decode(data, 2 * h, 2 * w)           # the same picture redrawn larger
 """
 
-from .codec import Compressed, Decoded, compress_array, decode, encode, read
+from .codec import Compressed, Decoded, compress_array, decode, encode, read, read_path
 from .container import CodecError
 
-__all__ = ["CodecError", "Compressed", "Decoded", "compress_array", "decode", "encode", "read"]
+__all__ = ["CodecError", "Compressed", "Decoded", "compress_array", "decode", "encode", "read", "read_path"]

@@ -197,15 +197,17 @@ def _distortion(picture, pyramid) -> float:
 def _analyse_at_rate(picture, levels, bits, progress=None) -> Pyramid:
     """The pyramid with the finest step whose latents fit in ``bits``: bisection on the log-step."""
     low, high = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1])  # low: too many bits; high: fits
+    fits = None  # the pyramid at high, once one has fitted
     for done in range(1, 15):
         middle = (low + high) / 2
-        if _latent_bits(analyse(picture, math.exp(middle), levels)) > bits:
+        pyramid = analyse(picture, math.exp(middle), levels)
+        if _latent_bits(pyramid) > bits:
             low = middle
         else:
-            high = middle
+            high, fits = middle, pyramid
         if progress is not None:
             progress("rate control", done, 14, None)
-    return analyse(picture, math.exp(high), levels)
+    return fits if fits is not None else analyse(picture, math.exp(high), levels)
 
 
 def _analyse_at_lambda(picture, levels, lmbda, progress=None) -> Pyramid:
@@ -265,11 +267,6 @@ def _train(inputs, residual, seconds, seed, progress):
     return net, step
 
 
-def _header_float(value: float, bounds) -> float:
-    """``value`` as the header stores it: float32, within ``bounds``."""
-    return float(np.float32(min(max(float(value), bounds[0]), bounds[1])))
-
-
 def _laplace_size(symbols, log_scale) -> float:
     return float(laplace_bits(symbols, log_scale).sum())
 
@@ -283,7 +280,7 @@ def _best_log_scale(symbols) -> float:
     """The log-scale (as the header stores it) under which ``symbols`` take the fewest bits: a
     search from :func:`_mean_log_scale`, in steps of 1/16."""
     guess = _mean_log_scale(symbols)
-    candidates = [_header_float(guess + d / 16, LOG_SCALE_RANGE) for d in range(-48, 17)]
+    candidates = [entropy.header_float(guess + d / 16) for d in range(-48, 17)]
     sample = symbols.reshape(-1)[:: max(1, symbols.size // 20000)]  # a fixed subsample: the search is cheap
     return min(candidates, key=lambda s: _laplace_size(sample, s))
 
@@ -541,9 +538,20 @@ def read(data: bytes) -> Decoded:
     return Decoded(height, width, channels, pyramid, net)
 
 
+def read_path(path) -> tuple[bytes, Decoded]:
+    """The bytes of the compressed file at ``path`` and the picture they hold; one
+    :class:`CodecError` naming the file once for anything that cannot be read."""
+    data = container.read_file(path)  # its messages name the file
+    try:
+        return data, read(data)
+    except CodecError as exc:
+        raise CodecError(f"{path}: {exc}") from None
+
+
 def decode(data: bytes, height: int | None = None, width: int | None = None) -> np.ndarray:
     """A compressed file's picture as uint8 ``(H, W, C)``, at its own size or ``height x width``."""
     return np.round(read(data).render(height, width) * 255).astype(np.uint8)
 
 
-__all__ = ["Compressed", "Decoded", "CodecError", "compress_array", "encode", "decode", "read", "level_shape"]
+__all__ = ["Compressed", "Decoded", "CodecError", "compress_array", "encode", "decode", "read", "read_path",
+           "level_shape"]

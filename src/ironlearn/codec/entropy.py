@@ -127,9 +127,9 @@ class Model:
         return np.array([math.exp(log_scale) for log_scale in self.log_scales()])
 
 
-def _float32(value: float) -> float:
-    low, high = LOG_SCALE_RANGE
-    return float(np.float32(min(max(value, low), high)))
+def header_float(value: float, bounds=LOG_SCALE_RANGE) -> float:
+    """``value`` as the header stores it: float32, within ``bounds``."""
+    return float(np.float32(min(max(float(value), bounds[0]), bounds[1])))
 
 
 def fit(q, parent) -> tuple[Model, float]:
@@ -138,9 +138,10 @@ def fit(q, parent) -> tuple[Model, float]:
 
     The bits depend on the latents only through how many of each magnitude fall in each class,
     so the search runs on those counts: a golden-section search on ``a`` for every slope at once."""
-    keys, counts = np.unique(classes(activity(q, parent)) * (int(np.abs(q).max()) + 1) + np.abs(q),
-                             return_counts=True)
-    pair_class, magnitude = np.divmod(keys, int(np.abs(q).max()) + 1)
+    magnitudes = np.abs(q)
+    base = int(magnitudes.max()) + 1  # (class, magnitude) pairs as one key
+    keys, counts = np.unique(classes(activity(q, parent)) * base + magnitudes, return_counts=True)
+    pair_class, magnitude = np.divmod(keys, base)
     x = _class_log_activity()[pair_class]
 
     low, high = LOG_SCALE_RANGE
@@ -154,7 +155,7 @@ def fit(q, parent) -> tuple[Model, float]:
     mean = max(float(counts @ magnitude) / counts.sum(), 1e-3)
     centre = math.log(mean) - slopes * float(counts @ x) / counts.sum()
     found = golden_section(bits, centre - 4, centre + 4)
-    models = [Model(_float32(a), slope) for slope, a in enumerate(found)]
+    models = [Model(header_float(a), slope) for slope, a in enumerate(found)]
     costs = [float(counts @ laplace_bits(magnitude, model.log_scales()[pair_class])) for model in models]
     best = int(np.argmin(costs))
     return models[best], costs[best]

@@ -48,13 +48,9 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
     model_path = locate_model(source)
     if codec.container.is_compressed(model_path):
         try:
-            data = codec.container.read_file(model_path)  # its messages name the file
+            data, decoded = codec.read_path(model_path)
         except codec.CodecError as exc:
             raise ViewerError(str(exc)) from None
-        try:
-            decoded = codec.read(data)
-        except codec.CodecError as exc:
-            raise ViewerError(f"{model_path}: {exc}") from None
         return picture_payload(decoded, os.path.basename(model_path), file_bytes=len(data))
     saved = load_checkpoint(model_path)
     plan = build_plan(saved.model)
