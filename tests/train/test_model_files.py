@@ -177,6 +177,17 @@ def test_a_compressed_archive_is_refused_clearly(tmp_path, model_file):
         checkpoint.load(tmp_path / "small.npz")
 
 
+def test_an_archive_from_a_newer_zip_version_is_refused_clearly(tmp_path, model_file):
+    """zipfile raises NotImplementedError when the central directory asks for a zip version it
+    lacks (the fuzz test below once found it): that is damage like any other."""
+    data = bytearray(model_file.read_bytes())
+    directory = data.find(b"PK\x01\x02")
+    data[directory + 6] = 99  # "version needed to extract": 9.9
+    (tmp_path / "newer.npz").write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="not a zip archive"):
+        checkpoint.load(tmp_path / "newer.npz")
+
+
 def test_a_damaged_optimizer_is_a_checkpoint_error(model_file):
     rewrite_meta(model_file, lambda meta, arrays: meta["optimizer"].update(type=7))
     saved = checkpoint.load(model_file)

@@ -194,7 +194,7 @@ def _archive(path: str):
         raise CheckpointError(f"{path}: no such file")
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, ValueError, EOFError, struct.error):
+    except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError, struct.error):
         raise _unreadable(path, "not a zip archive: another kind of file, or truncated or corrupt") from None
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read it: {exc.strerror or exc}") from None
