@@ -71,6 +71,17 @@ def waves(height, width, channels, seed=0):
     return np.clip(np.round(np.stack(planes, -1) * 255), 0, 255).astype(np.uint8)
 
 
+def with_filters(decoded, seed=0):
+    """``decoded`` (a ``codec.Decoded``) given random filters on its three finest levels (a small
+    picture's file may keep none)."""
+    from ironlearn.codec.pyramid import FILTER_OFFSETS
+
+    rng = np.random.default_rng(seed)
+    for k in range(min(3, decoded.pyramid.levels)):
+        decoded.pyramid.filters[k] = (rng.integers(-8, 9, size=(decoded.channels, len(FILTER_OFFSETS))), -6)
+    return decoded
+
+
 def with_mlp(decoded, seed=0, spread=0.1):
     """``decoded`` (a ``codec.Decoded``) given a random MLP of the codec's shape whose correction
     has standard deviation ``spread``: files of small pictures rarely keep one, and a fresh

@@ -14,7 +14,7 @@ from ironlearn import codec
 from ironlearn.cli import main
 from ironlearn.codec import container
 from ironlearn.codec.entropy import laplace_bits
-from ironlearn.codec.pyramid import COLOURS, analyse, upsampling
+from ironlearn.codec.pyramid import FILTER_OFFSETS, COLOURS, analyse, filtered, fit_filters, upsampling
 
 
 def _picture(height=24, width=32, channels=3, seed=0):
@@ -118,6 +118,54 @@ def test_analysis_inverts_the_pyramid_up_to_the_finest_rounding():
         assert [g.shape for g in pyramid.latents] == [(3, 40, 56), (3, 20, 28), (3, 10, 14), (3, 5, 7), (3, 3, 4)]
 
 
+def test_a_filter_is_symmetric_and_zero_corrections_change_nothing():
+    rng = np.random.default_rng(0)
+    grids = rng.normal(size=(2, 9, 11)).astype(np.float32)
+    np.testing.assert_array_equal(filtered(grids, np.zeros((2, len(FILTER_OFFSETS)))), grids)
+    impulse = np.zeros((1, 9, 9), np.float32)
+    impulse[0, 4, 4] = 1
+    response = filtered(impulse, rng.normal(size=(1, len(FILTER_OFFSETS))))[0]
+    np.testing.assert_allclose(response, response[::-1, ::-1])  # point-symmetric: it never shifts
+
+
+def test_fitted_filters_undo_a_filter_the_picture_was_made_with():
+    """A picture drawn from a pyramid through known filters: the least-squares fit finds them,
+    and the rounded ones the encoder keeps bring the error down by orders of magnitude."""
+    picture = _picture(48, 64).astype(np.float32) / 255 @ COLOURS[3].T
+    pyramid = analyse(picture, 0.02, 4)
+    rng = np.random.default_rng(1)
+    truth = [rng.normal(scale=0.05, size=(3, len(FILTER_OFFSETS))) for _ in range(3)]
+    for k, corrections in enumerate(truth):
+        pyramid.filters[k] = (np.round(corrections * 2 ** 10).astype(np.int32), -10)
+    drawn = pyramid.summed(pyramid.features(48, 64)).reshape(48, 64, 3)
+    fit = fit_filters(drawn, pyramid)
+    assert fit["levels"] == [0, 1, 2, 3]  # every level has latents at this step
+    taps = len(FILTER_OFFSETS)
+    for c in range(3):
+        solved = np.linalg.lstsq(fit["gram"][c], fit["moment"][c], rcond=None)[0]
+        for k, corrections in enumerate(truth):
+            np.testing.assert_allclose(solved[k * taps:(k + 1) * taps], np.round(corrections[c] * 2 ** 10) / 2 ** 10,
+                                       atol=2e-3)
+    plain_error = codec.codec._distortion(drawn, pyramid.unfiltered())
+    codec.codec._fit_filters(drawn, pyramid, lam=1e-12)
+    assert codec.codec._distortion(drawn, pyramid) < plain_error / 100
+
+
+def test_format_3_files_without_filters_still_decode(monkeypatch):
+    """Format 4 only added the filters' fields at the header's end: a format 3 file is a
+    format 4 file without them, and decodes to the same picture."""
+    picture = _picture(32, 40)
+    pyramid = analyse(picture.astype(np.float32) / 255 @ COLOURS[3].T, 0.05, 3)
+    data = codec.codec._write(pyramid, None)
+    header, sections = container.unpack(data)
+    filter_fields = 6 * 3  # a level: exponent 0 (1 byte), log-scale (4), largest value 0 (1)
+    monkeypatch.setattr(container, "VERSION", 3)
+    old = container.pack(header[:-filter_fields], sections)
+    monkeypatch.undo()
+    assert old[4] == 3 and data[4] == 4
+    np.testing.assert_array_equal(codec.decode(old), codec.decode(data))
+
+
 def test_rate_control_meets_the_target():
     picture = _picture(128, 160)
     for target in (0.5, 2.0):
@@ -167,17 +215,18 @@ def test_headers_that_pass_their_checksum_but_lie_are_refused():
     header.float32(0.1).float32(0.0).uint(4).uint(3)  # a grid: step, model (a, slope), largest value
     for _ in range(4):
         header.sint(-4).float32(0.0).uint(2)
+    header.sint(-6).float32(0.0).uint(1)  # the level's filter
     with pytest.raises(codec.CodecError, match="whole words|cannot be decoded"):
         codec.read(container.pack(header.getvalue(), [b"abc", b""]))
     no_layers = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(2).uint(0).getvalue()
     with pytest.raises(codec.CodecError, match="no layers|no width"):
         codec.read(container.pack(no_layers, [b"", b""]))
     bad_step = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(0).uint(0)
-    bad_step.float32(float("nan")).float32(0.0).uint(0).uint(0)
+    bad_step.float32(float("nan")).float32(0.0).uint(0).uint(0).sint(0).float32(0.0).uint(0)
     with pytest.raises(codec.CodecError, match="step"):
         codec.read(container.pack(bad_step.getvalue(), [b"", b""]))
     bad_slope = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(0).uint(0)
-    bad_slope.float32(0.1).float32(0.0).uint(99).uint(0)
+    bad_slope.float32(0.1).float32(0.0).uint(99).uint(0).sint(0).float32(0.0).uint(0)
     with pytest.raises(codec.CodecError, match="slope"):
         codec.read(container.pack(bad_slope.getvalue(), [b"", b""]))
 

@@ -10,7 +10,7 @@ with ``Decoded.render``, which ``render FILE`` runs.
 import numpy as np
 import pytest
 
-from helpers import run_cli, waves, with_mlp
+from helpers import run_cli, waves, with_filters, with_mlp
 from ironlearn import codec
 from ironlearn.cli import main
 from ironlearn.image.io import to_uint8
@@ -33,7 +33,7 @@ def pictures(tmp_path_factory):
         packed.write_bytes(data)
         assert main(["view", str(packed)]) == 0 and page.exists()  # NAME.html beside NAME.ilc
         made[name] = (packed, page, codec.read(data))
-        decoded = with_mlp(codec.read(data))
+        decoded = with_mlp(with_filters(codec.read(data)))  # and filters on three levels
         page = folder / f"{name}-mlp.html"
         page.write_text(render_page(picture_payload(decoded, f"{name}-mlp")), encoding="utf-8")
         made[f"{name}-mlp"] = (None, page, decoded)

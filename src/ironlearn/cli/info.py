@@ -29,10 +29,11 @@ def _compressed_info(args) -> int:
     data, decoded = read_compressed(args.model)
     pixels = decoded.width * decoded.height
     latents = decoded.pyramid.latents
-    meta = {"format": "ironlearn compressed picture", "version": codec.container.VERSION,
+    filtered = [k for k, found in enumerate(decoded.pyramid.filters) if found is not None]
+    meta = {"format": "ironlearn compressed picture", "version": data[len(codec.container.MAGIC)],
             "size": [decoded.width, decoded.height], "mode": decoded.mode, "bytes": len(data),
             "bpp": 8 * len(data) / pixels, "latent_levels": [list(g.shape[1:]) for g in latents],
-            "mlp": decoded.net is not None, "parameters": decoded.num_parameters,
+            "filtered_levels": filtered, "mlp": decoded.net is not None, "parameters": decoded.num_parameters,
             "nonzero_latents": int(sum(np.count_nonzero(g) for g in latents))}
     if args.json:
         print(json.dumps(meta, indent=2))
@@ -41,7 +42,8 @@ def _compressed_info(args) -> int:
                      f"{len(data):,} bytes ({meta['bpp']:.4f} bpp)",
                      f"latent levels: {len(latents)} of {decoded.channels} grid(s) each, "
                      f"{', '.join(f'{h}x{w}' for h, w in meta['latent_levels'])}",
-                     "synthesis: the levels summed" + (" and an MLP's correction" if decoded.net else ""),
+                     "synthesis: the levels" + (f" (filtered: {', '.join(map(str, filtered))})" if filtered else "")
+                     + " summed" + (" and an MLP's correction" if decoded.net else ""),
                      f"parameters: {meta['parameters']:,} ({meta['nonzero_latents']:,} latents not zero: "
                      "the file codes the zeros in few bits)"]))
     return ExitCode.OK

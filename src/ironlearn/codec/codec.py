@@ -6,6 +6,9 @@ The encoder works in three steps (the design and why are in ``docs/compression.m
    latents (:func:`.pyramid.analyse`), at the quantisation step whose rate meets the target
    (``bpp``: bisection on the step) or minimises ``distortion + lambda * rate`` (``lmbda``).
    The rate is what the range coder will spend: each grid under its best quantised Laplace.
+   Then each of the finest levels gets the small symmetric filter, applied to its grid before
+   upsampling, that least squares finds against the picture (:func:`.pyramid.fit_filters`),
+   rounded by the same rate-distortion trade as the weights below, or none where it does not pay.
 2. **Synthesis.** With the time left, a small MLP learns to correct the pyramid's picture from
    the upsampled latents (Adam on the mean squared error).  Its weights are rounded to a step
    ``2**e`` a tensor, chosen by the same rate-distortion trade; it is kept only if the picture
@@ -31,7 +34,8 @@ from ..optim.schedules import warmup_cosine
 from . import container, entropy
 from .container import CodecError
 from .entropy import laplace_bits
-from .pyramid import COLOURS, MAX_LEVELS, Pyramid, analyse, level_shape, synthesis
+from .pyramid import (COLOURS, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, Pyramid, analyse, fit_filters, level_shape,
+                      synthesis)
 
 #: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
 WIDTH, DEPTH, NETWORK_LR = 16, 2, 1e-2
@@ -119,16 +123,23 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     started = time.perf_counter()
     picture = target @ COLOURS[channels].T  # decorrelated colours
     pixels = height * width
-    header_bits = 8 * (64 + 11 * levels * channels)  # the container, the header, the coder's last words
+    filter_levels = min(levels, FILTER_LEVELS)
+    # The container, the header, the coder's last words; and about 5 bits a filter tap.
+    header_bits = 8 * (64 + 11 * levels * channels + 7 * filter_levels)
+    filter_bits = 5 * filter_levels * channels * len(FILTER_OFFSETS)
 
     def pyramid_for(bits_left):
-        """The pyramid at the rate ``bits_left`` (a target) or at lambda's best trade."""
+        """The pyramid at the rate ``bits_left`` (a target) or at lambda's best trade, its
+        filters fitted."""
         if bpp is not None:
-            return _analyse_at_rate(picture, levels, bits_left, progress)
-        return _analyse_at_lambda(picture, levels, lmbda, progress)
+            pyramid = _analyse_at_rate(picture, levels, bits_left - filter_bits, progress)
+        else:
+            pyramid = _analyse_at_lambda(picture, levels, lmbda, progress)
+        _fit_filters(picture, pyramid, lmbda if lmbda is not None else _slope(picture, levels, pyramid))
+        return pyramid
 
     plain = pyramid_for(bpp * pixels - header_bits if bpp is not None else None)
-    candidates = [(plain, None, 0)]
+    candidates = [(plain.unfiltered(), None, 0), (plain, None, 0)]  # the first: a fallback
     spent = time.perf_counter() - started
     if seconds > spent and pixels >= 64:
         if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
@@ -227,10 +238,47 @@ def _analyse_at_lambda(picture, levels, lmbda, progress=None) -> Pyramid:
     return analyse(picture, math.exp(float(log_step)), levels)
 
 
+def _fit_filters(picture, pyramid: Pyramid, lam: float) -> None:
+    """Give the pyramid's finest levels the filters that :func:`.pyramid.fit_filters` finds,
+    each level's rounded to the step ``2**e`` that minimises distortion + ``lam`` * rate (the
+    others held at their least-squares values); a level whose filter does not pay for its bits
+    gets none."""
+    fit = fit_filters(picture, pyramid)
+    levels, gram, moment = fit["levels"], fit["gram"], fit["moment"]
+    if not levels:
+        return
+    channels, taps = pyramid.channels, len(FILTER_OFFSETS)
+    # (C, levels * taps); a pseudo-inverse, since a channel may be all zeros (gray in colour)
+    chosen = (np.linalg.pinv(gram, rcond=1e-10, hermitian=True) @ moment[..., None])[..., 0]
+    norm = fit["count"] * channels
+    pixels = pyramid.height * pyramid.width
+
+    def distortion(corrections):  # the change in mean squared error that they make
+        return float(np.einsum("ci,cij,cj->", corrections, gram, corrections)
+                     - 2 * np.einsum("ci,ci->", corrections, moment)) / norm
+
+    for i, k in enumerate(levels):
+        part = slice(i * taps, (i + 1) * taps)
+        trial = chosen.copy()
+        trial[:, part] = 0
+        best = (distortion(trial), np.zeros((channels, taps)), None)
+        for exponent in STEP_EXPONENTS:
+            q, log_scale = _weight_code(chosen[:, part], exponent)
+            if not q.any():
+                continue
+            trial[:, part] = q * 2.0 ** exponent
+            cost = distortion(trial) + lam * _laplace_size(q, log_scale) / pixels
+            if cost < best[0]:
+                best = (cost, trial[:, part].copy(), (q, exponent))
+        chosen[:, part] = best[1]
+        pyramid.filters[k] = best[2]
+
+
 def _slope(picture, levels, pyramid) -> float:
     """Lambda at the pyramid's rate: how much distortion a bit per pixel buys there (measured
     between the step and one a sixth finer), for the weights' rate-distortion search."""
     pixels = picture.shape[0] * picture.shape[1]
+    pyramid = pyramid.unfiltered()
     finer = analyse(picture, float(pyramid.steps[0, 0]) * 0.85, levels)
     d_rate = (_latent_bits(finer) - _latent_bits(pyramid)) / pixels
     d_distortion = _distortion(picture, pyramid) - _distortion(picture, finer)
@@ -400,7 +448,14 @@ def _write(pyramid: Pyramid, network) -> bytes:
             header.uint(int(np.abs(pyramid.latents[k][c]).max()))
     for (_, exponent, _), (_, magnitude, log_scale) in zip(weights, weight_groups):
         header.sint(exponent).float32(log_scale).uint(magnitude)
-    return container.pack(header.getvalue(), [_encode_latents(pyramid, models), _encode_symbols(weight_groups)])
+    filter_groups = []
+    for k in range(min(pyramid.levels, FILTER_LEVELS)):
+        q, exponent = pyramid.filters[k] or (np.zeros((pyramid.channels, len(FILTER_OFFSETS)), np.int32), 0)
+        log_scale = _best_log_scale(q) if q.any() else 0.0
+        header.sint(exponent).float32(log_scale).uint(int(np.abs(q).max()))
+        filter_groups.append((q, int(np.abs(q).max()), log_scale))
+    return container.pack(header.getvalue(), [_encode_latents(pyramid, models),
+                                              _encode_symbols(weight_groups + filter_groups)])
 
 
 @dataclass
@@ -420,9 +475,10 @@ class Decoded:
 
     @property
     def num_parameters(self) -> int:
-        """The numbers the file holds: latents and MLP weights."""
+        """The numbers the file holds: latents, filter taps and MLP weights."""
         latents = sum(g.size for g in self.pyramid.latents)
-        return latents + (0 if self.net is None else sum(p.size for p in self.net.named_parameters().values()))
+        taps = sum(found[0].size for found in self.pyramid.filters if found is not None)
+        return latents + taps + (0 if self.net is None else sum(p.size for p in self.net.named_parameters().values()))
 
     @property
     def size(self) -> tuple[int, int]:
@@ -452,9 +508,10 @@ class Decoded:
         band = max(1, BAND_PIXELS // width)
 
         def drawn():
+            values = [self.pyramid.values(k) for k in range(self.pyramid.levels)]  # once, not a band
             for top in range(0, height, band):
                 rows = slice(top, min(top + band, height))
-                features = self.pyramid.features(height, width, rows, region)
+                features = self.pyramid.features(height, width, rows, region, values)
                 picture = self.pyramid.summed(features)
                 if self.net is not None:
                     picture += self.net.forward(features * np.float32(FEATURE_GAIN))
@@ -517,13 +574,17 @@ def read(data: bytes) -> Decoded:
     weight_models = [(header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a weight step"),
                       header.float32("a weight scale"), header.uint(0, MAX_SYMBOL, "a weight's largest value"))
                      for _ in tensors]
+    filter_levels = min(levels, FILTER_LEVELS) if data[len(container.MAGIC)] >= 4 else 0  # format 3 had none
+    filter_models = [(header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a filter step"),
+                      header.float32("a filter scale"), header.uint(0, MAX_SYMBOL, "a filter's largest value"))
+                     for _ in range(filter_levels)]
     header.done()
     if len(sections) != 2:
         raise _refuse(f"the file has {len(sections)} sections, not 2")
     for step, *_ in latent_models:
         if not STEP_RANGE[0] / 2 ** MAX_LEVELS <= step <= STEP_RANGE[1]:
             raise _refuse("a grid's step in the header is out of range")
-    for log_scale in [m[1] for m in latent_models + weight_models]:
+    for log_scale in [m[1] for m in latent_models + weight_models + filter_models]:
         if not LOG_SCALE_RANGE[0] <= log_scale <= LOG_SCALE_RANGE[1]:
             raise _refuse("a scale in the header is out of range")
     steps = np.array([m[0] for m in latent_models], np.float32).reshape(levels, channels)
@@ -531,10 +592,14 @@ def read(data: bytes) -> Decoded:
     models = {(k, c): (entropy.Model(a, slope), magnitude)
               for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(levels, channels), latent_models)}
     _decode_latents(sections[0], pyramid, models)
-    values = _decode_symbols(sections[1], [(p.size, m, s) for p, (_, s, m) in zip(tensors, weight_models)],
-                             "weights")
+    taps = channels * len(FILTER_OFFSETS)
+    values = _decode_symbols(sections[1], [(p.size, m, s) for p, (_, s, m) in zip(tensors, weight_models)]
+                             + [(taps, m, s) for _, s, m in filter_models], "weights")
     for param, q, (exponent, _, _) in zip(tensors, values, weight_models):
         param[...] = q.reshape(param.shape) * np.float32(2.0 ** exponent)
+    for k, (q, (exponent, _, magnitude)) in enumerate(zip(values[len(tensors):], filter_models)):
+        if magnitude:
+            pyramid.filters[k] = (q.reshape(channels, -1), exponent)
     return Decoded(height, width, channels, pyramid, net)
 
 

@@ -35,10 +35,11 @@ import zlib
 #: The first bytes of every file.  The non-ASCII first byte catches transfers in text mode
 #: (7-bit channels clear its top bit), as PNG's signature does.
 MAGIC = b"\x89ILC"
-#: The format this module writes and the only one it reads.  Formats 1 (the first codec, whose
-#: header had no grid steps) and 2 (one Laplace a grid, no context model) are refused with a line
-#: that says to compress the picture again.
-VERSION = 3
+#: The format this module writes.  It reads it and format 3 (the same, without the grids'
+#: filters); formats 1 (the first codec, whose header had no grid steps) and 2 (one Laplace a
+#: grid, no context model) are refused with a line that says to compress the picture again.
+VERSION = 4
+READABLE = (3, 4)
 MAX_HEADER_BYTES = 1 << 16
 MAX_SECTIONS = 256
 #: The largest file :func:`pack` writes and :func:`read_file` reads by default (256 MiB).
@@ -248,10 +249,12 @@ def _check_signature(data: bytes) -> None:
 
 
 def _check_version(version: int) -> None:
+    if version in READABLE:
+        return
     if version > VERSION:
         raise CodecError(f"made by a newer ironlearn (format {version}); upgrade ironlearn to read it")
     if 1 <= version < VERSION:
-        raise CodecError(f"made by an earlier ironlearn (format {version}; this one reads {VERSION}); "
+        raise CodecError(f"made by an earlier ironlearn (format {version}; this one reads formats {READABLE[0]} to {VERSION}); "
                          "compress the picture again")
     if version < 1:
         raise CodecError(f"unknown format version {version} (formats start at 1): the file is damaged; "

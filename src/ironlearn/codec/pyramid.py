@@ -40,6 +40,15 @@ COLOURS = {1: np.eye(1, dtype=np.float32),
 DEADZONE = 0.35
 #: Each finer level's step is the coarser one's divided by this.
 LEVEL_RATIO = 2.0
+#: The finest levels whose grids may pass through a filter, and the filter's reach in cells.
+FILTER_LEVELS, FILTER_RADIUS = 4, 3
+#: The filter's taps: the cell itself, then one offset of each pair ``(d, -d)`` within
+#: :data:`FILTER_RADIUS` steps (a symmetric filter: it sharpens or smooths, and never shifts).
+FILTER_OFFSETS = tuple([(0, 0)] + [(dy, dx) for dy in range(FILTER_RADIUS + 1)
+                                   for dx in range(-FILTER_RADIUS, FILTER_RADIUS + 1)
+                                   if abs(dy) + abs(dx) <= FILTER_RADIUS and (dy, dx) > (0, 0)])
+#: Pixels at most that :func:`fit_filters` reads (bands spread over a larger picture).
+FILTER_FIT_PIXELS = 1 << 19
 
 
 def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
@@ -110,7 +119,11 @@ class Pyramid:
     latents : list of int32 arrays
         Level ``k``'s grids, ``(channels, *level_shape(height, width, k))``, finest first.
     steps : float32 array ``(levels, channels)``
-        Each grid's quantisation step: its integers times the step are what upsampling reads.
+        Each grid's quantisation step: its integers times the step, filtered, are what
+        upsampling reads (:meth:`values`).
+    filters : list
+        For each level, None (no filter) or ``(q, exponent)``: the filter's corrections are
+        ``q * 2**exponent``, int32 ``q`` ``(channels, len(FILTER_OFFSETS))`` (:func:`filtered`).
     """
 
     def __init__(self, height: int, width: int, channels: int, levels: int, steps=None):
@@ -119,21 +132,38 @@ class Pyramid:
         self.height, self.width, self.channels, self.levels = height, width, channels, levels
         self.latents = [np.zeros((channels, *level_shape(height, width, k)), np.int32) for k in range(levels)]
         self.steps = np.ones((levels, channels), np.float32) if steps is None else np.asarray(steps, np.float32)
+        self.filters = [None] * levels
 
-    def features(self, height: int, width: int, rows=slice(None), region=None) -> np.ndarray:
-        """The grids times their steps, upsampled to ``height x width`` and read at output rows
+    def unfiltered(self) -> "Pyramid":
+        """This pyramid without its filters (sharing its latents and steps)."""
+        plain = Pyramid(self.height, self.width, self.channels, self.levels, self.steps)
+        plain.latents = self.latents
+        return plain
+
+    def values(self, k: int) -> np.ndarray:
+        """Level ``k``'s grids as upsampling reads them: the integers times their steps, through
+        the level's filter if it has one; float32 ``(channels, h, w)``."""
+        scaled = self.latents[k] * self.steps[k][:, None, None]
+        if self.filters[k] is None:
+            return scaled
+        q, exponent = self.filters[k]
+        return filtered(scaled, q * np.float32(2.0 ** exponent))
+
+    def features(self, height: int, width: int, rows=slice(None), region=None, values=None) -> np.ndarray:
+        """The grids' :meth:`values`, upsampled to ``height x width`` and read at output rows
         ``rows``: ``(pixels, levels * channels)``, level-major.
 
         ``region`` ``(left, top, right, bottom)``, in the picture's pixels (pixel ``(i, j)``
         covers ``[i, i + 1] x [j, j + 1]``), is what the ``height x width`` output spans:
-        default the whole picture, ``(0, 0, self.width, self.height)``."""
+        default the whole picture, ``(0, 0, self.width, self.height)``.  ``values``, the list of
+        every level's :meth:`values`, saves computing them again for each band of a render."""
         span_x = span_y = None
         if region is not None:
             span_x, span_y = (float(region[0]), float(region[2])), (float(region[1]), float(region[3]))
         row_ids = np.arange(height)[rows]
         out = np.empty((len(row_ids), width, self.levels, self.channels), np.float32)
-        for k, grids in enumerate(self.latents):
-            scaled = grids * self.steps[k][:, None, None]
+        for k in range(self.levels):
+            scaled = self.values(k) if values is None else values[k]
             if k == 0 and (height, width) == (self.height, self.width) and region is None:
                 out[:, :, k] = scaled[:, row_ids].transpose(1, 2, 0)
                 continue
@@ -169,6 +199,72 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
         coarse = q * pyramid.steps[k][:, None, None].astype(np.float64)
         residual -= coarse if k == 0 else up_y @ coarse @ up_x.T
     return pyramid
+
+
+def _pairs(grids: np.ndarray) -> np.ndarray:
+    """What each tap of :data:`FILTER_OFFSETS` reads of ``grids`` ``(C, h, w)``: the grid
+    itself, then for each offset ``d`` the grid shifted by ``d`` plus the grid shifted by
+    ``-d`` (edges repeated, as upsampling clamps them): ``(taps, C, h, w)``."""
+    r = FILTER_RADIUS
+    _, h, w = grids.shape
+    padded = np.pad(grids, ((0, 0), (r, r), (r, r)), mode="edge")
+    out = np.empty((len(FILTER_OFFSETS), *grids.shape), grids.dtype)
+    out[0] = grids
+    for j, (dy, dx) in enumerate(FILTER_OFFSETS[1:], 1):
+        out[j] = padded[:, r + dy:r + dy + h, r + dx:r + dx + w] + padded[:, r - dy:r - dy + h, r - dx:r - dx + w]
+    return out
+
+
+def filtered(grids: np.ndarray, corrections: np.ndarray) -> np.ndarray:
+    """``grids`` ``(C, h, w)`` through each channel's symmetric filter: the grid plus
+    ``corrections`` ``(C, taps)`` times what each tap reads (:func:`_pairs`)."""
+    return grids + np.einsum("tchw,ct->chw", _pairs(grids), corrections.astype(grids.dtype))
+
+
+def fit_filters(picture: np.ndarray, pyramid: Pyramid) -> dict:
+    """The least-squares filters of the finest :data:`FILTER_LEVELS` levels for ``picture``
+    (``(H, W, C)``, decorrelated colours), with the pyramid's own filters off: for each channel,
+    ``(gram, moment, count)`` of the normal equations (``gram`` and ``moment`` over the taps of
+    every filtered level, level-major), whose solution ``solve(gram, moment)`` are the
+    corrections.  Read on at most :data:`FILTER_FIT_PIXELS` pixels, in bands spread over the
+    picture."""
+    height, width, channels = picture.shape
+    levels = [k for k in range(min(FILTER_LEVELS, pyramid.levels)) if np.any(pyramid.latents[k])]
+    if not levels:
+        return {"levels": [], "gram": None, "moment": None, "count": 0}
+    plain = pyramid.unfiltered()
+    pairs = {k: _pairs(plain.values(k)) for k in levels}  # (taps, C, h, w)
+    band = max(1, (1 << 16) // width)
+    starts = range(0, height, band)
+    if len(starts) * band * width > FILTER_FIT_PIXELS:  # spread the bands over the picture
+        keep = max(1, FILTER_FIT_PIXELS // (band * width))
+        starts = [starts[i] for i in np.linspace(0, len(starts) - 1, keep).round().astype(int)]
+    n_taps = len(FILTER_OFFSETS)
+    gram = np.zeros((channels, n_taps * len(levels), n_taps * len(levels)))
+    moment = np.zeros((channels, n_taps * len(levels)))
+    count = 0
+    for top in starts:
+        rows = slice(top, min(top + band, height))
+        error = picture[rows].reshape(-1, channels) - plain.summed(plain.features(height, width, rows))
+        columns = []
+        for k in levels:
+            grids = pairs[k].reshape(n_taps * channels, *pairs[k].shape[2:])
+            if k == 0:
+                read = grids[:, rows]
+            else:
+                index_y, weight_y = _taps_rows(height, k, rows)
+                read = upsample(grids, (index_y, weight_y), taps(width, width, k))
+            columns.append(read.reshape(n_taps, channels, -1))
+        design = np.concatenate(columns).astype(np.float64)  # (levels * taps, C, pixels)
+        gram += np.einsum("ica,jca->cij", design, design)
+        moment += np.einsum("ica,ac->ci", design, error)
+        count += error.shape[0]
+    return {"levels": levels, "gram": gram, "moment": moment, "count": count}
+
+
+def _taps_rows(height: int, level: int, rows: slice):
+    index, weight = taps(height, height, level)
+    return index[rows], weight[rows]
 
 
 @functools.lru_cache(maxsize=64)

@@ -135,14 +135,14 @@ def build_picture_plan(decoded) -> Plan:
     latent grids read at the point (a ``latents`` op), its MLP's layers on them, if it has one,
     then a ``mix`` that sums the levels, adds the MLP's correction and turns the colours back.
 
-    The grids are packed times their steps and times :data:`~ironlearn.codec.codec.FEATURE_GAIN`,
+    The grids are packed as upsampling reads them (times their steps, filtered) and times :data:`~ironlearn.codec.codec.FEATURE_GAIN`,
     which is what the MLP reads; the ``mix`` divides the gain back out of the sum.
     """
     pyramid, channels = decoded.pyramid, decoded.channels
     packer = _Packer()
     levels = []
     for k, grids in enumerate(pyramid.latents):
-        values = grids * pyramid.steps[k][:, None, None] * np.float32(FEATURE_GAIN)  # (channels, rows, columns)
+        values = pyramid.values(k) * np.float32(FEATURE_GAIN)  # (channels, rows, columns), filtered
         cells = np.zeros((*grids.shape[1:], TEXEL), np.float32)
         cells[..., :channels] = values.transpose(1, 2, 0)
         levels.append({"cells": [grids.shape[2], grids.shape[1]],
