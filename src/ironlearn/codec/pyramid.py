@@ -207,24 +207,42 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     return pyramid
 
 
-def _pairs(grids: np.ndarray) -> np.ndarray:
-    """What each tap of :data:`FILTER_OFFSETS` reads of ``grids`` ``(C, h, w)``: the grid
-    itself, then for each offset ``d`` the grid shifted by ``d`` plus the grid shifted by
-    ``-d`` (edges repeated, as upsampling clamps them): ``(taps, C, h, w)``."""
+def _padded(grids: np.ndarray) -> np.ndarray:
+    """``grids`` ``(C, h, w)`` with :data:`FILTER_RADIUS` cells around, its edges repeated (as
+    upsampling clamps them)."""
     r = FILTER_RADIUS
-    _, h, w = grids.shape
-    padded = np.pad(grids, ((0, 0), (r, r), (r, r)), mode="edge")
-    out = np.empty((len(FILTER_OFFSETS), *grids.shape), grids.dtype)
-    out[0] = grids
-    for j, (dy, dx) in enumerate(FILTER_OFFSETS[1:], 1):
-        out[j] = padded[:, r + dy:r + dy + h, r + dx:r + dx + w] + padded[:, r - dy:r - dy + h, r - dx:r - dx + w]
+    return np.pad(grids, ((0, 0), (r, r), (r, r)), mode="edge")
+
+
+def _shifted(padded: np.ndarray, first: int, last: int, dy: int, dx: int) -> np.ndarray:
+    """Rows ``first:last`` of the grid that ``padded`` (:func:`_padded`) holds, shifted by ``(dy, dx)``."""
+    r, w = FILTER_RADIUS, padded.shape[2] - 2 * FILTER_RADIUS
+    return padded[:, r + first + dy:r + last + dy, r + dx:r + dx + w]
+
+
+def _pairs(padded: np.ndarray, first: int, last: int) -> np.ndarray:
+    """What each tap of :data:`FILTER_OFFSETS` reads in rows ``first:last`` of the grids that
+    ``padded`` holds: the grid itself, then for each offset ``d`` the grid shifted by ``d`` plus
+    the grid shifted by ``-d``; ``(taps, C, last - first, w)``."""
+    out = np.empty((len(FILTER_OFFSETS), padded.shape[0], last - first, padded.shape[2] - 2 * FILTER_RADIUS),
+                   padded.dtype)
+    for j, (dy, dx) in enumerate(FILTER_OFFSETS):
+        out[j] = _shifted(padded, first, last, dy, dx)
+        if j:
+            out[j] += _shifted(padded, first, last, -dy, -dx)
     return out
 
 
 def filtered(grids: np.ndarray, corrections: np.ndarray) -> np.ndarray:
     """``grids`` ``(C, h, w)`` through each channel's symmetric filter: the grid plus
-    ``corrections`` ``(C, taps)`` times what each tap reads (:func:`_pairs`)."""
-    return grids + np.einsum("tchw,ct->chw", _pairs(grids), corrections.astype(grids.dtype))
+    ``corrections`` ``(C, taps)`` times what each tap reads (:func:`_pairs`), a tap at a time
+    (the memory of two grids, not of one a tap)."""
+    padded, h = _padded(grids), grids.shape[1]
+    corrections = corrections.astype(grids.dtype)[:, :, None, None]
+    out = grids * (1 + corrections[:, 0])
+    for j, (dy, dx) in enumerate(FILTER_OFFSETS[1:], 1):
+        out += corrections[:, j] * (_shifted(padded, 0, h, dy, dx) + _shifted(padded, 0, h, -dy, -dx))
+    return out
 
 
 def fit_filters(picture: np.ndarray, pyramid: Pyramid) -> dict:
@@ -239,7 +257,8 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid) -> dict:
     if not levels:
         return {"levels": [], "gram": None, "moment": None, "count": 0}
     plain = pyramid.unfiltered()
-    pairs = {k: _pairs(plain.values(k)) for k in levels}  # (taps, C, h, w)
+    values = [plain.values(k) for k in range(plain.levels)]
+    padded = {k: _padded(values[k]) for k in levels}
     band = max(1, (1 << 16) // width)
     starts = range(0, height, band)
     if len(starts) * band * width > FILTER_FIT_PIXELS:  # spread the bands over the picture
@@ -251,15 +270,16 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid) -> dict:
     count = 0
     for top in starts:
         rows = slice(top, min(top + band, height))
-        error = picture[rows].reshape(-1, channels) - plain.summed(plain.features(height, width, rows))
+        error = picture[rows].reshape(-1, channels) - plain.summed(plain.features(height, width, rows, None, values))
         columns = []
         for k in levels:
-            grids = pairs[k].reshape(n_taps * channels, *pairs[k].shape[2:])
             if k == 0:
-                read = grids[:, rows]
-            else:
+                read = _pairs(padded[k], rows.start, rows.stop)
+            else:  # the grid rows that the band's rows read, then upsampled
                 index_y, weight_y = _taps_rows(height, k, rows)
-                read = upsample(grids, (index_y, weight_y), taps(width, width, k))
+                first, last = int(index_y.min()), int(index_y.max()) + 1
+                slab = _pairs(padded[k], first, last).reshape(n_taps * channels, last - first, -1)
+                read = upsample(slab, (index_y - first, weight_y), taps(width, width, k))
             columns.append(read.reshape(n_taps, channels, -1))
         design = np.concatenate(columns).astype(np.float64)  # (levels * taps, C, pixels)
         gram += np.einsum("ica,jca->cij", design, design)
