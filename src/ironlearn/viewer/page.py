@@ -82,9 +82,11 @@ def picture_payload(decoded, name: str = "compressed picture", *, file_bytes: in
     (and its MLP); ``name`` titles it, and ``file_bytes``, when given, is the file's size."""
     pyramid = decoded.pyramid
     grids = ", ".join(f"{g.shape[2]}x{g.shape[1]}" for g in pyramid.latents)
-    described = (f"latent pyramid: {pyramid.levels} levels of {decoded.channels} grid(s) ({grids}), read by "
-                 "Keys' cubic convolution and summed" + (f"\nplus the MLP's correction: {decoded.net!r}"
-                                                         if decoded.net is not None else ""))
+    filtered = [str(k) for k, found in enumerate(pyramid.filters) if found is not None]
+    described = (f"latent pyramid: {pyramid.levels} levels of {decoded.channels} grid(s) ({grids}), "
+                 + (f"levels {', '.join(filtered)} filtered, " if filtered else "")
+                 + "read by Keys' cubic convolution and summed"
+                 + (f"\nplus the MLP's correction: {decoded.net!r}" if decoded.net is not None else ""))
     metrics = {"params": decoded.num_parameters}
     if file_bytes is not None:
         metrics.update(bytes=file_bytes, bpp=8 * file_bytes / (decoded.width * decoded.height))
