@@ -130,32 +130,31 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
 
     def pyramid_for(bits_left):
         """The pyramid at the rate ``bits_left`` (a target) or at lambda's best trade, its
-        filters fitted."""
+        filters fitted, and lambda there (what the filters and the weights trade bits at)."""
         if bpp is not None:
             pyramid = _analyse_at_rate(picture, levels, bits_left - filter_bits, progress)
         else:
             pyramid = _analyse_at_lambda(picture, levels, lmbda, progress)
-        _fit_filters(picture, pyramid, lmbda if lmbda is not None else _slope(picture, levels, pyramid))
-        return pyramid
+        lam = lmbda if lmbda is not None else _slope(picture, levels, pyramid)
+        _fit_filters(picture, pyramid, lam)
+        return pyramid, lam
 
-    plain = pyramid_for(bpp * pixels - header_bits if bpp is not None else None)
+    plain, lam = pyramid_for(bpp * pixels - header_bits if bpp is not None else None)
     candidates = [(plain.unfiltered(), None, 0), (plain, None, 0)]  # the first: a fallback
     spent = time.perf_counter() - started
     if seconds > spent and pixels >= 64:
+        pyramid = plain  # lambda's best step does not depend on the MLP
         if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
             net_bits = 8 * WIDTH * (levels * channels + WIDTH * (DEPTH - 1) + channels)
-            pyramid = pyramid_for(bpp * pixels - header_bits - net_bits)
-        else:  # lambda's best step does not depend on the MLP
-            pyramid = plain
+            pyramid, lam = pyramid_for(bpp * pixels - header_bits - net_bits)
         inputs, residual = _mlp_problem(pyramid, picture)
         net, steps = _train(inputs, residual, seconds - spent, seed, progress)
-        lam = lmbda if lmbda is not None else _slope(picture, levels, pyramid)
         weights = _quantise_weights(net, inputs, residual, lam)
         candidates.append((pyramid, (net, weights), steps))
         if bpp is not None:  # the weights took fewer bits than set aside: the latents may have them
             spent_on_weights = sum(_laplace_size(q, log_scale) for q, _, log_scale in weights)
             if net_bits - spent_on_weights > 0.01 * bpp * pixels:
-                finer = pyramid_for(bpp * pixels - header_bits - spent_on_weights)
+                finer, _ = pyramid_for(bpp * pixels - header_bits - spent_on_weights)
                 candidates.append((finer, (net, weights), steps))
     best = None
     for pyramid, network, steps in candidates:
@@ -451,9 +450,9 @@ def _write(pyramid: Pyramid, network) -> bytes:
     filter_groups = []
     for k in range(min(pyramid.levels, FILTER_LEVELS)):
         q, exponent = pyramid.filters[k] or (np.zeros((pyramid.channels, len(FILTER_OFFSETS)), np.int32), 0)
-        log_scale = _best_log_scale(q) if q.any() else 0.0
-        header.sint(exponent).float32(log_scale).uint(int(np.abs(q).max()))
-        filter_groups.append((q, int(np.abs(q).max()), log_scale))
+        magnitude, log_scale = int(np.abs(q).max()), _best_log_scale(q) if q.any() else 0.0
+        header.sint(exponent).float32(log_scale).uint(magnitude)
+        filter_groups.append((q, magnitude, log_scale))
     return container.pack(header.getvalue(), [_encode_latents(pyramid, models),
                                               _encode_symbols(weight_groups + filter_groups)])
 

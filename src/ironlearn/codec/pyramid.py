@@ -222,28 +222,29 @@ def _shifted(padded: np.ndarray, first: int, last: int, dy: int, dx: int) -> np.
     return padded[:, r + first + dy:r + last + dy, r + dx:r + dx + w]
 
 
+def _tap(padded: np.ndarray, first: int, last: int, j: int) -> np.ndarray:
+    """What tap ``j`` of :data:`FILTER_OFFSETS` reads in rows ``first:last`` of the grids that
+    ``padded`` holds: the grid itself for the centre, else the grid shifted by the tap's offset
+    ``d`` plus the grid shifted by ``-d``."""
+    dy, dx = FILTER_OFFSETS[j]
+    read = _shifted(padded, first, last, dy, dx)
+    return read if j == 0 else read + _shifted(padded, first, last, -dy, -dx)
+
+
 def _pairs(padded: np.ndarray, first: int, last: int) -> np.ndarray:
-    """What each tap of :data:`FILTER_OFFSETS` reads in rows ``first:last`` of the grids that
-    ``padded`` holds: the grid itself, then for each offset ``d`` the grid shifted by ``d`` plus
-    the grid shifted by ``-d``; ``(taps, C, last - first, w)``."""
-    out = np.empty((len(FILTER_OFFSETS), padded.shape[0], last - first, padded.shape[2] - 2 * FILTER_RADIUS),
-                   padded.dtype)
-    for j, (dy, dx) in enumerate(FILTER_OFFSETS):
-        out[j] = _shifted(padded, first, last, dy, dx)
-        if j:
-            out[j] += _shifted(padded, first, last, -dy, -dx)
-    return out
+    """Every tap's :func:`_tap`: ``(taps, C, last - first, w)``."""
+    return np.stack([_tap(padded, first, last, j) for j in range(len(FILTER_OFFSETS))])
 
 
 def filtered(grids: np.ndarray, corrections: np.ndarray) -> np.ndarray:
     """``grids`` ``(C, h, w)`` through each channel's symmetric filter: the grid plus
-    ``corrections`` ``(C, taps)`` times what each tap reads (:func:`_pairs`), a tap at a time
+    ``corrections`` ``(C, taps)`` times what each tap reads (:func:`_tap`), a tap at a time
     (the memory of two grids, not of one a tap)."""
     padded, h = _padded(grids), grids.shape[1]
     corrections = corrections.astype(grids.dtype)[:, :, None, None]
     out = grids * (1 + corrections[:, 0])
-    for j, (dy, dx) in enumerate(FILTER_OFFSETS[1:], 1):
-        out += corrections[:, j] * (_shifted(padded, 0, h, dy, dx) + _shifted(padded, 0, h, -dy, -dx))
+    for j in range(1, len(FILTER_OFFSETS)):
+        out += corrections[:, j] * _tap(padded, 0, h, j)
     return out
 
 
@@ -278,7 +279,7 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid) -> dict:
             if k == 0:
                 read = _pairs(padded[k], rows.start, rows.stop)
             else:  # the grid rows that the band's rows read, then upsampled
-                index_y, weight_y = _taps_rows(height, k, rows)
+                index_y, weight_y = (along[rows] for along in taps(height, height, k))
                 first, last = int(index_y.min()), int(index_y.max()) + 1
                 slab = _pairs(padded[k], first, last).reshape(n_taps * channels, last - first, -1)
                 read = upsample(slab, (index_y - first, weight_y), taps(width, width, k))
@@ -288,11 +289,6 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid) -> dict:
         moment += np.einsum("ica,ac->ci", design, error)
         count += error.shape[0]
     return {"levels": levels, "gram": gram, "moment": moment, "count": count}
-
-
-def _taps_rows(height: int, level: int, rows: slice):
-    index, weight = taps(height, height, level)
-    return index[rows], weight[rows]
 
 
 @functools.lru_cache(maxsize=64)
