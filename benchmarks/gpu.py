@@ -684,12 +684,15 @@ def part_siren(ctx):
         import torch_peer
 
         device = "cuda" if ctx.device == "cuda" else "cpu"
-        step = torch_peer.full_batch_stepper(model, x, y, device)
-        ctx.add_row({"framework": f"PyTorch {torch.__version__} eager",
-                     **torch_peer.time_steps(step, device, sizes.warmup, sizes.steps)})
-        del step
-        if device == "cuda":
-            torch.cuda.empty_cache()
+        if device == "cuda" and not torch.cuda.is_available():
+            ctx.note("PyTorch sees no GPU: ironlearn only")
+        else:
+            step = torch_peer.full_batch_stepper(model, x, y, device)
+            ctx.add_row({"framework": f"PyTorch {torch.__version__} eager",
+                         **torch_peer.time_steps(step, device, sizes.warmup, sizes.steps)})
+            del step
+            if device == "cuda":
+                torch.cuda.empty_cache()
     except ImportError as exc:
         ctx.note(f"PyTorch is not importable here ({exc}): ironlearn only")
     model.to(backend)

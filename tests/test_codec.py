@@ -14,7 +14,8 @@ from ironlearn import codec
 from ironlearn.cli import main
 from ironlearn.codec import container
 from ironlearn.codec.entropy import laplace_bits
-from ironlearn.codec.pyramid import FILTER_OFFSETS, COLOURS, analyse, filtered, fit_filters, upsampling
+from ironlearn.codec.pyramid import (COLOURS, CUBIC, CUBIC_BEFORE_5, FILTER_OFFSETS, analyse, filtered, fit_filters,
+                                     upsampling)
 
 
 def _picture(height=24, width=32, channels=3, seed=0):
@@ -77,10 +78,11 @@ def test_the_arguments_are_checked():
         codec.compress_array(_picture(), bpp=-1)
 
 
-def test_upsampling_is_the_identity_at_the_native_size_and_keeps_constants():
-    np.testing.assert_allclose(upsampling(10, 10, 0), np.eye(10), atol=1e-6)
+@pytest.mark.parametrize("cubic", [CUBIC, CUBIC_BEFORE_5])
+def test_upsampling_is_the_identity_at_the_native_size_and_keeps_constants(cubic):
+    np.testing.assert_allclose(upsampling(10, 10, 0, None, cubic), np.eye(10), atol=1e-6)
     for level in (1, 3):
-        np.testing.assert_allclose(upsampling(37, 20, level).sum(axis=1), 1, atol=1e-5)
+        np.testing.assert_allclose(upsampling(37, 20, level, None, cubic).sum(axis=1), 1, atol=1e-5)
 
 
 def test_the_rate_model_is_a_quantised_laplace_capped_at_the_coders_precision():
@@ -151,19 +153,27 @@ def test_fitted_filters_undo_a_filter_the_picture_was_made_with():
     assert codec.codec._distortion(drawn, pyramid) < plain_error / 100
 
 
-def test_format_3_files_without_filters_still_decode(monkeypatch):
-    """Format 4 only added the filters' fields at the header's end: a format 3 file is a
-    format 4 file without them, and decodes to the same picture."""
+def test_formats_3_and_4_still_decode(monkeypatch):
+    """Format 5 changed only how the grids are upsampled (Keys' a = -0.75, not -0.5): a format 4
+    file is a format 5 file read with the old kernel.  Format 4 only added the filters' fields at
+    the header's end: a format 3 file is a format 4 file without them."""
     picture = _picture(32, 40)
     pyramid = analyse(picture.astype(np.float32) / 255 @ COLOURS[3].T, 0.05, 3)
     data = codec.codec._write(pyramid, None)
     header, sections = container.unpack(data)
     filter_fields = 6 * 3  # a level: exponent 0 (1 byte), log-scale (4), largest value 0 (1)
+    monkeypatch.setattr(container, "VERSION", 4)
+    format_4 = container.pack(header, sections)
     monkeypatch.setattr(container, "VERSION", 3)
-    old = container.pack(header[:-filter_fields], sections)
+    format_3 = container.pack(header[:-filter_fields], sections)
     monkeypatch.undo()
-    assert old[4] == 3 and data[4] == 4
-    np.testing.assert_array_equal(codec.decode(old), codec.decode(data))
+    assert (format_3[4], format_4[4], data[4]) == (3, 4, 5)
+    assert codec.read(data).pyramid.cubic == CUBIC == -0.75
+    old_kernel = codec.read(data)
+    old_kernel.pyramid.cubic = CUBIC_BEFORE_5
+    np.testing.assert_array_equal(codec.decode(format_4), np.round(old_kernel.render() * 255))
+    np.testing.assert_array_equal(codec.decode(format_3), codec.decode(format_4))
+    assert np.any(codec.decode(format_4) != codec.decode(data))
 
 
 def test_rate_control_meets_the_target():

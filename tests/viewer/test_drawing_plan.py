@@ -98,9 +98,9 @@ def _latents(op, texels, v):
     for k, spec in enumerate(op["levels"]):
         (columns, rows), pos = spec["cells"], unit * np.array(spec["scale"]) - 0.5
         corner = np.floor(pos)
-        t = pos - corner
-        weights = np.stack([-0.5 * t ** 3 + t ** 2 - 0.5 * t, 1.5 * t ** 3 - 2.5 * t ** 2 + 1,
-                            -1.5 * t ** 3 + 2 * t ** 2 + 0.5 * t, 0.5 * t ** 3 - 0.5 * t ** 2])  # (4, n, 2)
+        t, a = pos - corner, op["cubic"]  # Keys' cubic convolution with parameter a
+        weights = np.stack([a * (t ** 3 - 2 * t ** 2 + t), (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1,
+                            -(a + 2) * t ** 3 + (2 * a + 3) * t ** 2 - a * t, a * (t ** 2 - t ** 3)])  # (4, n, 2)
         c = corner.astype(np.int64)
         for j in range(4):
             for i in range(4):

@@ -34,8 +34,8 @@ from ..optim.schedules import warmup_cosine
 from . import container, entropy
 from .container import CodecError
 from .entropy import laplace_bits
-from .pyramid import (COLOURS, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, Pyramid, analyse, fit_filters, level_shape,
-                      synthesis)
+from .pyramid import (COLOURS, CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, Pyramid, analyse,
+                      fit_filters, level_shape, synthesis)
 
 #: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
 WIDTH, DEPTH, NETWORK_LR = 16, 2, 1e-2
@@ -573,7 +573,8 @@ def read(data: bytes) -> Decoded:
     weight_models = [(header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a weight step"),
                       header.float32("a weight scale"), header.uint(0, MAX_SYMBOL, "a weight's largest value"))
                      for _ in tensors]
-    filter_levels = min(levels, FILTER_LEVELS) if data[len(container.MAGIC)] >= 4 else 0  # format 3 had none
+    version = data[len(container.MAGIC)]
+    filter_levels = min(levels, FILTER_LEVELS) if version >= 4 else 0  # format 3 had none
     filter_models = [(header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a filter step"),
                       header.float32("a filter scale"), header.uint(0, MAX_SYMBOL, "a filter's largest value"))
                      for _ in range(filter_levels)]
@@ -587,7 +588,7 @@ def read(data: bytes) -> Decoded:
         if not LOG_SCALE_RANGE[0] <= log_scale <= LOG_SCALE_RANGE[1]:
             raise _refuse("a scale in the header is out of range")
     steps = np.array([m[0] for m in latent_models], np.float32).reshape(levels, channels)
-    pyramid = Pyramid(height, width, channels, levels, steps)
+    pyramid = Pyramid(height, width, channels, levels, steps, CUBIC if version >= 5 else CUBIC_BEFORE_5)
     models = {(k, c): (entropy.Model(a, slope), magnitude)
               for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(levels, channels), latent_models)}
     _decode_latents(sections[0], pyramid, models)

@@ -3,7 +3,7 @@
 Level ``k`` of the pyramid holds one grid a colour channel, ``ceil(H / 2**k) x ceil(W / 2**k)``
 integers, one per block of ``2**k`` pixels a side, from the picture's own resolution (``k = 0``)
 down to 1/64.  Each grid, times its quantisation step, is upsampled to the output size by Keys'
-cubic interpolation (the "bicubic" of Pillow), each of the finest grids first through a small
+cubic interpolation (a = -0.75, sharper than Pillow's "bicubic"), each of the finest grids first through a small
 symmetric filter when the file gives it one (:func:`filtered`, fitted by :func:`fit_filters`:
 Cool-chic's learned upsampling, made linear and solved); the levels add up to the picture, in colours
 decorrelated by an orthonormal transform (:data:`COLOURS`).  An optional MLP reads every
@@ -54,6 +54,11 @@ FILTER_LEVELS, FILTER_RADIUS = 4, 3
 FILTER_OFFSETS = tuple([(0, 0)] + [(dy, dx) for dy in range(FILTER_RADIUS + 1)
                                    for dx in range(-FILTER_RADIUS, FILTER_RADIUS + 1)
                                    if abs(dy) + abs(dx) <= FILTER_RADIUS and (dy, dx) > (0, 0)])
+#: Keys' cubic convolution's parameter ``a``, with which the grids are upsampled: -0.75 since format
+#: 5, sharper than Pillow's "bicubic" (-0.5, which formats 3 and 4 keep).  Measured without the MLP
+#: on kodim23, monarch, sail, tulips and astronaut at 0.5 bpp, every one better: -0.65 +0.06 dB,
+#: -0.75 +0.07, -0.85 +0.07, -1 +0.04; a per-level choice added nothing.
+CUBIC, CUBIC_BEFORE_5 = -0.75, -0.5
 #: Pixels at most that :func:`fit_filters` reads (bands spread over a larger picture).
 FILTER_FIT_PIXELS = 1 << 19
 
@@ -65,11 +70,11 @@ def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=64)
-def taps(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None):
+def taps(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None, cubic: float = CUBIC):
     """How a level's grid is read along one axis at the centres of ``size_out`` output pixels
     spanning ``span`` ``(low, high)`` of the picture's ``pixels`` (in its pixels: pixel ``i``
     covers ``[i, i + 1]``; default all of them, ``(0, pixels)``): Keys' cubic convolution
-    (a = -0.5) on four cells, their indices clamped at the edges.
+    (``a = cubic``, :data:`CUBIC`) on four cells, their indices clamped at the edges.
 
     Returns ``(index, weight)``, int64 and float32 ``(size_out, 4)``: output pixel ``i`` is
     ``sum(weight[i] * grid[index[i]])``.  Cached and read-only: rate control and banded renders
@@ -81,8 +86,9 @@ def taps(size_out: int, pixels: int, level: int, span: tuple[float, float] | Non
     base = np.floor(position).astype(np.int64)
     t = position - base
     t2, t3 = t * t, t * t * t
-    weight = np.stack([-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1, -1.5 * t3 + 2 * t2 + 0.5 * t,
-                       0.5 * t3 - 0.5 * t2], axis=1).astype(np.float32)
+    a = cubic
+    weight = np.stack([a * (t3 - 2 * t2 + t), (a + 2) * t3 - (a + 3) * t2 + 1,
+                       -(a + 2) * t3 + (2 * a + 3) * t2 - a * t, a * (t2 - t3)], axis=1).astype(np.float32)
     index = np.clip(base[:, None] + np.arange(-1, 3), 0, cells - 1)
     index.setflags(write=False)
     weight.setflags(write=False)
@@ -90,10 +96,11 @@ def taps(size_out: int, pixels: int, level: int, span: tuple[float, float] | Non
 
 
 @functools.lru_cache(maxsize=64)
-def upsampling(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None) -> np.ndarray:
+def upsampling(size_out: int, pixels: int, level: int, span: tuple[float, float] | None = None,
+               cubic: float = CUBIC) -> np.ndarray:
     """:func:`taps` as a dense ``(size_out, cells)`` matrix (for the analysis, which needs its
     pseudo-inverse).  At the native size, level 0's matrix is the identity.  Cached, read-only."""
-    index, weight = taps(size_out, pixels, level, span)
+    index, weight = taps(size_out, pixels, level, span, cubic)
     matrix = np.zeros((size_out, -(-pixels // (1 << level))))
     np.add.at(matrix, (np.arange(size_out)[:, None], index), weight)
     matrix = matrix.astype(np.float32)
@@ -131,19 +138,22 @@ class Pyramid:
     filters : list
         For each level, None (no filter) or ``(q, exponent)``: the filter's corrections are
         ``q * 2**exponent``, int32 ``q`` ``(channels, len(FILTER_OFFSETS))`` (:func:`filtered`).
+    cubic : float
+        Keys' ``a`` that upsampling reads the grids with (:data:`CUBIC`; a file's format says).
     """
 
-    def __init__(self, height: int, width: int, channels: int, levels: int, steps=None):
+    def __init__(self, height: int, width: int, channels: int, levels: int, steps=None, cubic: float = CUBIC):
         if not 1 <= levels <= MAX_LEVELS:
             raise ValueError(f"levels must lie in 1..{MAX_LEVELS} (got {levels})")
         self.height, self.width, self.channels, self.levels = height, width, channels, levels
         self.latents = [np.zeros((channels, *level_shape(height, width, k)), np.int32) for k in range(levels)]
         self.steps = np.ones((levels, channels), np.float32) if steps is None else np.asarray(steps, np.float32)
         self.filters = [None] * levels
+        self.cubic = cubic
 
     def unfiltered(self) -> "Pyramid":
         """This pyramid without its filters (sharing its latents and steps)."""
-        plain = Pyramid(self.height, self.width, self.channels, self.levels, self.steps)
+        plain = Pyramid(self.height, self.width, self.channels, self.levels, self.steps, self.cubic)
         plain.latents = self.latents
         return plain
 
@@ -174,8 +184,8 @@ class Pyramid:
             if k == 0 and (height, width) == (self.height, self.width) and region is None:
                 out[:, :, k] = scaled[:, row_ids].transpose(1, 2, 0)
                 continue
-            index_y, weight_y = taps(height, self.height, k, span_y)
-            along_x = taps(width, self.width, k, span_x)
+            index_y, weight_y = taps(height, self.height, k, span_y, self.cubic)
+            along_x = taps(width, self.width, k, span_x, self.cubic)
             out[:, :, k] = upsample(scaled, (index_y[row_ids], weight_y[row_ids]), along_x).transpose(1, 2, 0)
         return out.reshape(-1, self.levels * self.channels)
 
@@ -279,10 +289,10 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid) -> dict:
             if k == 0:
                 read = _pairs(padded[k], rows.start, rows.stop)
             else:  # the grid rows that the band's rows read, then upsampled
-                index_y, weight_y = (along[rows] for along in taps(height, height, k))
+                index_y, weight_y = (along[rows] for along in taps(height, height, k, None, pyramid.cubic))
                 first, last = int(index_y.min()), int(index_y.max()) + 1
                 slab = _pairs(padded[k], first, last).reshape(n_taps * channels, last - first, -1)
-                read = upsample(slab, (index_y - first, weight_y), taps(width, width, k))
+                read = upsample(slab, (index_y - first, weight_y), taps(width, width, k, None, pyramid.cubic))
             columns.append(read.reshape(n_taps, channels, -1))
         design = np.concatenate(columns).astype(np.float64)  # (levels * taps, C, pixels)
         gram += np.einsum("ica,jca->cij", design, design)

@@ -30,10 +30,10 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
   before it).  Their features follow one another: the pyramid's levels, then the detail
   level (one feature, from a table of its own), if any;
 * ``latents`` (a compressed picture's pyramid, :mod:`ironlearn.codec.pyramid`): ``src`` (slots of
-  x and y), ``channels``, ``levels``, ``out4``.  Each level has ``cells`` ``[columns, rows]``,
-  ``scale`` (the picture's ``[width, height]`` in the level's cells) and ``table`` (texel offset:
-  one texel a cell, row-major, holding the channels' values).  A point reads each level by Keys'
-  cubic convolution as ``upsampling`` does (position ``(x + 1) / 2 * scale - 1/2`` in cells, the
+  x and y), ``channels``, ``levels``, ``out4`` and ``cubic`` (Keys' ``a``, the file's).  Each
+  level has ``cells`` ``[columns, rows]``, ``scale`` (the picture's ``[width, height]`` in the
+  level's cells) and ``table`` (texel offset: one texel a cell, row-major, holding the channels'
+  values).  A point reads each level by Keys' cubic convolution as ``upsampling`` does (position ``(x + 1) / 2 * scale - 1/2`` in cells, the
   4 x 4 cells from the one before, indices clamped to the grid), level ``k``'s channel ``c`` into
   slot ``k * channels + c``;
 * ``mix``: ``n_out``, ``out4`` and ``terms``, each a ``vector`` (the index of an earlier
@@ -148,7 +148,8 @@ def build_picture_plan(decoded) -> Plan:
         levels.append({"cells": [grids.shape[2], grids.shape[1]],
                        "scale": [pyramid.width / 2 ** k, pyramid.height / 2 ** k], "table": packer.add(cells)})
     features = pyramid.levels * channels
-    ops = [{"type": "latents", "src": [0, 1], "channels": channels, "levels": levels, "out4": _ceil4(features)}]
+    ops = [{"type": "latents", "src": [0, 1], "channels": channels, "levels": levels, "out4": _ceil4(features),
+            "cubic": float(pyramid.cubic)}]
     colours = COLOURS[channels]  # (channels, channels): decorrelated -> RGB or gray, as ``picture @ colours``
     summed = np.tile(np.eye(channels, dtype=np.float32), (pyramid.levels, 1)) @ colours / np.float32(FEATURE_GAIN)
     terms = [_term(1, summed, list(range(features)), ops[0]["out4"], packer)]

@@ -116,7 +116,8 @@ def _latents(index: int, op: dict, current: int) -> str:
         lines = [f"        {_slot(current + 1, level * channels + c)} = value.{'xyzw'[c]};" for c in range(channels)]
         blocks.append(_fill("latents_level", level=level, columns=columns, rows=rows, index=index,
                             scale_x=_float(scale_x), scale_y=_float(scale_y), table=spec["table"],
-                            last_row=rows - 1, last_column=columns - 1, channel_lines="\n".join(lines)))
+                            cubic=_float(op["cubic"]), last_row=rows - 1, last_column=columns - 1,
+                            channel_lines="\n".join(lines)))
     return _fill("latents", index=index, levels=len(op["levels"]), channels=channels, out4=op["out4"], x=x,
                  out=current + 1, level_blocks="\n".join(blocks))
 

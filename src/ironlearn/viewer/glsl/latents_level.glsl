@@ -1,7 +1,7 @@
     {   // level $level: $columns x $rows cells
         vec2 pos = unit$index * vec2($scale_x, $scale_y) - 0.5;  // in cells, cell j centred at j
         vec2 corner = floor(pos);
-        vec4 wx = keys_weights(pos.x - corner.x), wy = keys_weights(pos.y - corner.y);
+        vec4 wx = keys_weights(pos.x - corner.x, $cubic), wy = keys_weights(pos.y - corner.y, $cubic);
         ivec2 c = ivec2(corner);
         vec4 value = vec4(0.0);  // the channels, one a component
         for (int j = 0; j < 4; ++j) {

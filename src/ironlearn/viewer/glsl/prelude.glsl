@@ -47,10 +47,11 @@ vec4 bspline_weights(float t) {
     return vec4(s * s * s, 3.0 * t3 - 6.0 * t2 + 4.0, -3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0, t3) / 6.0;
 }
 
-// Keys' cubic convolution (a = -0.5, Pillow's "bicubic"), the weights of the 4 cells from the one
-// before the point's: what codec/pyramid.py's upsampling reads a compressed picture's grids with.
-vec4 keys_weights(float t) {
+// Keys' cubic convolution with parameter a (-0.5 is Pillow's "bicubic"), the weights of the 4 cells
+// from the one before the point's: what codec/pyramid.py's upsampling reads a compressed picture's
+// grids with.
+vec4 keys_weights(float t, float a) {
     float t2 = t * t, t3 = t2 * t;
-    return vec4(-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1.0, -1.5 * t3 + 2.0 * t2 + 0.5 * t,
-                0.5 * t3 - 0.5 * t2);
+    return vec4(a * (t3 - 2.0 * t2 + t), (a + 2.0) * t3 - (a + 3.0) * t2 + 1.0,
+                -(a + 2.0) * t3 + (2.0 * a + 3.0) * t2 - a * t, a * (t2 - t3));
 }

@@ -227,7 +227,7 @@ IL.compileCPU = function (ops, output, weights) {
           break;
         }
         case "latents": {
-          const o = vectors[++n], channels = op.channels, keys = IL.GRID_READS.keys[0];
+          const o = vectors[++n], channels = op.channels, keys = IL.keysWeights(op.cubic);
           o.fill(0);
           const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
           op.levels.forEach((level, k) => {
@@ -269,18 +269,21 @@ IL.compileCPU = function (ops, output, weights) {
 };
 
 // HashGrid's reads along one axis (INTERPOLATIONS in nn/encodings.py): the weights of the vertices
-// from the first one's offset on (linear: the cell's first, bspline: the one before it); and keys,
-// the Keys cubic (a = -0.5) that a compressed picture's grids are read with (codec/pyramid.py).
+// from the first one's offset on (linear: the cell's first, bspline: the one before it).
 IL.GRID_READS = {
   linear: [(t) => [1 - t, t], 0],
   bspline: [(t) => {
     const s = 1 - t, t2 = t * t, t3 = t2 * t;
     return [s * s * s / 6, (3 * t3 - 6 * t2 + 4) / 6, (-3 * t3 + 3 * t2 + 3 * t + 1) / 6, t3 / 6];
   }, -1],
-  keys: [(t) => {
-    const t2 = t * t, t3 = t2 * t;
-    return [-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1, -1.5 * t3 + 2 * t2 + 0.5 * t, 0.5 * t3 - 0.5 * t2];
-  }, -1],
+};
+
+// Keys' cubic convolution with parameter a, that a compressed picture's grids are read with
+// (codec/pyramid.py): the weights of the 4 cells from the one before the point's.
+IL.keysWeights = (a) => (t) => {
+  const t2 = t * t, t3 = t2 * t;
+  return [a * (t3 - 2 * t2 + t), (a + 2) * t3 - (a + 3) * t2 + 1, -(a + 2) * t3 + (2 * a + 3) * t2 - a * t,
+          a * (t2 - t3)];
 };
 
 IL.CPUNetwork = class {
