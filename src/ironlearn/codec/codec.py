@@ -157,9 +157,9 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         net, steps = _train(inputs, residual, seconds - spent, seed, progress)
         weights = _quantise_weights(net, inputs, residual, lam)
         candidates.append((pyramid, (net, weights), steps))
-        if bpp is not None:  # the weights took fewer bits than set aside: the latents may have them
+        if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
             spent_on_weights = sum(_laplace_size(q, log_scale) for q, _, log_scale in weights)
-            if net_bits - spent_on_weights > 0.01 * bpp * pixels:
+            if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
                 finer, _ = pyramid_for(bpp * pixels - header_bits - spent_on_weights)
                 candidates.append((finer, (net, weights), steps))
     best = None
