@@ -160,8 +160,8 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
             spent_on_weights = sum(_laplace_size(q, log_scale) for q, _, log_scale in weights)
             if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
-                finer, _ = pyramid_for(bpp * pixels - header_bits - spent_on_weights)
-                candidates.append((finer, (net, weights), steps))
+                refitted, _ = pyramid_for(bpp * pixels - header_bits - spent_on_weights)
+                candidates.append((refitted, (net, weights), steps))
     best = None
     for pyramid, network, steps in candidates:
         data = _write(pyramid, network)
