@@ -3,10 +3,10 @@
 Level ``k`` of the pyramid holds one grid a colour channel, ``ceil(H / 2**k) x ceil(W / 2**k)``
 integers, one per block of ``2**k`` pixels a side, from the picture's own resolution (``k = 0``)
 down to 1/64.  Each grid, times its quantisation step, is upsampled to the output size by Keys'
-cubic interpolation (a = -0.75, sharper than Pillow's "bicubic"), each of the finest grids first through a small
-symmetric filter when the file gives it one (:func:`filtered`, fitted by :func:`fit_filters`:
-Cool-chic's learned upsampling, made linear and solved); the levels add up to the picture, in colours
-decorrelated by an orthonormal transform (:data:`COLOURS`).  An optional MLP reads every
+cubic interpolation (a = -0.75, sharper than Pillow's "bicubic"), each of the finest grids first
+through a small symmetric filter when the file gives it one (:func:`filtered`, fitted by
+:func:`fit_filters`: Cool-chic's learned upsampling, made linear and solved); the levels add up
+to the picture, in colours decorrelated by an orthonormal transform (:data:`COLOURS`).  An optional MLP reads every
 upsampled grid at a pixel and adds a correction.  Rendering at another size only changes where
 the upsampling reads: the file holds a continuous picture.
 

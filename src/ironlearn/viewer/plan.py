@@ -33,9 +33,9 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
   x and y), ``channels``, ``levels``, ``out4`` and ``cubic`` (Keys' ``a``, the file's).  Each
   level has ``cells`` ``[columns, rows]``, ``scale`` (the picture's ``[width, height]`` in the
   level's cells) and ``table`` (texel offset: one texel a cell, row-major, holding the channels'
-  values).  A point reads each level by Keys' cubic convolution as ``upsampling`` does (position ``(x + 1) / 2 * scale - 1/2`` in cells, the
-  4 x 4 cells from the one before, indices clamped to the grid), level ``k``'s channel ``c`` into
-  slot ``k * channels + c``;
+  values).  A point reads each level by Keys' cubic convolution as ``upsampling`` does
+  (position ``(x + 1) / 2 * scale - 1/2`` in cells, the 4 x 4 cells from the one before,
+  indices clamped to the grid), level ``k``'s channel ``c`` into slot ``k * channels + c``;
 * ``mix``: ``n_out``, ``out4`` and ``terms``, each a ``vector`` (the index of an earlier
   activation: 0 the coordinates, then one more for each ``linear``, ``fourier``, ``hashgrid``,
   ``latents`` and ``mix``), its ``in4`` and a ``weight`` packed as a ``linear`` op's: the sum of
