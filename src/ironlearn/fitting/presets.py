@@ -183,9 +183,41 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
     return (mode == "rgb" and longest <= 256 and longest <= 2 * shortest and side >= 7 / 8 * shortest)
 
 
+#: A hash grid's batch: the samples of one step.
+BATCH = 1 << 16
+
+#: The most pixels a picture may have to get :func:`pixel_spline`'s level (eight batches: 768x512 does).
+PIXEL_SPLINE_PIXELS = 1 << 19
+
+
+def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
+    """Whether a colour picture past the thumbnails' 256 px gets one dense level of three features,
+    a vertex per pixel of its longest side, read by a cubic B-spline (:func:`_one_spline_level`):
+    one larger than a batch (:data:`BATCH` pixels, the size all the measurements below sample
+    from) up to :data:`PIXEL_SPLINE_PIXELS` pixels, and twice as wide as tall (or tall as wide).
+
+    Read linearly, a pyramid's finest level of a vertex per pixel redraws between pixels much as
+    bilinear upscaling does; read by a B-spline, a level of a vertex per pixel holds a spline of
+    the picture, which redraws as a spline interpolation does (at 2x, about Lanczos upscaling).
+    Its vertices learn only from their own pixels, so it needs many samples a pixel: it wins
+    given about 200 steps or more.  Measured (fit PSNR / 2x redraw against the original, median
+    of four; pyramid -> this level): the 512x512 mosaics 15 s 40.55 / 30.56 -> 44.55 / 32.00 dB
+    (bicubic upscaling 31.63); 30 s 42.89 / 29.81 -> 47.94 / 32.18; the sporco photographs at
+    384x256, 20 s, 41.74 / 32.25 -> 44.76 / 32.72 (bicubic 32.82), but at 10 s (about 110 steps)
+    40.21 / 32.24 -> 37.36 / 31.09; a 768x512 tiled photograph, 30 s, 40.48 -> 49.65.  Past
+    the limit, the level loses in short runs: a 1024x1024 one, 15 s, 33.96 -> 32.32 (60 s:
+    39.48 -> 42.52); 2048x2048, 60 s, 32.74 -> 29.67.
+    """
+    longest, shortest = max(width_px, height_px), min(width_px, height_px)
+    pixels = width_px * height_px
+    return mode == "rgb" and 256 < longest <= 2 * shortest and BATCH < pixels <= PIXEL_SPLINE_PIXELS
+
+
+
 def grid_filter(o: dict) -> str:
     """How a hash grid trains between pixel centres by default: on pixel centres only where it has
-    a detail level, through Lanczos targets otherwise (:data:`~ironlearn.image.sampling.BETWEEN`).
+    a detail level or a spline level of several features (:func:`pixel_spline`), through Lanczos
+    targets otherwise (:data:`~ironlearn.image.sampling.BETWEEN`).
 
     A colour thumbnail's detail level has fewer vertices a side than the picture has pixels, and
     its pyramid a cell for every 4 x 4 pixels: the pixels alone pin every vertex, so samples
@@ -194,7 +226,8 @@ def grid_filter(o: dict) -> str:
     on pixels only, in steps 16% shorter (30.8 against 36.8 ms); rocket 39.38 against 39.41.  Its
     4x render shows no pattern either way, even on a flat wall with the contrast stretched 6x.
     """
-    return "centres" if o.get("detail") else "lanczos"
+    several = o.get("levels") == 1 and o.get("interpolation") == "bspline" and o.get("features", 1) > 1
+    return "centres" if o.get("detail") or several else "lanczos"
 
 
 def _head_parameters(inputs: int, o: dict, mode: str) -> int:
@@ -258,6 +291,8 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
         side = _spline_side(width_px, height_px, mode, o)
         if grid_interpolation(mode, longest, side) == "bspline":
             return _one_spline_level(o, side)
+    if not chosen and o["interpolation"] != "linear" and pixel_spline(mode, width_px, height_px):
+        return _one_spline_level({**o, "features": o["features"] or 3}, longest)
     if mode == "rgb" and not chosen:
         sized = _coarse_pyramid_with_detail(width_px, height_px, mode, o)
         if grid_detail(mode, longest, min(width_px, height_px), sized["detail"]):
@@ -291,21 +326,24 @@ def _grid_options(o: dict) -> dict:
 
 PRESETS = {p.name: p for p in (
     Preset("hashgrid", "multiresolution hash grid + two small ReLU layers",
-           lambda c, o, rng: nets.hashgrid(2, c, **_grid_options(o), rng=rng), lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
+           lambda c, o, rng: nets.hashgrid(2, c, **_grid_options(o), rng=rng), lr=2e-2, lr_min=2e-4, batch_size=BATCH,
            defaults={"width": 32, "depth": 2,
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest; 1 read by "
-                                    "B-spline"),
-                     "features": Auto("2; 1 for a single B-spline level"),
+                                    "B-spline (gray pictures up to 256 px a side, colour ones from 257 px "
+                                    f"up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
+                     "features": Auto("2; a single B-spline level: 1 for gray pictures, 3 for colour"),
                      "log2_table_size": Auto(f"one that holds the finest level whole, up to {WHOLE_FINEST_LOG2} "
                                                              f"(pictures up to {WHOLE_FINEST_SIDE} px a side); "
                                                              "above, the largest that keeps the parameters within "
                                                              "the pixel count"),
                      "coarsest": Auto("the finest / 16, between 2 and 16; a single level: the finest"),
-                     "finest": Auto("the picture's longest side; a single B-spline level: as many vertices as "
-                                    "the parameter budget allows"),
+                     "finest": Auto("the picture's longest side; a single gray B-spline level: as many vertices "
+                                    "as the parameter budget allows"),
                      "vertices": Auto("centres for gray pictures up to 256 px a side, else corners"),
                      "interpolation": Auto("bspline for gray pictures up to 256 px a side, with one dense level "
-                                           "of as many vertices as the parameter budget allows; else linear"),
+                                           "of as many vertices as the parameter budget allows, and for colour "
+                                           f"ones from 257 px up to {PIXEL_SPLINE_PIXELS:,} pixels (and no more "
+                                           "than 2:1), a vertex per pixel; else linear"),
                      "detail": Auto("for colour pictures up to 256 px a side (and no more than 2:1), as many "
                                     "vertices as the parameter budget allows beside two levels of 16 cells and a "
                                     "quarter of the picture's; else 0")},
