@@ -183,35 +183,30 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
     return (mode == "rgb" and longest <= 256 and longest <= 2 * shortest and side >= 7 / 8 * shortest)
 
 
-#: A hash grid's batch: the samples of one step.
-BATCH = 1 << 16
-
-#: The most pixels a picture may have to get :func:`pixel_spline`'s level (eight batches: 768x512 does).
+#: The most pixels a picture may have to get :func:`pixel_spline`'s level (eight batches, 724x724).
 PIXEL_SPLINE_PIXELS = 1 << 19
 
 
 def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     """Whether a colour picture past the thumbnails' 256 px gets one dense level of three features,
-    a vertex per pixel of its longest side, read by a cubic B-spline (:func:`_one_spline_level`):
-    one larger than a batch (:data:`BATCH` pixels, the size all the measurements below sample
-    from) up to :data:`PIXEL_SPLINE_PIXELS` pixels, and twice as wide as tall (or tall as wide).
+    a vertex per pixel, read by a cubic B-spline (:func:`_one_spline_level`): a square one up to
+    :data:`PIXEL_SPLINE_PIXELS` pixels (past 256 px a side, it is larger than a batch).
 
     Read linearly, a pyramid's finest level of a vertex per pixel redraws between pixels much as
     bilinear upscaling does; read by a B-spline, a level of a vertex per pixel holds a spline of
     the picture, which redraws as a spline interpolation does (at 2x, about Lanczos upscaling).
-    Its vertices learn only from their own pixels, so it needs many samples a pixel: it wins
-    given about 200 steps or more.  Measured (fit PSNR / 2x redraw against the original, median
-    of four; pyramid -> this level): the 512x512 mosaics 15 s 40.55 / 30.56 -> 44.55 / 32.00 dB
-    (bicubic upscaling 31.63); 30 s 42.89 / 29.81 -> 47.94 / 32.18; the sporco photographs at
-    384x256, 20 s, 41.74 / 32.25 -> 44.76 / 32.72 (bicubic 32.82), but at 10 s (about 110 steps)
-    40.21 / 32.24 -> 37.36 / 31.09; a 768x512 tiled photograph, 30 s, 40.48 -> 49.65.  Past
-    the limit, the level loses in short runs: a 1024x1024 one, 15 s, 33.96 -> 32.32 (60 s:
-    39.48 -> 42.52); 2048x2048, 60 s, 32.74 -> 29.67.
-    """
-    longest, shortest = max(width_px, height_px), min(width_px, height_px)
-    pixels = width_px * height_px
-    return mode == "rgb" and 256 < longest <= 2 * shortest and BATCH < pixels <= PIXEL_SPLINE_PIXELS
+    Measured (fit PSNR / 2x redraw against the original, median of four; pyramid -> this level):
+    the 512x512 mosaics of ``benchmarks/redraw_sets.py``, 15 s, 40.55 / 30.56 -> 45.65 / 32.07 dB
+    (bicubic upscaling 31.63); 30 s, 42.89 / 29.81 -> 52.21 / 32.22.
 
+    Its vertices learn from their own pixels only, so it wants many samples a pixel: past the
+    limit it loses in short runs (a 1024x1024 tiled photograph, 15 s: 33.96 -> 32.32 dB; 60 s:
+    39.48 -> 42.52; 2048x2048, 60 s: 32.74 -> 29.67).  The level is square, so a picture wider
+    than tall gets more vertices than pixels down its height, which the pixels do not pin: the
+    sporco photographs at 384x256 fitted better (20 s: 41.74 -> 44.76 dB) but redrew kodim23 at
+    2x 2 dB under bicubic upscaling, with contour lines across its flat green at 4x.
+    """
+    return mode == "rgb" and width_px == height_px > 256 and width_px * height_px <= PIXEL_SPLINE_PIXELS
 
 
 def grid_filter(o: dict) -> str:
@@ -326,11 +321,11 @@ def _grid_options(o: dict) -> dict:
 
 PRESETS = {p.name: p for p in (
     Preset("hashgrid", "multiresolution hash grid + two small ReLU layers",
-           lambda c, o, rng: nets.hashgrid(2, c, **_grid_options(o), rng=rng), lr=2e-2, lr_min=2e-4, batch_size=BATCH,
+           lambda c, o, rng: nets.hashgrid(2, c, **_grid_options(o), rng=rng), lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
            defaults={"width": 32, "depth": 2,
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest; 1 read by "
-                                    "B-spline (gray pictures up to 256 px a side, colour ones from 257 px "
-                                    f"up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
+                                    "B-spline (gray pictures up to 256 px a side, square colour ones from 257 "
+                                    f"px up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
                      "features": Auto("2; a single B-spline level: 1 for gray pictures, 3 for colour"),
                      "log2_table_size": Auto(f"one that holds the finest level whole, up to {WHOLE_FINEST_LOG2} "
                                                              f"(pictures up to {WHOLE_FINEST_SIDE} px a side); "
@@ -341,9 +336,9 @@ PRESETS = {p.name: p for p in (
                                     "as the parameter budget allows"),
                      "vertices": Auto("centres for gray pictures up to 256 px a side, else corners"),
                      "interpolation": Auto("bspline for gray pictures up to 256 px a side, with one dense level "
-                                           "of as many vertices as the parameter budget allows, and for colour "
-                                           f"ones from 257 px up to {PIXEL_SPLINE_PIXELS:,} pixels (and no more "
-                                           "than 2:1), a vertex per pixel; else linear"),
+                                           "of as many vertices as the parameter budget allows, and for square "
+                                           f"colour ones from 257 px up to {PIXEL_SPLINE_PIXELS:,} pixels, a "
+                                           "vertex per pixel; else linear"),
                      "detail": Auto("for colour pictures up to 256 px a side (and no more than 2:1), as many "
                                     "vertices as the parameter budget allows beside two levels of 16 cells and a "
                                     "quarter of the picture's; else 0")},
