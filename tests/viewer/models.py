@@ -25,6 +25,10 @@ PRESETS = {
     "hashgrid-bspline": (lambda rng, c: hashgrid(2, c, levels=2, features=1, log2_table_size=8, coarsest=8,
                                                  finest=40, width=16, depth=1, centred=True,
                                                  interpolation="bspline", rng=rng), 1),
+    # A square colour picture's (257-724 px): one dense level of three features, read by B-spline.
+    "hashgrid-colour-spline": (lambda rng, c: hashgrid(2, c, levels=1, features=3, log2_table_size=11, coarsest=40,
+                                                       finest=40, width=16, depth=1, centred=True,
+                                                       interpolation="bspline", rng=rng), 3),
     # A colour thumbnail's: a coarse pyramid on cell corners and a detail level read by B-spline.
     "hashgrid-detail": (lambda rng, c: hashgrid(2, c, levels=2, features=2, log2_table_size=8, coarsest=4,
                                                 finest=12, width=16, depth=1, detail=30, rng=rng), 3),
