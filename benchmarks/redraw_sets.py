@@ -1,6 +1,6 @@
 """Benchmark (e): fits and 2x redraws over two sets, never one picture (min, median and max).
 
-    python benchmarks/redraw_sets.py [--sets drawings photos mosaics] [--seconds-drawing 5]
+    python benchmarks/redraw_sets.py [--sets drawings photos mosaics mosaics-gray] [--seconds-drawing 5]
                                      [--seconds-photo 10] [--seconds-mosaic 15 30]
                                      [--option log2_table_size=14 ...] [--crops DIR]
 
@@ -16,6 +16,7 @@
 * **mosaics**: the four 1024x1024 quarters of make_photo.py's 2048x2048 picture (scikit-image's
   photographs tiled at their own scale: every pixel a real one), each fitted at 512x512 (Lanczos)
   for each of ``--seconds-mosaic`` and redrawn at 2x against the quarter (needs scikit-image).
+  **mosaics-gray**: the same in gray.
 
 Fits run in this process through ``ironlearn.fit`` with a time budget. ``--crops DIR`` saves 4x
 crops of each photo's redraw, to look at.
@@ -115,19 +116,19 @@ def photos(seconds: float, options: dict, folder: str, crops: str | None) -> lis
     return rows
 
 
-def mosaics(seconds: float, options: dict, folder: str) -> list[dict]:
+def mosaics(seconds: float, options: dict, folder: str, mode: str = "RGB") -> list[dict]:
     from make_photo import tiled
 
     whole = tiled(2048, 2048)
     rows = []
     for number, (top, left) in enumerate(((0, 0), (0, 1024), (1024, 0), (1024, 1024))):
-        big = Image.fromarray(whole[top:top + 1024, left:left + 1024])
+        big = Image.fromarray(whole[top:top + 1024, left:left + 1024]).convert(mode)
         small = big.resize((512, 512), Image.LANCZOS)
-        path = os.path.join(folder, f"mosaic{number}.png")
+        path = os.path.join(folder, f"mosaic{number}-{mode}.png")
         small.save(path)
         run = ironlearn.fit(path, os.path.join(folder, f"run-mosaic{number}"), time_budget=seconds, force=True,
                             **options)
-        redraw = as_unit(ironlearn.render(run.model, size=big.size))
+        redraw = as_unit(ironlearn.render(run.model, size=big.size)).reshape(as_unit(big).shape)
         rows.append({"picture": f"quarter{number}", "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
                      "x2_db": psnr(redraw, as_unit(big)),
                      "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)), as_unit(big))})
@@ -163,7 +164,7 @@ def _option(text: str):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", choices=("drawings", "photos", "mosaics"),
+    parser.add_argument("--sets", nargs="+", choices=("drawings", "photos", "mosaics", "mosaics-gray"),
                         default=["drawings", "photos"])
     parser.add_argument("--seconds-drawing", type=float, default=5.0)
     parser.add_argument("--seconds-photo", type=float, default=10.0)
@@ -188,6 +189,9 @@ def main():
     for seconds in args.seconds_mosaic if "mosaics" in args.sets else []:
         report(f"mosaics at 512x512, {seconds:g} s; 2x against the 1024x1024 originals",
                mosaics(seconds, options, args.folder))
+    for seconds in args.seconds_mosaic if "mosaics-gray" in args.sets else []:
+        report(f"mosaics in gray at 512x512, {seconds:g} s; 2x against the 1024x1024 originals",
+               mosaics(seconds, options, args.folder, mode="L"))
 
 
 if __name__ == "__main__":

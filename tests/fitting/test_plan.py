@@ -172,28 +172,30 @@ def test_a_gray_thumbnail_gets_one_dense_bspline_level_within_the_budget(width, 
     ("rgb", 256, 256, {"filter": "bicubic"}, "bicubic"),
     ("rgb", 512, 512, {}, "centres"),  # a vertex per pixel, read by a spline: the pixels pin it too
     ("rgb", 1024, 1024, {}, "lanczos"), ("rgb", 512, 512, {"model_options": {"levels": 4}}, "lanczos"),
-    ("gray", 512, 512, {}, "lanczos"), ("gray", 256, 256, {}, "lanczos"), ("binary", 200, 200, {}, "lanczos")])
+    ("gray", 512, 512, {}, "centres"), ("gray", 256, 256, {}, "lanczos"), ("binary", 200, 200, {}, "lanczos")])
 def test_only_a_level_the_pixels_pin_trains_on_pixel_centres_by_default(mode, width, height, given, expected):
     channels = 3 if mode == "rgb" else 1
     plan = make_plan(FitOptions("p.png", steps=10, **given), picture(width, height, channels, mode))
     assert plan.filter == expected
 
 
-@pytest.mark.parametrize("width, height", [(257, 257), (512, 512), (724, 724)])
-def test_a_square_colour_picture_past_a_batch_gets_a_spline_level_of_a_vertex_per_pixel(width, height):
+@pytest.mark.parametrize("width, height, mode", [(257, 257, "rgb"), (512, 512, "rgb"), (724, 724, "rgb"),
+                                                (512, 512, "gray")])
+def test_a_square_photograph_past_a_batch_gets_a_spline_level_of_a_vertex_per_pixel(width, height, mode):
     preset = PRESETS["hashgrid"]
-    options = preset.resolve({}, width, height, "rgb")
+    options = preset.resolve({}, width, height, mode)
     longest = max(width, height)
-    assert options["levels"] == 1 and options["features"] == 3 and options["interpolation"] == "bspline"
+    assert options["levels"] == 1 and options["features"] == {"rgb": 3, "gray": 2}[mode]
+    assert options["interpolation"] == "bspline"
     assert options["coarsest"] == options["finest"] == longest and options["vertices"] == "centres"
     grid = preset.build(3, options, np.random.default_rng(0)).layers[0]
     assert not any(grid.hashed) and grid.sides == [longest]  # dense, a vertex per pixel of the longest side
-    assert preset.resolve({"features": 2}, width, height, "rgb")["features"] == 2  # given options are kept
+    assert preset.resolve({"features": 4}, width, height, mode)["features"] == 4  # given options are kept
 
 
 @pytest.mark.parametrize("mode, width, height, given", [
     ("rgb", 1024, 1024, {}), ("rgb", 384, 256, {}), ("rgb", 768, 512, {}), ("rgb", 725, 725, {}), ("rgb", 512, 512, {"interpolation": "linear"}),
-    ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}), ("gray", 512, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
+    ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}), ("gray", 768, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
     ("gray", 256, 256, {"levels": 4}), ("gray", 256, 256, {"interpolation": "linear"})])
 def test_other_pictures_keep_the_bilinear_pyramid(mode, width, height, given):
     options = PRESETS["hashgrid"].resolve(given, width, height, mode)

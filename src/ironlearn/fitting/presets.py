@@ -185,19 +185,24 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
 
 #: The most pixels a picture may have to get :func:`pixel_spline`'s level (eight batches, 724x724).
 PIXEL_SPLINE_PIXELS = 1 << 19
+#: Features a vertex of :func:`pixel_spline`'s level, by mode.
+PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 2}
 
 
 def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
-    """Whether a colour picture past the thumbnails' 256 px gets one dense level of three features,
-    a vertex per pixel, read by a cubic B-spline (:func:`_one_spline_level`): a square one up to
-    :data:`PIXEL_SPLINE_PIXELS` pixels (past 256 px a side, it is larger than a batch).
+    """Whether a photograph past the thumbnails' 256 px gets one dense level of a vertex per pixel,
+    read by a cubic B-spline (:func:`_one_spline_level`), of :data:`PIXEL_SPLINE_FEATURES`: a
+    square one up to :data:`PIXEL_SPLINE_PIXELS` pixels (past 256 px a side, it is larger than a
+    batch), in colour or gray.
 
     Read linearly, a pyramid's finest level of a vertex per pixel redraws between pixels much as
     bilinear upscaling does; read by a B-spline, a level of a vertex per pixel holds a spline of
     the picture, which redraws as a spline interpolation does (at 2x, about Lanczos upscaling).
     Measured (fit PSNR / 2x redraw against the original, median of four; pyramid -> this level):
     the 512x512 mosaics of ``benchmarks/redraw_sets.py``, 15 s, 40.55 / 30.56 -> 45.65 / 32.07 dB
-    (bicubic upscaling 31.63); 30 s, 42.89 / 29.81 -> 52.21 / 32.22.
+    (bicubic upscaling 31.63); 30 s, 42.89 / 29.81 -> 52.21 / 32.22.  The same in gray, 15 s:
+    42.67 / 31.55 -> 66.91 / 33.14 (bicubic 32.42); one feature a vertex 60.02 / 33.13, one
+    picture of four under bicubic (two: none); colour with two or four 31.68 and 31.70 at 2x.
 
     Its vertices learn from their own pixels only, so it wants many samples a pixel: past the
     limit it loses in short runs (a 1024x1024 tiled photograph, 15 s: 33.96 -> 32.32 dB; 60 s:
@@ -206,7 +211,8 @@ def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     sporco photographs at 384x256 fitted better (20 s: 41.74 -> 44.76 dB) but redrew kodim23 at
     2x 2 dB under bicubic upscaling, with contour lines across its flat green at 4x.
     """
-    return mode == "rgb" and width_px == height_px > 256 and width_px * height_px <= PIXEL_SPLINE_PIXELS
+    square = width_px == height_px > 256
+    return mode in PIXEL_SPLINE_FEATURES and square and width_px * height_px <= PIXEL_SPLINE_PIXELS
 
 
 def grid_filter(o: dict) -> str:
@@ -287,7 +293,7 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
         if grid_interpolation(mode, longest, side) == "bspline":
             return _one_spline_level(o, side)
     if not chosen and o["interpolation"] != "linear" and pixel_spline(mode, width_px, height_px):
-        return _one_spline_level({**o, "features": o["features"] or 3}, longest)
+        return _one_spline_level({**o, "features": o["features"] or PIXEL_SPLINE_FEATURES[mode]}, longest)
     if mode == "rgb" and not chosen:
         sized = _coarse_pyramid_with_detail(width_px, height_px, mode, o)
         if grid_detail(mode, longest, min(width_px, height_px), sized["detail"]):
@@ -324,9 +330,10 @@ PRESETS = {p.name: p for p in (
            lambda c, o, rng: nets.hashgrid(2, c, **_grid_options(o), rng=rng), lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
            defaults={"width": 32, "depth": 2,
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest; 1 read by "
-                                    "B-spline (gray pictures up to 256 px a side, square colour ones from 257 "
-                                    f"px up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
-                     "features": Auto("2; a single B-spline level: 1 for gray pictures, 3 for colour"),
+                                    "B-spline (gray pictures up to 256 px a side, square colour and gray ones "
+                                    f"from 257 px up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
+                     "features": Auto("2; a single B-spline level: 1 for gray pictures up to 256 px a side, 3 "
+                                      "for colour ones from 257 px"),
                      "log2_table_size": Auto(f"one that holds the finest level whole, up to {WHOLE_FINEST_LOG2} "
                                                              f"(pictures up to {WHOLE_FINEST_SIDE} px a side); "
                                                              "above, the largest that keeps the parameters within "
@@ -337,8 +344,8 @@ PRESETS = {p.name: p for p in (
                      "vertices": Auto("centres for gray pictures up to 256 px a side, else corners"),
                      "interpolation": Auto("bspline for gray pictures up to 256 px a side, with one dense level "
                                            "of as many vertices as the parameter budget allows, and for square "
-                                           f"colour ones from 257 px up to {PIXEL_SPLINE_PIXELS:,} pixels, a "
-                                           "vertex per pixel; else linear"),
+                                           f"colour and gray ones from 257 px up to {PIXEL_SPLINE_PIXELS:,} "
+                                           "pixels, a vertex per pixel; else linear"),
                      "detail": Auto("for colour pictures up to 256 px a side (and no more than 2:1), as many "
                                     "vertices as the parameter budget allows beside two levels of 16 cells and a "
                                     "quarter of the picture's; else 0")},
