@@ -201,7 +201,7 @@ def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     Measured (fit PSNR / 2x redraw against the original, median of four; pyramid -> this level):
     the 512x512 mosaics of ``benchmarks/redraw_sets.py``, 15 s, 40.55 / 30.56 -> 45.65 / 32.07 dB
     (bicubic upscaling 31.63); 30 s, 42.89 / 29.81 -> 52.21 / 32.22.  The same in gray, 15 s:
-    42.67 / 31.55 -> 66.91 / 33.14 (bicubic 32.42); one feature a vertex 60.02 / 33.13, one
+    42.67 / 31.55 -> 68.03 / 33.14 (bicubic 32.42); one feature a vertex 60.02 / 33.13, one
     picture of four under bicubic (two: none); colour with two or four 31.68 and 31.70 at 2x.
 
     Its vertices learn from their own pixels only, so it wants many samples a pixel: past the
@@ -332,8 +332,8 @@ PRESETS = {p.name: p for p in (
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest; 1 read by "
                                     "B-spline (gray pictures up to 256 px a side, square colour and gray ones "
                                     f"from 257 px up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
-                     "features": Auto("2; a single B-spline level: 1 for gray pictures up to 256 px a side, 3 "
-                                      "for colour ones from 257 px"),
+                     "features": Auto("2; a single B-spline level: 1 for gray pictures up to 256 px a side, 2 "
+                                      "for larger gray ones, 3 for colour ones"),
                      "log2_table_size": Auto(f"one that holds the finest level whole, up to {WHOLE_FINEST_LOG2} "
                                                              f"(pictures up to {WHOLE_FINEST_SIDE} px a side); "
                                                              "above, the largest that keeps the parameters within "
