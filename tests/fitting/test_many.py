@@ -375,8 +375,14 @@ def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp
     args = ["fit-many", tmp_path / "a.png", tmp_path / "b.png", "--out", out, "--workers", "2", "--steps", "600",
             "--checkpoint-every", "10", *QUICK[2:]]
     driver = run_in_subprocess(*args)
-    wait_for(lambda: (out / "a" / "metrics.json").exists() and (out / "b" / "checkpoint.npz").exists(),
-             what="a done and b under way")
+
+    def a_reported_done() -> bool:  # by the driver (its summary), not only by a's worker (a's files)
+        rows = summary.read(out / "summary.csv") if (out / "summary.csv").exists() else []
+        return any(r["picture"] == "a" and r["status"] == "done" for r in rows)
+
+    # Waiting for a's files alone raced the driver: a signal between a's worker writing them and
+    # reporting back found "0 done, 2 stopped" (seen once in CI).
+    wait_for(lambda: a_reported_done() and (out / "b" / "checkpoint.npz").exists(), what="a done and b under way")
     done_at = (out / "a" / "model.npz").stat().st_mtime_ns
     driver.send_signal(how)
     _, err = driver.communicate(timeout=60)
