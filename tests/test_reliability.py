@@ -353,7 +353,7 @@ def test_a_learning_rate_far_too_high_is_survived_or_reported(tmp_path, capsys):
 
 
 # -- kills at random moments ------------------------------------------------------------------------
-KILLS = 10
+KILLS, MAX_KILLS = 10, 30
 
 
 def test_sigkill_at_random_moments_never_loses_the_run(tmp_path):
@@ -362,8 +362,11 @@ def test_sigkill_at_random_moments_never_loses_the_run(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     base = [sys.executable, "-m", "ironlearn", "fit", str(picture), "--out", str(out)]
     rng = random.Random(0)
-    last_step, resumed, torn_writes = 0, 0, 0
-    for kill in range(KILLS):
+    last_step, resumed, torn_writes, kills = 0, 0, 0, 0
+    # At least KILLS kills, and more until three of them have landed mid-write: whether a kill lands
+    # in a write is chance, and a loaded machine (CI under xdist) lands fewer of them.
+    while kills < KILLS or (torn_writes < 3 and kills < MAX_KILLS):
+        kills += 1
         ckpt = out / "checkpoint.npz"
         # A checkpoint (and the history and frames beside it) every step, so kills land mid-write.
         # No --quiet: the "fitting ..." line tells when training starts.
@@ -383,8 +386,8 @@ def test_sigkill_at_random_moments_never_loses_the_run(tmp_path):
             step = load_checkpoint(ckpt).step  # never corrupt
             assert step >= last_step
             last_step = step
-    assert resumed >= KILLS - 2 and last_step > 0
-    print(f"{KILLS} kills, {torn_writes} of them mid-write, last checkpoint at step {last_step}")
+    assert resumed >= kills - 2 and last_step > 0
+    print(f"{kills} kills, {torn_writes} of them mid-write, last checkpoint at step {last_step}")
     assert torn_writes >= 3  # the kills did land during writes
     done = subprocess.run(base + ["--resume", "--steps", str(last_step + 10), "--quiet"], capture_output=True,
                           text=True, env=env)
