@@ -77,6 +77,30 @@ def test_centred_hash_grid_gives_each_pixel_centre_a_vertex_of_its_own(rng):
     np.testing.assert_allclose(grid.forward(x)[:, 0], [0.5, 0.0, 15.0])
 
 
+def test_a_level_as_wide_and_tall_as_the_picture_gives_each_pixel_a_vertex_of_its_own(rng):
+    from ironlearn.image.coords import pixel_grid
+
+    grid = HashGrid(levels=1, features=1, log2_table_size=8, coarsest=6, finest=6, finest_y=4, centred=True, rng=rng)
+    assert (grid.sides, grid.sides_y, grid.sizes, grid.hashed) == ([6], [4], [24], [False])
+    grid.params["table"][:, 0] = np.arange(24)  # texel (ix, iy) holds iy * 6 + ix
+    np.testing.assert_allclose(grid.forward(pixel_grid(6, 4))[:, 0], np.arange(24), atol=1e-6)  # a 6x4 picture
+    # Down the height a step of one pixel is a step of one texel, as across: halfway between two
+    # rows' centres reads their mean.
+    x = np.array([[(0.5 / 6) * 2 - 1, 0.0]], np.float32)  # pixel column 0, between rows 1 and 2
+    np.testing.assert_allclose(grid.forward(x)[:, 0], [(6 + 12) / 2])
+
+
+@pytest.mark.parametrize("centred", [False, True])
+@pytest.mark.parametrize("interpolation", ["linear", "bspline"])
+def test_a_grid_taller_or_wider_than_square_has_exact_gradients(rng, centred, interpolation):
+    for finest_y in (9, 33):  # levels of 2x1, 6x3 and 20x9 cells; of 2x3, 6x10 and 20x33
+        grid = small_grid(rng, centred=centred, interpolation=interpolation, finest_y=finest_y)
+        assert grid.resolutions_y == [round(res * finest_y / 20) for res in (2, 6, 20)] and grid.hashed[-1]
+        grid.params["table"][:] = rng.normal(size=grid.params["table"].shape)
+        check_layer_gradients(grid, rng.uniform(-0.6, 0.6, (7, 2)))
+        assert HashGrid(**grid.config(), rng=rng).sizes == grid.sizes  # saved and rebuilt alike
+
+
 def test_centred_hash_grid_gradient_with_hashing_active(rng):
     grid = small_grid(rng, centred=True)
     assert grid.hashed == [False, False, True] and grid.sizes == [4, 36, 64]
@@ -184,6 +208,8 @@ def test_bad_settings_are_refused(rng):
         HashGrid(interpolation="cubic", rng=rng)
     with pytest.raises(ValueError, match="detail counts vertices a side, 0 for none"):
         HashGrid(detail=-1, rng=rng)
+    with pytest.raises(ValueError, match="finest_y counts cells down the finest level"):
+        HashGrid(finest_y=-1, rng=rng)
     with pytest.raises(ValueError, match="sigma"):
         FourierFeatures(2, 4, sigma=0, rng=rng)
 
@@ -194,12 +220,12 @@ coordinates = st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1)), min_size=1
 @settings(max_examples=60, deadline=None)
 @given(points=coordinates, levels=st.integers(1, 6), log2_table_size=st.sampled_from(LOG2_TABLE_SIZES),
        coarsest=st.integers(1, 64), growth=st.integers(0, 192), interpolation=st.sampled_from(["linear", "bspline"]),
-       centred=st.booleans())
+       centred=st.booleans(), finest_y=st.integers(0, 256))
 def test_hash_grid_reads_only_inside_each_level_of_its_table(points, levels, log2_table_size, coarsest, growth,
-                                                             interpolation, centred):
-    # finest stays <= 256, so even 2**24-row settings allocate at most 257**2 rows a level.
+                                                             interpolation, centred, finest_y):
+    # finest and finest_y stay <= 256, so even 2**24-row settings allocate at most 257**2 rows a level.
     grid = HashGrid(levels, 1, log2_table_size, coarsest, coarsest + growth, centred, interpolation,
-                    rng=np.random.default_rng(0))
+                    finest_y=finest_y, rng=np.random.default_rng(0))
     indices, weights, _, _ = grid._lookup(np.array(points, np.float32))
     level_of_row = np.repeat(np.arange(levels), grid.sizes)
     assert indices.min() >= 0 and indices.max() < grid.params["table"].shape[0]

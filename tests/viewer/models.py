@@ -21,13 +21,15 @@ PRESETS = {
     # The same with its vertices on cell centres (4, 16 and 64 a side), as a one-channel thumbnail's.
     "hashgrid-centred": (lambda rng, c: hashgrid(2, c, levels=3, features=2, log2_table_size=8, coarsest=4,
                                                  finest=64, width=16, depth=1, centred=True, rng=rng), 1),
-    # Read by B-spline (16 vertices a point), as a gray thumbnail's one dense level; hashed levels too.
+    # Read by B-spline (16 vertices a point), as a gray thumbnail's one dense level; hashed levels too,
+    # and not square: 8x5 cells (dense) and 40x24 (hashed).
     "hashgrid-bspline": (lambda rng, c: hashgrid(2, c, levels=2, features=1, log2_table_size=8, coarsest=8,
-                                                 finest=40, width=16, depth=1, centred=True,
+                                                 finest=40, finest_y=24, width=16, depth=1, centred=True,
                                                  interpolation="bspline", rng=rng), 1),
-    # A square colour picture's (257-724 px): one dense level of three features, read by B-spline.
+    # A colour picture's past 256 px (here of 40x27 px): one dense level of three features, a vertex
+    # per pixel, read by B-spline.
     "hashgrid-colour-spline": (lambda rng, c: hashgrid(2, c, levels=1, features=3, log2_table_size=11, coarsest=40,
-                                                       finest=40, width=16, depth=1, centred=True,
+                                                       finest=40, finest_y=27, width=16, depth=1, centred=True,
                                                        interpolation="bspline", rng=rng), 3),
     # A colour thumbnail's: a coarse pyramid on cell corners and a detail level read by B-spline.
     "hashgrid-detail": (lambda rng, c: hashgrid(2, c, levels=2, features=2, log2_table_size=8, coarsest=4,

@@ -68,21 +68,21 @@ def _hashgrid(op, flat, v):
     out = np.zeros((len(v), op["out4"] * TEXEL))
     slot = 0
     for spec in op["levels"]:
-        features, last = spec["features"], spec["side"] - 1
-        pos = np.clip(unit * spec["res"] - spec["shift"], 0, last)
-        corner = np.minimum(np.floor(pos), max(last - 1, 0))
+        features, last = spec["features"], np.array(spec["side"]) - 1  # along x and y
+        pos = np.clip(unit * np.array(spec["res"]) - spec["shift"], 0, last)
+        corner = np.minimum(np.floor(pos), np.maximum(last - 1, 0))
         (wx, first), (wy, _) = _weights(spec["interpolation"], pos[:, 0] - corner[:, 0]), \
             _weights(spec["interpolation"], pos[:, 1] - corner[:, 1])
         c = corner.astype(np.int64)
         total = 0
         for j, weight_y in enumerate(wy):
             for i, weight_x in enumerate(wx):
-                ix = np.clip(c[:, 0] + first + i, 0, last).astype(np.uint32)
-                iy = np.clip(c[:, 1] + first + j, 0, last).astype(np.uint32)
+                ix = np.clip(c[:, 0] + first + i, 0, last[0]).astype(np.uint32)
+                iy = np.clip(c[:, 1] + first + j, 0, last[1]).astype(np.uint32)
                 if spec["hashed"]:  # uint32 arithmetic, as on the GPU
                     row = (ix ^ (iy * np.uint32(2654435761))) & np.uint32(spec["size"] - 1)
                 else:
-                    row = iy * spec["side"] + ix
+                    row = iy * spec["side"][0] + ix
                 start = spec["table"] + features * (spec["offset"] + row.astype(np.int64))
                 total = total + (weight_x * weight_y)[:, None] * flat[start[:, None] + np.arange(features)]
         out[:, slot:slot + features] = total

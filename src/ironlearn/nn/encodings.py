@@ -147,7 +147,13 @@ class HashGrid(Layer):
         ``(res + 1)**2`` vertices fit is indexed densely (no collisions);
         finer levels are hashed into the table.
     coarsest, finest : int
-        Cells per side of the first and last level.
+        Cells across (along x) the first and last level.
+    finest_y : int
+        Cells down (along y) the last level; 0 (the default): as many as across, square cells
+        in [-1, 1]^2.  Each level then has ``finest_y / finest`` times its cells across, rounded
+        (at least 1).  A non-square picture fitted on a level of a vertex per pixel needs it:
+        ``finest`` its width and ``finest_y`` its height puts a vertex on every pixel centre and
+        none between them, which no pixel would pin.
     interpolation : {"linear", "bspline"}
         How a level is read between its vertices: ``linear`` mixes the 4 around the point
         (bilinear, Instant-NGP's read); ``bspline`` the 16 around it with a cubic B-spline's
@@ -190,7 +196,8 @@ class HashGrid(Layer):
     sparse_reads = 0.5
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
-                 finest: int = 512, centred: bool = False, interpolation: str = "linear", detail: int = 0, *, rng):
+                 finest: int = 512, centred: bool = False, interpolation: str = "linear", detail: int = 0,
+                 finest_y: int = 0, *, rng):
         super().__init__()
         if levels < 1 or features < 1 or not 1 <= coarsest <= finest:
             raise ValueError("HashGrid needs levels >= 1, features >= 1 and 1 <= coarsest <= finest "
@@ -200,14 +207,19 @@ class HashGrid(Layer):
                              f"(got {log2_table_size})")
         if detail < 0:
             raise ValueError(f"detail counts vertices a side, 0 for none (got {detail})")
+        if finest_y < 0:
+            raise ValueError(f"finest_y counts cells down the finest level, 0 for as many as across (got {finest_y})")
         if interpolation not in INTERPOLATIONS:
             raise ValueError(f"unknown interpolation {interpolation!r}: use one of {', '.join(INTERPOLATIONS)}")
         self.levels, self.features, self.log2_table_size = levels, features, log2_table_size
-        self.coarsest, self.finest, self.centred = coarsest, finest, bool(centred)
+        self.coarsest, self.finest, self.finest_y, self.centred = coarsest, finest, finest_y, bool(centred)
         self.interpolation = interpolation
-        self.resolutions, self.sizes = self.level_shapes(levels, log2_table_size, coarsest, finest, centred)
-        self.sides = [res if centred else res + 1 for res in self.resolutions]  # vertices per side
-        self.hashed = [side ** 2 > size for side, size in zip(self.sides, self.sizes)]
+        self.resolutions, self.sizes = self.level_shapes(levels, log2_table_size, coarsest, finest, centred, finest_y)
+        self.resolutions_y = [self.down(res, finest, finest_y) for res in self.resolutions]
+        # Vertices across and down each level.
+        self.sides = [res if centred else res + 1 for res in self.resolutions]
+        self.sides_y = [res if centred else res + 1 for res in self.resolutions_y]
+        self.hashed = [across * down > size for across, down, size in zip(self.sides, self.sides_y, self.sizes)]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         table = rng.uniform(-1e-4, 1e-4, size=(sum(self.sizes), features)).astype(np.float32)
         self.params = {"table": table}
@@ -234,12 +246,19 @@ class HashGrid(Layer):
         return self.levels * self.features + (1 if self.detail else 0)
 
     @staticmethod
-    def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int, centred: bool = False):
-        """Cells per side and table rows of each level: ``(resolutions, sizes)``."""
+    def level_shapes(levels: int, log2_table_size: int, coarsest: int, finest: int, centred: bool = False,
+                     finest_y: int = 0):
+        """Cells across and table rows of each level: ``(resolutions, sizes)``."""
         growth = (finest / coarsest) ** (1.0 / (levels - 1)) if levels > 1 else 1.0
         resolutions = [int(math.floor(coarsest * growth ** level + 1e-9)) for level in range(levels)]
         side = 0 if centred else 1
-        return resolutions, [min(1 << log2_table_size, (res + side) ** 2) for res in resolutions]
+        return resolutions, [min(1 << log2_table_size, (res + side) * (HashGrid.down(res, finest, finest_y) + side))
+                             for res in resolutions]
+
+    @staticmethod
+    def down(res: int, finest: int, finest_y: int) -> int:
+        """Cells down a level of ``res`` cells across (see ``finest_y``)."""
+        return max(1, round(res * finest_y / finest)) if finest_y else res
 
     def config(self) -> dict:
         config = {"levels": self.levels, "features": self.features, "log2_table_size": self.log2_table_size,
@@ -251,6 +270,8 @@ class HashGrid(Layer):
             config["interpolation"] = self.interpolation
         if self.detail:
             config["detail"] = self.detail
+        if self.finest_y:
+            config["finest_y"] = self.finest_y
         return config
 
     @classmethod
@@ -264,12 +285,14 @@ class HashGrid(Layer):
         coarsest = check_count(arguments["coarsest"], "coarsest")
         finest = check_count(arguments["finest"], "finest", coarsest)
         detail = check_count(arguments["detail"], "detail", 0)
+        finest_y = check_count(arguments["finest_y"], "finest_y", 0, 65536)
         centred, interpolation = arguments["centred"], arguments["interpolation"]
         if not isinstance(centred, bool):
             raise ValueError(f"centred must be true or false (got {centred!r})")
         if not isinstance(interpolation, str) or interpolation not in INTERPOLATIONS:
             raise ValueError(f"unknown interpolation: use one of {', '.join(INTERPOLATIONS)}")
-        shapes = {"table": (sum(cls.level_shapes(levels, log2_table_size, coarsest, finest, centred)[1]), features)}
+        shapes = {"table": (sum(cls.level_shapes(levels, log2_table_size, coarsest, finest, centred, finest_y)[1]),
+                            features)}
         if detail:  # the one dense level the constructor builds for it
             shapes["detail"] = (cls.level_shapes(1, dense_log2_table_size(detail ** 2), detail, detail, True)[1][0], 1)
         return shapes, 2, levels * features + (1 if detail else 0)
@@ -297,16 +320,12 @@ class HashGrid(Layer):
         weights = xp.empty((taps, n, self.levels), dtype=x.dtype)
         fractions = xp.empty((2, n, self.levels), dtype=x.dtype)
         shift = 0.5 if self.centred else 0.0
-        for level, (res, side) in enumerate(zip(self.resolutions, self.sides)):
-            last = side - 1  # the last vertex along each side
-            position = xp.clip(unit * res - shift, 0, last)
-            corner = xp.minimum(xp.floor(position), max(last - 1, 0))  # the last vertex row closes the last cell
-            fx, fy = (position - corner).T
-            cx, cy = corner.astype(xp.int64).T
+        for level in range(self.levels):
+            cells = self.resolutions[level], self.resolutions_y[level]
+            lasts = self.sides[level] - 1, self.sides_y[level] - 1  # the last vertex along x and y
+            (fx, along_x), (fy, along_y) = [self._axis_reads(xp, unit[:, axis], res, last, shift, offsets)
+                                            for axis, res, last in zip((0, 1), cells, lasts)]
             (wx, _), (wy, _) = weights_along(fx), weights_along(fy)
-            # Vertices past the edge read the edge's (a level of one vertex reads it every time).
-            along_x = [xp.clip(cx + o, 0, last) for o in offsets]
-            along_y = [xp.clip(cy + o, 0, last) for o in offsets]
             for k in range(taps):
                 j, i = divmod(k, len(offsets))
                 indices[k, :, level] = self._index(xp, level, along_x[i], along_y[j])
@@ -316,6 +335,16 @@ class HashGrid(Layer):
         reads = Reads(indices, weights, fractions, spread)
         self._lookups = self._lookups[-(LOOKUP_CACHE - 1):] + [(x, reads)]
         return reads
+
+    @staticmethod
+    def _axis_reads(xp, unit, res, last, shift, offsets):
+        """Along one axis: the positions within their cells, and the vertices read (``offsets`` from
+        each cell's first)."""
+        position = xp.clip(unit * res - shift, 0, last)
+        corner = xp.minimum(xp.floor(position), max(last - 1, 0))  # the last vertex closes the last cell
+        first = corner.astype(xp.int64)
+        # Vertices past the edge read the edge's (a level of one vertex reads it every time).
+        return position - corner, [xp.clip(first + o, 0, last) for o in offsets]
 
     def _index(self, xp, level, ix, iy):
         if self.hashed[level]:
@@ -402,9 +431,9 @@ class HashGrid(Layer):
             j, i = divmod(k, len(offsets))
             d_fx += along[k] * sx[i] * wy[j]
             d_fy += along[k] * wx[i] * sy[j]
-        resolutions, sides = self._level_arrays(xp, per_level.dtype)
         grad = xp.empty((per_level.shape[0], 2), dtype=per_level.dtype)
         for axis, d_f in enumerate((d_fx, d_fy)):
+            resolutions, sides = self._level_arrays(xp, per_level.dtype)[axis]
             # d position / d x: res / 2 where the position is not clamped at the grid's edge, else 0
             position = (self._x[:, axis, None] + 1) * 0.5 * resolutions - (0.5 if self.centred else 0.0)
             inside = (position >= 0) & (position <= sides - 1)
@@ -412,12 +441,15 @@ class HashGrid(Layer):
         return grad
 
     def _level_arrays(self, xp, dtype):
-        """Each level's cells and vertices a side as ``(L,)`` arrays of ``dtype`` on ``xp``'s
-        device, made once (building them from the lists each call copies them to the GPU)."""
+        """Each level's cells and vertices along x, then along y, as pairs of ``(L,)`` arrays of
+        ``dtype`` on ``xp``'s device, made once (building them from the lists each call copies
+        them to the GPU)."""
         key = (xp.__name__, np.dtype(dtype).str)
         if self._constants is None or self._constants[0] != key:
-            self._constants = (key, xp.asarray(self.resolutions, dtype=dtype), xp.asarray(self.sides, dtype=dtype))
-        return self._constants[1:]
+            self._constants = (key, [(xp.asarray(cells, dtype=dtype), xp.asarray(sides, dtype=dtype))
+                                     for cells, sides in ((self.resolutions, self.sides),
+                                                          (self.resolutions_y, self.sides_y))])
+        return self._constants[1]
 
     def to(self, backend) -> "HashGrid":
         self._lookups = []

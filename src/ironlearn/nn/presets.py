@@ -23,18 +23,18 @@ def _final(final_activation):
 
 def mlp(in_size: int, out_size: int, width: int = 128, depth: int = 3, activation: str = "relu",
         final_activation: str | None = None, *, rng) -> Sequential:
-    """``depth`` hidden layers of ``width`` units with ``activation``, then a linear output
-    (followed by ``final_activation`` when given)."""
+    """``depth`` hidden layers of ``width`` units with ``activation`` (0: none), then a linear
+    output (followed by ``final_activation`` when given)."""
     if activation not in _INIT_FOR:
         raise ValueError(f"unknown activation {activation!r}: use one of {', '.join(_INIT_FOR)}")
-    if width < 1 or depth < 1:
-        raise ValueError(f"width and depth must be at least 1 (got width={width}, depth={depth})")
+    if width < 1 or depth < 0:
+        raise ValueError(f"need width >= 1 and depth >= 0 (got width={width}, depth={depth})")
     init, act = _INIT_FOR[activation], ACTIVATIONS[activation]
     sizes = [in_size] + [width] * depth
     layers = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
         layers += [Linear(fan_in, fan_out, rng=rng, init=init), act()]
-    layers.append(Linear(width, out_size, rng=rng, init="xavier"))
+    layers.append(Linear(sizes[-1], out_size, rng=rng, init="xavier"))
     return Sequential(*layers, *_final(final_activation))
 
 
@@ -72,12 +72,20 @@ def fourier(in_size: int, out_size: int, frequencies: int = 128, sigma: float = 
 
 def hashgrid(in_size: int, out_size: int, levels: int = 16, features: int = 2, log2_table_size: int = 14,
              coarsest: int = 16, finest: int = 512, width: int = 64, depth: int = 2, centred: bool = False,
-             interpolation: str = "linear", detail: int = 0, *, rng) -> Sequential:
+             interpolation: str = "linear", detail: int = 0, finest_y: int = 0, *, rng) -> Sequential:
     """A multiresolution hash grid (2-D), then a small ReLU MLP (two 64-wide layers by default).
     ``centred`` puts the grid's vertices on cell centres, ``interpolation`` says how its levels
-    are read between them, ``detail`` adds a dense B-spline level (see :class:`HashGrid`)."""
+    are read between them, ``detail`` adds a dense B-spline level, ``finest_y`` sets the cells
+    down the finest level (see :class:`HashGrid`).
+
+    ``depth=0`` makes the head one linear layer and a sigmoid: the pixel is then the sigmoid of a
+    mix of the grid's features.  On a level of a vertex per pixel read by a B-spline, that is a
+    spline of the picture in logit space, which redraws without the folds a ReLU head draws
+    between pixels (see ``pixel_spline`` in ``fitting/presets.py``)."""
     if in_size != 2:
         raise ValueError(f"the hash grid encodes 2-D coordinates (got in_size={in_size})")
-    encoding = HashGrid(levels, features, log2_table_size, coarsest, finest, centred, interpolation, detail, rng=rng)
-    head = mlp(encoding.out_features, out_size, width=width, depth=depth, activation="relu", rng=rng)
+    encoding = HashGrid(levels, features, log2_table_size, coarsest, finest, centred, interpolation, detail, finest_y,
+                        rng=rng)
+    head = mlp(encoding.out_features, out_size, width=width, depth=depth, activation="relu",
+               final_activation=None if depth else "sigmoid", rng=rng)
     return Sequential(encoding, *head.layers)

@@ -251,11 +251,13 @@ def _hashgrid(layer, slots, packer, index):
 def _grid_levels(grid, packer, index):
     """The level specs of a HashGrid's pyramid, its table packed."""
     table = packer.add(_host(grid.params["table"])) * TEXEL  # (rows, features), row-major
-    levels = [{"res": int(res), "side": int(side), "size": int(size), "offset": int(offset), "hashed": bool(hashed),
-               "features": grid.features, "table": table, "shift": 0.5 if grid.centred else 0.0,
-               "interpolation": grid.interpolation}
-              for res, side, size, offset, hashed in zip(grid.resolutions, grid.sides, grid.sizes, grid.offsets,
-                                                         grid.hashed)]
+    # Cells and vertices across (x) and down (y) each level.
+    levels = [{"res": [int(res), int(res_y)], "side": [int(side), int(side_y)], "size": int(size),
+               "offset": int(offset), "hashed": bool(hashed), "features": grid.features, "table": table,
+               "shift": 0.5 if grid.centred else 0.0, "interpolation": grid.interpolation}
+              for res, res_y, side, side_y, size, offset, hashed in zip(
+                  grid.resolutions, grid.resolutions_y, grid.sides, grid.sides_y, grid.sizes, grid.offsets,
+                  grid.hashed)]
     for level in levels:
         # The hash is computed in uint64 in NumPy but masked to size - 1; a power of two up to 2**24
         # keeps only low bits, which uint32 arithmetic on the GPU gives exactly.

@@ -40,6 +40,11 @@ def _float(value: float) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
+def _vec2(pair) -> str:
+    """A GLSL vec2 literal of two floats (see :func:`_float`)."""
+    return f"vec2({_float(pair[0])}, {_float(pair[1])})"
+
+
 def _slot(array: int, slot: int) -> str:
     return f"v{array}[{slot // TEXEL}].{'xyzw'[slot % TEXEL]}"
 
@@ -89,18 +94,20 @@ def _hashgrid(index: int, op: dict, current: int) -> str:
     x = f"vec2({_slot(current, op['src'][0])}, {_slot(current, op['src'][1])})"
     blocks, slot = [], 0
     for level, spec in enumerate(op["levels"]):
-        res, last, features = spec["res"], spec["side"] - 1, spec["features"]
+        (across, down), features = spec["side"], spec["features"]
+        last, below = (across - 1, down - 1), (max(across - 2, 0), max(down - 2, 0))
         if spec["hashed"]:
             row, kind = f"hashed_row(vertex, {spec['size'] - 1}u)", f"hashed into {spec['size']} rows"
         else:
-            row, kind = f"dense_row(vertex, {spec['side']})", f"dense, {spec['side'] ** 2} vertices"
+            row, kind = f"dense_row(vertex, {across})", f"dense, {across * down} vertices"
         kind += f", {features} feature{'s' if features > 1 else ''}, {spec['interpolation']} reads"
         lines = [f"                {_slot(current + 1, slot + feature)} += w * scalar(r + {feature});"
                  for feature in range(features)]
         slot += features
         taps, first = _TAPS[spec["interpolation"]]
-        blocks.append(_fill("hashgrid_level", level=level, res=res, res_f=_float(res), shift=_float(spec["shift"]),
-                            last=last, last_f=_float(last), below_f=_float(max(last - 1, 0)), kind=kind, index=index,
+        blocks.append(_fill("hashgrid_level", level=level, cells="x".join(map(str, spec["res"])),
+                            res_f=_vec2(spec["res"]), shift=_float(spec["shift"]), last=f"ivec2{last}",
+                            last_f=_vec2(last), below_f=_vec2(below), kind=kind, index=index,
                             table=spec["table"], features=features, offset=spec["offset"], row=row,
                             interpolation=spec["interpolation"], taps=taps, first=first,
                             feature_lines="\n".join(lines)))

@@ -203,20 +203,23 @@ IL.compileCPU = function (ops, output, weights) {
           let slot = 0;  // each level's features follow the previous level's
           for (const level of op.levels) {
             const f = level.features, [weights, first] = IL.GRID_READS[level.interpolation];
-            const res = level.res, last = level.side - 1, below = Math.max(last - 1, 0);
-            const px = Math.min(Math.max(ux * res - level.shift, 0), last);
-            const py = Math.min(Math.max(uy * res - level.shift, 0), last);
-            const cx = Math.min(Math.floor(px), below), cy = Math.min(Math.floor(py), below);
+            // Cells and vertices across (x) and down (y) the level.
+            const [resX, resY] = level.res, lastX = level.side[0] - 1, lastY = level.side[1] - 1;
+            const px = Math.min(Math.max(ux * resX - level.shift, 0), lastX);
+            const py = Math.min(Math.max(uy * resY - level.shift, 0), lastY);
+            const cx = Math.min(Math.floor(px), Math.max(lastX - 1, 0));
+            const cy = Math.min(Math.floor(py), Math.max(lastY - 1, 0));
             const wx = weights(px - cx), wy = weights(py - cy);
             const row = level.hashed
               // Math.imul keeps the low 32 bits of the product, as the shader's uint arithmetic does.
               ? (ix, iy) => (ix ^ Math.imul(iy, 2654435761)) & (level.size - 1)
-              : (ix, iy) => iy * level.side + ix;
-            const clamp = (i) => Math.min(Math.max(i, 0), last);
+              : (ix, iy) => iy * level.side[0] + ix;
+            const clamp = (i, last) => Math.min(Math.max(i, 0), last);
             for (let j = 0; j < wy.length; j++) {
               for (let i = 0; i < wx.length; i++) {
                 // Vertices past the edge read the edge's (a level of one vertex reads it every time).
-                const r = level.table + f * (level.offset + row(clamp(cx + i + first), clamp(cy + j + first)));
+                const vertex = row(clamp(cx + i + first, lastX), clamp(cy + j + first, lastY));
+                const r = level.table + f * (level.offset + vertex);
                 const weight = wx[i] * wy[j];
                 for (let k = 0; k < f; k++) o[slot + k] += weight * w[r + k];
               }
