@@ -88,18 +88,19 @@ def test_the_schedule_warms_up_by_the_policy_then_anneals():
 
 def finest_level_is_whole(options) -> bool:
     """The finest level's vertices each have a row of their own: no hash collisions there."""
-    corners = options["vertices"] == "corners"
-    _, rows = HashGrid.level_shapes(options["levels"], options["log2_table_size"], options["coarsest"],
-                                    options["finest"], not corners)
-    return rows[-1] == (options["finest"] + corners) ** 2
+    corners, finest = options["vertices"] == "corners", options["finest"]
+    _, rows = HashGrid.level_shapes(options["levels"], options["log2_table_size"], options["coarsest"], finest,
+                                    not corners, options["finest_y"])
+    return rows[-1] == (finest + corners) * (HashGrid.down(finest, finest, options["finest_y"]) + corners)
 
 
 def test_hashgrid_sizing_holds_the_finest_level_whole_up_to_a_cap():
     """The table holds the finest level whole (its smallest such size) where that takes at most
     2**23 rows; beyond, the largest table that keeps the parameters within the pixel count."""
-    for width, height, mode in ((200, 200, "binary"), (300, 200, "rgb"), (640, 480, "rgb"), (2048, 2048, "rgb")):
+    for width, height, mode in ((200, 200, "binary"), (300, 200, "rgb"), (640, 480, "rgb"), (2048, 2048, "rgb"),
+                                (1024, 600, "rgb")):
         options = PRESETS["hashgrid"].resolve({}, width, height, mode)
-        assert options["finest"] == max(width, height) and options["detail"] == 0
+        assert options["finest"] == (width if options["finest_y"] else max(width, height)) and options["detail"] == 0
         assert finest_level_is_whole(options)
         smaller = {**options, "log2_table_size": options["log2_table_size"] - 1}
         assert not finest_level_is_whole(smaller)
@@ -133,7 +134,8 @@ def test_a_colour_thumbnail_gets_a_coarse_pyramid_and_a_detail_level_within_the_
 
 
 @pytest.mark.parametrize("mode, width, height, vertices", [
-    ("gray", 256, 256, "centres"), ("gray", 200, 120, "centres"), ("gray", 257, 100, "corners"),
+    ("gray", 256, 256, "centres"), ("gray", 200, 120, "centres"), ("gray", 257, 100, "centres"),
+    ("gray", 1024, 600, "corners"),
     ("binary", 200, 200, "corners"), ("rgb", 256, 256, "corners")])
 def test_hashgrid_vertices_sit_on_centres_for_gray_thumbnails(mode, width, height, vertices):
     options = PRESETS["hashgrid"].resolve({}, width, height, mode)
@@ -151,6 +153,7 @@ def test_a_run_saved_before_the_vertices_option_resumes_on_corners():
         saved[name] = None
     resumed = resume_options(FitOptions("p.png"), saved).model_options
     assert resumed["vertices"] == "corners" and resumed["interpolation"] == "linear" and resumed["detail"] == 0
+    assert resumed["finest_y"] == 0
 
 
 @pytest.mark.parametrize("width, height", [(256, 256), (240, 224), (128, 128)])
@@ -180,22 +183,26 @@ def test_only_a_level_the_pixels_pin_trains_on_pixel_centres_by_default(mode, wi
 
 
 @pytest.mark.parametrize("width, height, mode", [(257, 257, "rgb"), (512, 512, "rgb"), (724, 724, "rgb"),
-                                                (512, 512, "gray")])
-def test_a_square_photograph_past_a_batch_gets_a_spline_level_of_a_vertex_per_pixel(width, height, mode):
+                                                (512, 512, "gray"), (384, 256, "rgb"), (256, 384, "rgb"),
+                                                (768, 512, "gray"), (1000, 180, "rgb")])
+def test_a_photograph_past_a_batch_gets_a_spline_level_of_a_vertex_per_pixel(width, height, mode):
     preset = PRESETS["hashgrid"]
     options = preset.resolve({}, width, height, mode)
-    longest = max(width, height)
-    assert options["levels"] == 1 and options["features"] == {"rgb": 3, "gray": 2}[mode]
+    # A feature per channel, read out by a linear head and a sigmoid: the table starts as the picture's logits.
+    assert options["levels"] == 1 and options["features"] == {"rgb": 3, "gray": 1}[mode] and options["depth"] == 0
     assert options["interpolation"] == "bspline"
-    assert options["coarsest"] == options["finest"] == longest and options["vertices"] == "centres"
+    assert options["coarsest"] == options["finest"] == width and options["vertices"] == "centres"
+    assert options["finest_y"] == (0 if width == height else height)  # 0: as many as across
     grid = preset.build(3 if mode == "rgb" else 1, options, np.random.default_rng(0)).layers[0]
-    assert not any(grid.hashed) and grid.sides == [longest]  # dense, a vertex per pixel of the longest side
+    # Dense, a vertex per pixel along both axes.
+    assert not any(grid.hashed) and (grid.sides, grid.sides_y) == ([width], [height])
     assert preset.resolve({"features": 4}, width, height, mode)["features"] == 4  # given options are kept
 
 
 @pytest.mark.parametrize("mode, width, height, given", [
-    ("rgb", 1024, 1024, {}), ("rgb", 384, 256, {}), ("rgb", 768, 512, {}), ("rgb", 725, 725, {}), ("rgb", 512, 512, {"interpolation": "linear"}),
-    ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}), ("gray", 768, 512, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
+    ("rgb", 1024, 1024, {}), ("rgb", 1024, 600, {}), ("rgb", 725, 725, {}), ("rgb", 512, 512, {"interpolation": "linear"}),
+    ("rgb", 384, 256, {"finest_y": 300}), ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}),
+    ("gray", 1024, 600, {}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
     ("gray", 256, 256, {"levels": 4}), ("gray", 256, 256, {"interpolation": "linear"})])
 def test_other_pictures_keep_the_bilinear_pyramid(mode, width, height, given):
     options = PRESETS["hashgrid"].resolve(given, width, height, mode)
@@ -204,7 +211,7 @@ def test_other_pictures_keep_the_bilinear_pyramid(mode, width, height, given):
 
 def test_hashgrid_sizing_keeps_what_the_user_gave():
     given = {"width": 32, "depth": 2, "levels": 3, "features": 4, "log2_table_size": 10, "coarsest": 8,
-             "finest": 64, "vertices": "corners", "interpolation": "bspline", "detail": 0}
+             "finest": 64, "finest_y": 0, "vertices": "corners", "interpolation": "bspline", "detail": 0}
     assert hashgrid_size(500, 500, "gray", given) == given
     assert hashgrid_size(256, 256, "gray", {**given, "interpolation": "linear"})["interpolation"] == "linear"
     levels = HashGrid.level_shapes(3, 10, 8, 64)[0]

@@ -8,7 +8,9 @@ from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.coords import pixel_grid
 from ironlearn.nn import mse
 from ironlearn.optim import Adam, cosine
+from ironlearn.backend import get_backend
 from ironlearn.fitting import PRESETS
+from ironlearn.fitting.run import START_CLIP, start_from_picture
 from ironlearn.train import Trainer
 
 # Steps each preset gets (about a second each on 2 cores) and the PSNR it must pass.
@@ -34,3 +36,47 @@ def test_preset_learns_the_picture(name, picture, backend):
     constant = psnr(np.full_like(picture.pixels, picture.pixels.mean()), picture.pixels)
     print(f"{name}: untrained {before:.1f} dB, constant {constant:.1f} dB, trained {after:.1f} dB")
     assert after > constant + margin and after > before + margin
+
+
+@pytest.fixture(scope="module")
+def photograph(tmp_path_factory):
+    """A 300x200 colour picture: past the thumbnails' 256 px, so it gets a vertex per pixel."""
+    from PIL import Image
+    from helpers import waves
+    path = tmp_path_factory.mktemp("photo") / "waves.png"
+    Image.fromarray(waves(200, 300, 3)).save(path)
+    return load_picture(path)
+
+
+def test_a_vertex_per_pixel_starts_as_the_picture_read_by_its_b_spline(photograph):
+    preset = PRESETS["hashgrid"]
+    options = preset.resolve({}, photograph.width, photograph.height, photograph.mode)
+    model = preset.build(3, options, np.random.default_rng(0))
+    assert start_from_picture(model, photograph)
+    # A cubic B-spline weighs a vertex and its neighbours 1/6, 4/6, 1/6 along each axis at a vertex,
+    # so the untrained model draws the picture's logits, so blurred, through the sigmoid.
+    clipped = np.clip(photograph.pixels, START_CLIP, 1 - START_CLIP)
+    logits = np.log(clipped / (1 - clipped))
+    for axis in (0, 1):
+        logits = (np.roll(logits, 1, axis) + 4 * logits + np.roll(logits, -1, axis)) / 6
+    expected = 1 / (1 + np.exp(-logits))
+    drawn = render(model, photograph.width, photograph.height, get_backend("cpu"))
+    inside = (slice(1, -1), slice(1, -1))  # the rolls wrap at the border, the grid does not
+    np.testing.assert_allclose(drawn[inside], expected[inside], atol=1e-4)
+    assert psnr(drawn, photograph.pixels) > 25  # already near the picture before a step
+
+
+@pytest.mark.parametrize("given", [{"depth": 2}, {"features": 2}, {"levels": 2}])
+def test_other_layouts_start_as_built(photograph, given):
+    preset = PRESETS["hashgrid"]
+    options = preset.resolve(given, photograph.width, photograph.height, photograph.mode)
+    model = preset.build(3, options, np.random.default_rng(0))
+    before = {name: p.copy() for name, p in model.named_parameters().items()}
+    assert not start_from_picture(model, photograph)
+    assert all(np.array_equal(before[name], p) for name, p in model.named_parameters().items())
+
+
+def test_a_linear_head_ends_in_a_sigmoid():
+    model = PRESETS["hashgrid"].build(1, PRESETS["hashgrid"].resolve({"depth": 0}, 64, 64, "gray"),
+                                      np.random.default_rng(0))
+    assert [type(layer).__name__ for layer in model.layers] == ["HashGrid", "Linear", "Sigmoid"]

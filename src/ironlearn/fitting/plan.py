@@ -29,7 +29,7 @@ RETRY_LR_FACTOR = 0.3  # after divergence, the learning rate is multiplied by th
 _FIXED = ("model", "mode", "batch_size", "seed", "schedule", "filter")
 # What runs saved before a setting existed were trained with.
 _BEFORE = {"filter": "centres"}
-_BEFORE_MODEL = {"hashgrid": {"vertices": "corners", "interpolation": "linear", "detail": 0}}
+_BEFORE_MODEL = {"hashgrid": {"vertices": "corners", "interpolation": "linear", "detail": 0, "finest_y": 0}}
 # Settings a resumed run takes from the run unless given again.
 _INHERITED = ("lr", "lr_min", "checkpoint_every", "snapshot_every")
 

@@ -46,7 +46,8 @@ class Auto:
 
 OPTIONS = {o.name: o for o in (
     Option("width", int, "hidden units per layer", limit=4096),
-    Option("depth", int, "hidden layers", limit=64),
+    Option("depth", int, "hidden layers (0: none, a linear head; the hash grid's then ends in a sigmoid)",
+           limit=64, zero=True),
     Option("w0", float, "sine frequency", limit=1e4),
     Option("sigma", float, "projection scale", limit=1e4),
     Option("frequencies", int, "sin/cos pairs", limit=4096),
@@ -54,8 +55,11 @@ OPTIONS = {o.name: o for o in (
     Option("features", int, "features per vertex", limit=16),
     Option("log2_table_size", int, "2**T table rows per level", flag="--table-log2", metavar="T",
            choices=LOG2_TABLE_SIZES),
-    Option("coarsest", int, "cells per side of the first level", limit=65536),
-    Option("finest", int, "cells per side of the last level", limit=65536),
+    Option("coarsest", int, "cells across the first level", limit=65536),
+    Option("finest", int, "cells across the last level", limit=65536),
+    Option("finest_y", int, "cells down the last level; the levels above keep its ratio to --finest "
+           "(0: as many as across)",
+           metavar="N", limit=65536, zero=True),
     Option("vertices", str, "where each level's vertices sit: on cell centres, one per pixel at a level as "
            "fine as the picture, or on cell corners (Instant-NGP's layout)", choices=("centres", "corners")),
     Option("interpolation", str, "how the grid is read between its vertices: linear (the 4 around a point) or "
@@ -186,7 +190,7 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
 #: The most pixels a picture may have to get :func:`pixel_spline`'s level (eight batches, 724x724).
 PIXEL_SPLINE_PIXELS = 1 << 19
 #: Features a vertex of :func:`pixel_spline`'s level, by mode.
-PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 2}
+PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1}
 
 
 def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
@@ -211,14 +215,14 @@ def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     sporco photographs at 384x256 fitted better (20 s: 41.74 -> 44.76 dB) but redrew kodim23 at
     2x 2 dB under bicubic upscaling, with contour lines across its flat green at 4x.
     """
-    square = width_px == height_px > 256
-    return mode in PIXEL_SPLINE_FEATURES and square and width_px * height_px <= PIXEL_SPLINE_PIXELS
+    past_thumbnails = max(width_px, height_px) > 256
+    return mode in PIXEL_SPLINE_FEATURES and past_thumbnails and width_px * height_px <= PIXEL_SPLINE_PIXELS
 
 
 def grid_filter(o: dict) -> str:
     """How a hash grid trains between pixel centres by default: on pixel centres only where it has
-    a detail level or a spline level of several features (:func:`pixel_spline`), through Lanczos
-    targets otherwise (:data:`~ironlearn.image.sampling.BETWEEN`).
+    a detail level, or a spline level of several features or a linear head (:func:`pixel_spline`),
+    through Lanczos targets otherwise (:data:`~ironlearn.image.sampling.BETWEEN`).
 
     A colour thumbnail's detail level has fewer vertices a side than the picture has pixels, and
     its pyramid a cell for every 4 x 4 pixels: the pixels alone pin every vertex, so samples
@@ -227,13 +231,16 @@ def grid_filter(o: dict) -> str:
     on pixels only, in steps 16% shorter (30.8 against 36.8 ms); rocket 39.38 against 39.41.  Its
     4x render shows no pattern either way, even on a flat wall with the contrast stretched 6x.
     """
-    several = o.get("levels") == 1 and o.get("interpolation") == "bspline" and o.get("features", 1) > 1
-    return "centres" if o.get("detail") or several else "lanczos"
+    spline = o.get("levels") == 1 and o.get("interpolation") == "bspline"
+    pinned = spline and (o.get("features", 1) > 1 or o.get("depth") == 0)
+    return "centres" if o.get("detail") or pinned else "lanczos"
 
 
 def _head_parameters(inputs: int, o: dict, mode: str) -> int:
     """The MLP's parameters: ``inputs`` features in, ``o["depth"]`` layers of ``o["width"]``."""
     width, depth, channels = o["width"], o["depth"], 3 if mode == "rgb" else 1
+    if depth == 0:
+        return (inputs + 1) * channels
     return (inputs + 1) * width + (depth - 1) * (width + 1) * width + (width + 1) * channels
 
 
@@ -244,11 +251,11 @@ def _spline_side(width_px: int, height_px: int, mode: str, o: dict) -> int:
     return math.isqrt(max(1, (width_px * height_px - _head_parameters(features, o, mode)) // features))
 
 
-def _one_spline_level(o: dict, side: int) -> dict:
-    """One dense level of ``side`` vertices a side read by a B-spline, centred (the options given
-    are kept)."""
-    return {**o, "levels": 1, "features": o["features"] or 1, "coarsest": side, "finest": side,
-            "log2_table_size": o["log2_table_size"] or dense_log2_table_size(side * side),
+def _one_spline_level(o: dict, side: int, down: int = 0) -> dict:
+    """One dense level of ``side`` vertices across and ``down`` down (0: as many) read by a
+    B-spline, centred (the options given are kept)."""
+    return {**o, "levels": 1, "features": o["features"] or 1, "coarsest": side, "finest": side, "finest_y": down,
+            "log2_table_size": o["log2_table_size"] or dense_log2_table_size(side * (down or side)),
             "vertices": o["vertices"] or "centres",
             "interpolation": "bspline", "detail": 0}
 
@@ -264,7 +271,7 @@ def _coarse_pyramid_with_detail(width_px: int, height_px: int, mode: str, o: dic
     rest = width_px * height_px - pyramid * features - _head_parameters(levels * features + 1, o, mode)
     return {**o, "levels": levels, "features": features, "coarsest": coarsest, "finest": finest,
             "log2_table_size": log2_table_size, "vertices": vertices, "interpolation": o["interpolation"] or "linear",
-            "detail": math.isqrt(max(rest, 0))}
+            "detail": math.isqrt(max(rest, 0)), "finest_y": 0}
 
 
 #: A pyramid's table holds its finest level whole (a row per vertex) where that takes at most
@@ -287,18 +294,22 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
     and a colour one a coarse pyramid and a detail level (:func:`grid_detail`), unless levels, the
     finest level or the detail level are given."""
     longest = max(width_px, height_px)
-    chosen = o["levels"] or o["finest"] or o["coarsest"] or o["detail"] is not None
+    chosen = o["levels"] or o["finest"] or o["finest_y"] or o["coarsest"] or o["detail"] is not None
+    a_vertex_per_pixel = not chosen and o["interpolation"] != "linear" and pixel_spline(mode, width_px, height_px)
+    if o["depth"] is None:
+        o = {**o, "depth": 0 if a_vertex_per_pixel else 2}
     if mode == "gray" and not chosen and o["interpolation"] != "linear":
         side = _spline_side(width_px, height_px, mode, o)
         if grid_interpolation(mode, longest, side) == "bspline":
             return _one_spline_level(o, side)
-    if not chosen and o["interpolation"] != "linear" and pixel_spline(mode, width_px, height_px):
-        return _one_spline_level({**o, "features": o["features"] or PIXEL_SPLINE_FEATURES[mode]}, longest)
+    if a_vertex_per_pixel:
+        o = {**o, "features": o["features"] or PIXEL_SPLINE_FEATURES[mode]}
+        return _one_spline_level(o, width_px, height_px if height_px != width_px else 0)
     if mode == "rgb" and not chosen:
         sized = _coarse_pyramid_with_detail(width_px, height_px, mode, o)
         if grid_detail(mode, longest, min(width_px, height_px), sized["detail"]):
             return sized
-    o = {**o, "interpolation": o["interpolation"] or "linear", "detail": o["detail"] or 0}
+    o = {**o, "interpolation": o["interpolation"] or "linear", "detail": o["detail"] or 0, "finest_y": o["finest_y"] or 0}
     finest = o["finest"] or max(width_px, height_px)
     if o["coarsest"] and o["coarsest"] > finest:
         given = "--finest" if o["finest"] else "the finest level (the picture's longest side)"
@@ -314,8 +325,11 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
         return sized
     budget = width_px * height_px - o["detail"] ** 2 - _head_parameters(levels * features + bool(o["detail"]), o, mode)
     fitting = [t for t in LOG2_TABLE_SIZES
-               if sum(HashGrid.level_shapes(levels, t, coarsest, finest, vertices == "centres")[1]) * features <= budget]
-    whole = dense_log2_table_size((finest + (vertices == "corners")) ** 2)  # the finest level without collisions
+               if sum(HashGrid.level_shapes(levels, t, coarsest, finest, vertices == "centres", o["finest_y"])[1])
+               * features <= budget]
+    corner = vertices == "corners"  # a vertex more along each axis
+    # The finest level without collisions.
+    whole = dense_log2_table_size((finest + corner) * (HashGrid.down(finest, finest, o["finest_y"]) + corner))
     budgeted = max(fitting, default=LOG2_TABLE_SIZES[0])
     return {**sized, "log2_table_size": max(budgeted, whole) if whole <= WHOLE_FINEST_LOG2 else budgeted}
 
@@ -328,24 +342,25 @@ def _grid_options(o: dict) -> dict:
 PRESETS = {p.name: p for p in (
     Preset("hashgrid", "multiresolution hash grid + two small ReLU layers",
            lambda c, o, rng: nets.hashgrid(2, c, **_grid_options(o), rng=rng), lr=2e-2, lr_min=2e-4, batch_size=1 << 16,
-           defaults={"width": 32, "depth": 2,
+           defaults={"width": 32,
+                     "depth": Auto("2; a vertex per pixel: 0, a linear layer and a sigmoid"),
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest; 1 read by "
-                                    "B-spline (gray pictures up to 256 px a side, square colour and gray ones "
-                                    f"from 257 px up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
-                     "features": Auto("2; a single B-spline level: 1 for gray pictures up to 256 px a side, 2 "
-                                      "for larger gray ones, 3 for colour ones"),
+                                    "B-spline (gray pictures up to 256 px a side, colour and gray ones past "
+                                    f"256 px up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
+                     "features": Auto("2; a single B-spline level: 1 for gray pictures, 3 for colour ones"),
                      "log2_table_size": Auto(f"one that holds the finest level whole, up to {WHOLE_FINEST_LOG2} "
                                                              f"(pictures up to {WHOLE_FINEST_SIDE} px a side); "
                                                              "above, the largest that keeps the parameters within "
                                                              "the pixel count"),
                      "coarsest": Auto("the finest / 16, between 2 and 16; a single level: the finest"),
                      "finest": Auto("the picture's longest side; a single gray B-spline level: as many vertices "
-                                    "as the parameter budget allows"),
+                                    "as the parameter budget allows; a vertex per pixel: the picture's width"),
+                     "finest_y": Auto("as many as across; a vertex per pixel: the picture's height"),
                      "vertices": Auto("centres for gray pictures up to 256 px a side, else corners"),
                      "interpolation": Auto("bspline for gray pictures up to 256 px a side, with one dense level "
-                                           "of as many vertices as the parameter budget allows, and for square "
-                                           f"colour and gray ones from 257 px up to {PIXEL_SPLINE_PIXELS:,} "
-                                           "pixels, a vertex per pixel; else linear"),
+                                           "of as many vertices as the parameter budget allows, and for colour "
+                                           f"and gray ones past 256 px up to {PIXEL_SPLINE_PIXELS:,} pixels, a "
+                                           "vertex per pixel; else linear"),
                      "detail": Auto("for colour pictures up to 256 px a side (and no more than 2:1), as many "
                                     "vertices as the parameter budget allows beside two levels of 16 cells and a "
                                     "quarter of the picture's; else 0")},

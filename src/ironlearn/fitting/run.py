@@ -150,7 +150,7 @@ class Job:
 def build(plan: RunPlan, picture, saved, backend) -> Job:
     """The model, data, optimizer, trainer and callbacks for ``plan`` (calibrating its step count
     when only a time budget was given)."""
-    model = (saved.model if saved is not None else new_model(plan)).to(backend)
+    model = (saved.model if saved is not None else new_model(plan, picture)).to(backend)
     data = training_data(plan, picture, backend)
     if plan.steps is None:
         plan = plan.calibrated(calibrate(model, data))
@@ -191,11 +191,50 @@ def training_data(plan: RunPlan, picture, backend) -> dict:
                                   weight=BETWEEN_WEIGHT[plan.mode])}
 
 
-def new_model(plan: RunPlan):
+def new_model(plan: RunPlan, picture=None):
+    """The untrained model for ``plan``; given the ``picture``, a level of a vertex per pixel
+    starts as the picture (:func:`start_from_picture`)."""
     try:
-        return plan.preset.build(plan.channels, plan.model_options, np.random.default_rng(plan.seed))
+        model = plan.preset.build(plan.channels, plan.model_options, np.random.default_rng(plan.seed))
     except ValueError as exc:
         raise UsageError(f"cannot build --model {plan.model}: {exc}") from None
+    if picture is not None:
+        start_from_picture(model, picture)
+    return model
+
+
+#: A vertex-per-pixel level starts at its pixel's logit, the pixel clipped to [START_CLIP, 1 -
+#: START_CLIP] (logits within +-3.9, which Adam's steps of 2e-2 leave in a few hundred).
+START_CLIP = 0.02
+
+
+def start_from_picture(model, picture) -> bool:
+    """Start a grid of a vertex per pixel, read through one linear layer and a sigmoid (the layout
+    of ``presets.pixel_spline``), as the picture: each vertex at its pixel's logit, the layer the
+    identity.  Returns whether the model has that layout (other models are left as built).
+
+    The B-spline then draws a blurred picture from the first step, and training only sharpens
+    it.  Measured on the four sporco photographs at 384x256, 10 s (fit / 2x redraw against
+    the 768x512 originals, median): 54.05 / 34.10 dB, against 44.98 / 33.63 from the tables'
+    usual tiny random start (bicubic upscaling: 32.82).
+    """
+    from ..nn import HashGrid
+    from ..nn.layers import Linear, Sigmoid
+
+    layers = model.layers
+    if len(layers) != 3 or not isinstance(layers[0], HashGrid) or not isinstance(layers[1], Linear) \
+            or not isinstance(layers[2], Sigmoid):
+        return False
+    grid, head, channels = layers[0], layers[1], picture.channels
+    one_per_pixel = (grid.levels == 1 and grid.centred and not grid.detail and not grid.hashed[0]
+                     and (grid.sides[0], grid.sides_y[0]) == (picture.width, picture.height))
+    if not one_per_pixel or grid.features != channels:
+        return False
+    pixels = np.clip(picture.band().reshape(-1, channels), START_CLIP, 1 - START_CLIP)
+    grid.params["table"][...] = np.log(pixels / (1 - pixels))
+    head.params["weight"][...] = np.eye(channels, dtype=np.float32)
+    head.params["bias"][...] = 0
+    return True
 
 
 def _save_trigger(plan: RunPlan) -> Every:
