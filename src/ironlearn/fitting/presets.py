@@ -194,26 +194,27 @@ PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1}
 
 
 def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
-    """Whether a photograph past the thumbnails' 256 px gets one dense level of a vertex per pixel,
-    read by a cubic B-spline (:func:`_one_spline_level`), of :data:`PIXEL_SPLINE_FEATURES`: a
-    square one up to :data:`PIXEL_SPLINE_PIXELS` pixels (past 256 px a side, it is larger than a
-    batch), in colour or gray.
+    """Whether a photograph past the thumbnails' 256 px gets one dense level of a vertex per pixel
+    (as many down as across the picture), read by a cubic B-spline and then by a linear layer and
+    a sigmoid (:func:`_one_spline_level`), of :data:`PIXEL_SPLINE_FEATURES`: up to
+    :data:`PIXEL_SPLINE_PIXELS` pixels, in colour or gray, of any shape.  The level starts as the
+    picture (:func:`~ironlearn.fitting.run.start_from_picture`).
 
     Read linearly, a pyramid's finest level of a vertex per pixel redraws between pixels much as
     bilinear upscaling does; read by a B-spline, a level of a vertex per pixel holds a spline of
     the picture, which redraws as a spline interpolation does (at 2x, about Lanczos upscaling).
-    Measured (fit PSNR / 2x redraw against the original, median of four; pyramid -> this level):
-    the 512x512 mosaics of ``benchmarks/redraw_sets.py``, 15 s, 40.55 / 30.56 -> 45.65 / 32.07 dB
-    (bicubic upscaling 31.63); 30 s, 42.89 / 29.81 -> 52.21 / 32.22.  The same in gray, 15 s:
-    42.67 / 31.55 -> 68.03 / 33.14 (bicubic 32.42); one feature a vertex 60.02 / 33.13, one
-    picture of four under bicubic (two: none); colour with two or four 31.68 and 31.70 at 2x.
+    A ReLU MLP on it folds between pixels (dots and contour lines at 4x); a sigmoid of a linear
+    mix keeps it a spline.  Measured with ``benchmarks/redraw_sets.py`` (fit PSNR / 2x redraw
+    against the originals, median of four; pyramid -> this level): the sporco photographs at
+    384x256, 10 s, 40.21 / 32.24 -> 53.91 / 34.10 dB (bicubic upscaling 32.82); the 512x512
+    mosaics, 15 s, 40.55 / 30.56 -> 49.46 / 32.19 (bicubic 31.63); in gray 42.67 / 31.55 ->
+    59.83 / 33.23 (bicubic 32.42).  Every picture redraws above bicubic upscaling.  With the ReLU
+    MLP instead (three features, two in gray): photographs 41.25 / 32.45, mosaics 45.65 / 32.07,
+    gray 68.03 / 33.14.
 
     Its vertices learn from their own pixels only, so it wants many samples a pixel: past the
     limit it loses in short runs (a 1024x1024 tiled photograph, 15 s: 33.96 -> 32.32 dB; 60 s:
-    39.48 -> 42.52; 2048x2048, 60 s: 32.74 -> 29.67).  The level is square, so a picture wider
-    than tall gets more vertices than pixels down its height, which the pixels do not pin: the
-    sporco photographs at 384x256 fitted better (20 s: 41.74 -> 44.76 dB) but redrew kodim23 at
-    2x 2 dB under bicubic upscaling, with contour lines across its flat green at 4x.
+    39.48 -> 42.52; 2048x2048, 60 s: 32.74 -> 29.67).
     """
     past_thumbnails = max(width_px, height_px) > 256
     return mode in PIXEL_SPLINE_FEATURES and past_thumbnails and width_px * height_px <= PIXEL_SPLINE_PIXELS

@@ -215,7 +215,7 @@ def start_from_picture(model, picture) -> bool:
 
     The B-spline then draws a blurred picture from the first step, and training only sharpens
     it.  Measured on the four sporco photographs at 384x256, 10 s (fit / 2x redraw against
-    the 768x512 originals, median): 54.05 / 34.10 dB, against 44.98 / 33.63 from the tables'
+    the 768x512 originals, median): 53.91 / 34.10 dB, against 44.98 / 33.63 from the tables'
     usual tiny random start (bicubic upscaling: 32.82).
     """
     from ..nn import HashGrid
