@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from helpers import check_layer_gradients
 from ironlearn.nn import LOG2_TABLE_SIZES, FourierFeatures, HashGrid, Linear, Sequential
 from ironlearn.optim import Adam
+from ironlearn.nn.encodings import bspline_coefficients
 
 
 def test_fourier_features_gradient(rng):
@@ -267,3 +268,15 @@ def test_lazy_adam_moves_only_the_rows_a_step_touched(rng):
         lazy.step({"t": RowGrad(np.array([2, 7]), grad[[2, 7]], table.shape)})
         moved = np.flatnonzero((table != before).any(axis=1))
         assert list(moved) == [2, 7]
+
+
+@pytest.mark.parametrize("shape", [(1, 5), (7, 1), (6, 9, 3), (2, 2)])
+def test_bspline_coefficients_invert_the_splines_weights_at_the_vertices(shape):
+    samples = np.random.default_rng(0).normal(size=shape)
+    coefficients = bspline_coefficients(samples, axes=(0, 1))
+    redrawn = coefficients
+    for axis in (0, 1):  # 1/6, 4/6, 1/6 at a vertex, the edge vertex repeated past the edge
+        moved = np.moveaxis(redrawn, axis, 0)
+        before, after = np.concatenate([moved[:1], moved[:-1]]), np.concatenate([moved[1:], moved[-1:]])
+        redrawn = np.moveaxis((before + 4 * moved + after) / 6, 0, axis)
+    np.testing.assert_allclose(redrawn, samples, atol=1e-12)
