@@ -103,8 +103,8 @@ FULL = Sizes(warmup=50, steps=500, batches=(1 << 16, 1 << 18), photo=(4096, 3072
              probe_seconds=0.25, parity_side=256, parity_steps=1000, siren_width=256, siren_side=512,
              kernel_reps=50, pytest=("tests", "-k", "cuda or kernels or hidden_syncs"))
 # Its photographs are past pixel_spline's limit, as the full ones are: the same default model.
-TINY = Sizes(warmup=2, steps=5, batches=(1 << 10, 1 << 12), photo=(1024, 600), photo_marks=(0.25, 0.5),
-             big_photo=(1200, 900), big_marks=(0.5,), camera=64, camera_target=30.0, camera_seconds=1.0,
+TINY = Sizes(warmup=2, steps=5, batches=(1 << 10, 1 << 12), photo=(2100, 2000), photo_marks=(0.25, 0.5),
+             big_photo=(2200, 2000), big_marks=(0.5,), camera=64, camera_target=30.0, camera_seconds=1.0,
              probe_seconds=0.25, parity_side=32, parity_steps=20, siren_width=32, siren_side=64,
              kernel_reps=3, pytest=("tests/test_backend.py",))
 SIZES = {"full": FULL, "tiny": TINY}

@@ -215,6 +215,7 @@ def test_encode_decode_round_trip(tmp_path, picture, capsys):
     (["fit", "{picture}", "--out", "{picture}"], "is a file"),
     (["fit", "{picture}", "--resume", "--out", "{tmp}/none"], "nothing to resume"),
     (["fit", "{picture}", "--model", "classic", "--width", "64"], "does not apply"),
+    (["fit", "{picture}", "--resume", "--start", "random"], "drop --start"),
     (["fit", "{picture}", "--model", "siren", "--depth", "0"], "depth must be at least 1"),  # a linear head: grid only
     (["render", "{picture}", "--size", "70000", "-o", "{tmp}/x.png"], "not a readable ironlearn checkpoint"),
     (["render", "{model}", "--size", "70000", "-o", "{tmp}/x.png"], "above the limit"),

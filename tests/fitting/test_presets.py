@@ -73,3 +73,10 @@ def test_a_linear_head_ends_in_a_sigmoid():
     model = PRESETS["hashgrid"].build(1, PRESETS["hashgrid"].resolve({"depth": 0}, 64, 64, "gray"),
                                       np.random.default_rng(0))
     assert [type(layer).__name__ for layer in model.layers] == ["HashGrid", "Linear", "Sigmoid"]
+
+
+@pytest.mark.parametrize("start, low, high", [("picture", 45, 200), ("random", 0, 30)])
+def test_a_fit_starts_as_the_picture_unless_asked_to_start_random(photograph, tmp_path, start, low, high):
+    from ironlearn import fit
+    run = fit(photograph.source, tmp_path / start, steps=1, start=start)
+    assert low < run.metrics["psnr_db"] < high

@@ -7,7 +7,7 @@ import dataclasses
 
 from ..backend import DEVICES
 from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, fit
-from ..fitting.options import PROGRESS, SCHEDULES
+from ..fitting.options import PROGRESS, SCHEDULES, STARTS
 from ..fitting.presets import option_help
 from ..image.io import MAX_PIXELS, MODES
 from ..image.sampling import FILTERS
@@ -57,6 +57,11 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                              "bilinear, or centres (pixel centres only: the sharpest fit, the roughest renders "
                              "larger; the default for a colour thumbnail's detail level, which needs no samples "
                              "between)")
+    parser.add_argument("--start", choices=STARTS,
+                        help="how a new fit's network begins: picture (default) sets the hash grid's level of a "
+                             "vertex per pixel (pictures past 256 px) to the picture's B-spline, so the fit "
+                             "starts where training would end; random starts every layer random, to watch the "
+                             "network learn in the time-lapse (it needs many steps there)")
     parser.add_argument("--seed", type=count, help="random seed (default 0)")
     parser.add_argument("--device", choices=DEVICES,
                         help="where to train (default: the GPU when CuPy sees one, else the CPU; naming auto "

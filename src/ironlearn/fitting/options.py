@@ -11,6 +11,10 @@ from .presets import OPTIONS, PRESETS
 
 SCHEDULES = ("cosine", "constant")
 PROGRESS = ("bar", "plain", "none")
+#: How a new fit's network begins: ``picture`` sets a hash-grid level of a vertex per pixel to the
+#: picture (``fitting.run.start_from_picture``; other models start random), ``random`` starts
+#: every layer random.
+STARTS = ("picture", "random")
 # Upper bounds that catch typos (an extra zero or three) before they cost hours or all the memory;
 # the model options carry their own (presets.OPTIONS).
 LIMITS = {"steps": 10**9, "checkpoint_every": 10**9, "snapshot_every": 10**9, "time_budget": 30 * 86400,
@@ -43,6 +47,7 @@ class FitOptions:
     schedule: str | None = None  # cosine
     batch_size: int | None = None  # 0 = full batch
     filter: str | None = None  # the preset's (lanczos)
+    start: str | None = None  # how a new fit's network begins (STARTS); None: picture
     max_pixels: int | None = None  # image.io.MAX_PIXELS
     seed: int | None = None  # 0
     device: str | None = None  # cpu, cuda or auto; None: auto, without the notice that auto prints
@@ -109,6 +114,11 @@ def validate(options: FitOptions) -> None:
         raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")
     if options.filter not in (None, *FILTERS):
         raise UsageError(f"unknown filter {options.filter!r}: use one of {', '.join(FILTERS)}")
+    if options.start not in (None, *STARTS):
+        raise UsageError(f"unknown start {options.start!r}: use {' or '.join(STARTS)}")
+    if options.start is not None and options.resume:
+        raise UsageError("--start says how a new fit begins, and --resume goes on from the run's checkpoint: "
+                         "drop --start (or use --force to start the run over)")
     if options.progress not in (None, *PROGRESS):
         raise UsageError(f"unknown progress style {options.progress!r}: use {', '.join(PROGRESS)}")
     if options.schedule not in (None, *SCHEDULES):

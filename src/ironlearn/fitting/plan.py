@@ -160,6 +160,7 @@ class RunPlan:
     force: bool = False
     quiet: bool = False
     progress: str | None = None  # as FitOptions.progress
+    start: str = "picture"  # as FitOptions.start (a new run's only: not saved)
 
     @property
     def preset(self):
@@ -289,7 +290,8 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         time_budget=time_budget, timed=timed, anneal_from=anneal_from,
         checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
-        resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress)
+        resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
+        start=options.start or "picture")
 
 
 def _length(options: FitOptions, saved: dict | None) -> tuple:

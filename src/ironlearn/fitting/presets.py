@@ -187,8 +187,11 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
     return (mode == "rgb" and longest <= 256 and longest <= 2 * shortest and side >= 7 / 8 * shortest)
 
 
-#: The most pixels a picture may have to get :func:`pixel_spline`'s level (eight batches, 724x724).
-PIXEL_SPLINE_PIXELS = 1 << 19
+#: The most pixels a picture may have to get :func:`pixel_spline`'s level (2048x2048): a 50 MB
+#: table there, 0.7 GB at the peak of a fit and a 71 MB viewer page.  Past it the pyramid keeps
+#: memory in hand (12.6 MP with this level: 40.55 dB in 60 s, where the pyramid reaches 28.25, but
+#: 1.58 GB at the peak).
+PIXEL_SPLINE_PIXELS = 1 << 22
 #: Features a vertex of :func:`pixel_spline`'s level, by mode.
 PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1}
 
@@ -212,9 +215,11 @@ def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     MLP instead (three features, two in gray): photographs 41.25 / 32.45, mosaics 45.65 / 32.07,
     gray 68.03 / 33.14.
 
-    Its vertices learn from their own pixels only, so it wants many samples a pixel: past the
-    limit it loses in short runs (a 1024x1024 tiled photograph, 15 s: 33.96 -> 32.32 dB; 60 s:
-    39.48 -> 42.52; 2048x2048, 60 s: 32.74 -> 29.67).
+    Its vertices learn from their own pixels only, so from a random start (``--start random``)
+    it wants many samples a pixel, and loses to the pyramid on large pictures in short runs (a
+    1024x1024 tiled photograph, 15 s: 33.96 -> 32.32 dB; 2048x2048, 60 s: 32.74 -> 29.67).
+    Started as the picture it has nothing to wait for: 1024x1024 in 15 s, 62.77 dB; 2048x2048,
+    62.37 dB (the pyramid in 60 s: 35.16 and 33.84).
     """
     past_thumbnails = max(width_px, height_px) > 256
     return mode in PIXEL_SPLINE_FEATURES and past_thumbnails and width_px * height_px <= PIXEL_SPLINE_PIXELS

@@ -193,12 +193,12 @@ def training_data(plan: RunPlan, picture, backend) -> dict:
 
 def new_model(plan: RunPlan, picture=None):
     """The untrained model for ``plan``; given the ``picture``, a level of a vertex per pixel
-    starts as the picture (:func:`start_from_picture`)."""
+    starts as the picture (:func:`start_from_picture`) unless the plan starts random."""
     try:
         model = plan.preset.build(plan.channels, plan.model_options, np.random.default_rng(plan.seed))
     except ValueError as exc:
         raise UsageError(f"cannot build --model {plan.model}: {exc}") from None
-    if picture is not None:
+    if picture is not None and plan.start == "picture":
         start_from_picture(model, picture)
     return model
 
@@ -206,7 +206,7 @@ def new_model(plan: RunPlan, picture=None):
 #: A vertex-per-pixel level starts as the picture's logits, the pixels clipped to [START_CLIP,
 #: 1 - START_CLIP] (logits within +-3.9: a sigmoid's slope there, 0.02, still lets training
 #: move the darkest and brightest pixels the rest of the way).
-START_CLIP = 0.02
+START_CLIP = 0.5 / 255
 
 
 def start_from_picture(model, picture) -> bool:
