@@ -209,11 +209,11 @@ def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     A ReLU MLP on it folds between pixels (dots and contour lines at 4x); a sigmoid of a linear
     mix keeps it a spline.  Measured with ``benchmarks/redraw_sets.py`` (fit PSNR / 2x redraw
     against the originals, median of four; pyramid -> this level): the sporco photographs at
-    384x256, 10 s, 40.21 / 32.24 -> 53.91 / 34.10 dB (bicubic upscaling 32.82); the 512x512
-    mosaics, 15 s, 40.55 / 30.56 -> 49.46 / 32.19 (bicubic 31.63); in gray 42.67 / 31.55 ->
-    59.83 / 33.23 (bicubic 32.42).  Every picture redraws above bicubic upscaling.  With the ReLU
-    MLP instead (three features, two in gray): photographs 41.25 / 32.45, mosaics 45.65 / 32.07,
-    gray 68.03 / 33.14.
+    384x256, 10 s, 40.21 / 32.24 -> 90.74 / 34.24 dB (bicubic upscaling 32.82); the 512x512
+    mosaics, 15 s, 40.55 / 30.56 -> 64.27 / 32.52 (bicubic 31.63); in gray 42.67 / 31.55 ->
+    65.62 / 33.31 (bicubic 32.42).  Every picture redraws above bicubic upscaling.  With the ReLU
+    MLP instead (three features, two in gray, a random start): photographs 41.25 / 32.45,
+    mosaics 45.65 / 32.07, gray 68.03 / 33.14.
 
     Its vertices learn from their own pixels only, so from a random start (``--start random``)
     it wants many samples a pixel, and loses to the pyramid on large pictures in short runs (a
