@@ -319,13 +319,14 @@ def poison_steps(monkeypatch, bad):
     monkeypatch.setattr(Trainer, "train_step", step)
 
 
-def test_divergence_rolls_back_and_retries(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("poisoned, back_to", [(33, 30), (5, 0)])  # read back from the checkpoint; the first state
+def test_divergence_rolls_back_and_retries(tmp_path, capsys, monkeypatch, poisoned, back_to):
     picture = make_picture(tmp_path / "disc.png")
-    poison_steps(monkeypatch, lambda step, attempts: step == 33 and attempts == 0)
+    poison_steps(monkeypatch, lambda step, attempts: step == poisoned and attempts == 0)
     code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 60,
                            "--checkpoint-every", 10, "--device", "cpu", "--lr", "0.01")
     assert code == 0, err
-    assert "rolled back to step 30" in err and "retrying with learning rate 0.003" in err
+    assert f"rolled back to step {back_to}" in err and "retrying with learning rate 0.003" in err
     model = load_checkpoint(tmp_path / "run" / "model.npz")
     assert model.step == 60 and model.settings["lr"] == pytest.approx(0.003)
 

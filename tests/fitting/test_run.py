@@ -10,6 +10,7 @@ from PIL import Image
 
 from helpers import make_picture, run_cli
 from ironlearn.cli import ExitCode, main
+from ironlearn.fitting import PRESETS
 from ironlearn.fitting import folder
 from ironlearn.fitting.outputs import plot_history
 from ironlearn.image import InputError, load_picture
@@ -157,3 +158,18 @@ def test_quiet_means_quiet_and_progress_picks_the_style(tmp_path, capsys, flags,
     assert code == 0 and lines[-3].startswith("done:"), err
     assert any(line.startswith("step ") for line in lines) == steps_shown, err
     assert any(line.startswith("fitting ") for line in lines) == chatter, err
+
+
+def test_calibration_leaves_the_model_as_it_was(tmp_path):
+    """It times steps on the model itself, with a learning rate of zero: no copy of a large model."""
+    import numpy as np
+
+    from ironlearn.fitting.run import calibrate
+    from ironlearn.image.coords import pixel_grid
+
+    picture = load_picture(make_picture(tmp_path / "disc.png"))
+    model = PRESETS["hashgrid"].build(1, PRESETS["hashgrid"].resolve({}, 32, 32, "gray"), np.random.default_rng(0))
+    before = {name: p.copy() for name, p in model.named_parameters().items()}
+    seconds = calibrate(model, {"inputs": pixel_grid(32, 32), "targets": picture.pixels.reshape(-1, 1)})
+    assert seconds > 0
+    assert all(np.array_equal(before[name], p) for name, p in model.named_parameters().items())

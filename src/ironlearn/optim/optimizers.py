@@ -84,11 +84,13 @@ class Optimizer:
         return self._scratch[name]
 
     # -- state as plain data ---------------------------------------------------------
-    def state_dict(self) -> dict:
-        """``{"step": int, "<slot>.<param name>": array, ...}``, the arrays copied (on their device)."""
+    def state_dict(self, copy: bool = True) -> dict:
+        """``{"step": int, "<slot>.<param name>": array, ...}``, the arrays copied (on their device),
+        or with ``copy=False`` the optimizer's own (to write out at once: for a 12.6 MP picture's
+        spline level, Adam's two moments are 300 MB)."""
         state = {"step": self.step_count}
         for slot, table in self.slots.items():
-            state.update({f"{slot}.{name}": value.copy() for name, value in table.items()})
+            state.update({f"{slot}.{name}": value.copy() if copy else value for name, value in table.items()})
         return state
 
     def load_state_dict(self, state: dict) -> None:

@@ -71,7 +71,7 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
     meta = {"format": FORMAT, "version": FORMAT_VERSION, "architecture": model.config(),
             "parameters": model.num_parameters, "step": step or 0, "seed": seed, "settings": settings or {}}
     if optimizer is not None:
-        state = optimizer.state_dict()
+        state = optimizer.state_dict(copy=False)  # written before the next step changes it
         optimizer_step = state.pop("step")
         meta["step"] = optimizer_step if step is None else step
         meta["optimizer"] = optimizer.config()
