@@ -188,9 +188,9 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
 
 
 #: The most pixels a picture may have to get :func:`pixel_spline`'s level (2048x2048): a 50 MB
-#: table there, 0.7 GB at the peak of a fit and a 71 MB viewer page.  Past it the pyramid keeps
-#: memory in hand (12.6 MP with this level: 40.55 dB in 60 s, where the pyramid reaches 28.25, but
-#: 1.58 GB at the peak).
+#: table there, 0.7 GB at the peak of a fit and a 71 MB viewer page.  12.6 MP with this level
+#: reached 60.20 dB in 60 s at 0.94 GB (the pyramid: 28.27 dB, 0.46 GB), but the PyTorch peer of
+#: the benchmarks builds pyramids only, so past this the default stays the measured pyramid.
 PIXEL_SPLINE_PIXELS = 1 << 22
 #: Features a vertex of :func:`pixel_spline`'s level, by mode.
 PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1}
