@@ -5,8 +5,9 @@ the same hash-grid model written in PyTorch (CPU), trained on random batches for
 
 Each fit runs in its own process under ``/usr/bin/time -v`` (peak memory = its maximum resident
 set size). ironlearn runs as a user would: ``ironlearn fit PHOTO --time-budget S``, and its PSNR is
-the exact whole-picture figure from metrics.json. The PyTorch peer builds the model ironlearn's
-default preset chose (same levels, table size, resolutions, features, MLP), samples random whole
+the exact whole-picture figure from metrics.json. The PyTorch peer is ironlearn's untrained model
+for the photograph written in PyTorch (``torch_peer.peer_of``: the same grid, head and starting
+arrays, a spline level started at the picture included), samples random whole
 pixels each step (its batch as large as ironlearn's), trains with Adam on the same warm-up cosine
 schedule, and is scored over the whole picture in bands. The photographs come from make_photo.py.
 """
@@ -57,52 +58,27 @@ def torch_peer(photo: str, seconds: float, run_folder: str) -> dict:
     import torch
     from PIL import Image
 
-    from ironlearn.nn import HashGrid
+    from ironlearn.fitting import FitOptions, make_plan
+    from ironlearn.fitting.run import new_model
+    from ironlearn.image import load_picture
     from ironlearn.optim import warmup_cosine
+
+    sys.path.insert(0, HERE)
+    from torch_peer import peer_of
 
     torch.set_num_threads(os.cpu_count())
     with open(os.path.join(run_folder, "metrics.json")) as file:
         chosen = json.load(file)
-    options, batch = chosen["model_options"], chosen["batch_size"] or chosen["pixels"]
+    batch = chosen["batch_size"] or chosen["pixels"]
+    # ironlearn's untrained model for the photograph, started as `ironlearn fit` starts it (a spline
+    # level of a vertex per pixel at the picture's B-spline), its arrays copied into the peer.
+    picture = load_picture(photo)
+    model = peer_of(new_model(make_plan(FitOptions(photo, batch_size=batch, steps=10), picture), picture))
+    del picture
     Image.MAX_IMAGE_PIXELS = None
     pixels = torch.from_numpy(np.asarray(Image.open(photo).convert("RGB")))  # uint8, kept compact
     height, width, channels = pixels.shape
     flat = pixels.reshape(-1, channels)
-    resolutions, sizes = HashGrid.level_shapes(options["levels"], options["log2_table_size"], options["coarsest"],
-                                               options["finest"])
-
-    class Grid(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tables = torch.nn.ParameterList(
-                torch.nn.Parameter(torch.empty(size, options["features"]).uniform_(-1e-4, 1e-4)) for size in sizes)
-
-        def forward(self, x):
-            unit = (x + 1) * 0.5
-            out = []
-            for res, size, table in zip(resolutions, sizes, self.tables):
-                pos = (unit * res).clamp(0, res)
-                corner = torch.minimum(pos.floor(), torch.tensor(float(res - 1)))
-                frac = pos - corner
-                c = corner.long()
-                mixed = 0
-                for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1)):
-                    ix, iy = c[:, 0] + dx, c[:, 1] + dy
-                    if (res + 1) ** 2 > size:
-                        index = (ix ^ (iy * 2654435761)) & (size - 1)
-                    else:
-                        index = iy * (res + 1) + ix
-                    wx = frac[:, 0] if dx else 1 - frac[:, 0]
-                    wy = frac[:, 1] if dy else 1 - frac[:, 1]
-                    mixed = mixed + table[index] * (wx * wy)[:, None]
-                out.append(mixed)
-            return torch.cat(out, dim=1)
-
-    layers, fan_in = [Grid()], options["levels"] * options["features"]
-    for _ in range(options["depth"]):
-        layers += [torch.nn.Linear(fan_in, options["width"]), torch.nn.ReLU()]
-        fan_in = options["width"]
-    model = torch.nn.Sequential(*layers, torch.nn.Linear(fan_in, channels))
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0)
     # The same schedule as ironlearn's, kept to the peer's own pace the way `ironlearn fit` keeps a
     # time budget (fitting.run.Replan): first sized by ironlearn's step count, then re-sized to

@@ -102,9 +102,8 @@ FULL = Sizes(warmup=50, steps=500, batches=(1 << 16, 1 << 18), photo=(4096, 3072
              big_photo=(10000, 10000), big_marks=(60,), camera=512, camera_target=40.0, camera_seconds=30.0,
              probe_seconds=0.25, parity_side=256, parity_steps=1000, siren_width=256, siren_side=512,
              kernel_reps=50, pytest=("tests", "-k", "cuda or kernels or hidden_syncs"))
-# Its photographs are past pixel_spline's limit, as the full ones are: the same default model.
-TINY = Sizes(warmup=2, steps=5, batches=(1 << 10, 1 << 12), photo=(2100, 2000), photo_marks=(0.25, 0.5),
-             big_photo=(2200, 2000), big_marks=(0.5,), camera=64, camera_target=30.0, camera_seconds=1.0,
+TINY = Sizes(warmup=2, steps=5, batches=(1 << 10, 1 << 12), photo=(320, 240), photo_marks=(0.25, 0.5),
+             big_photo=(480, 360), big_marks=(0.5,), camera=64, camera_target=30.0, camera_seconds=1.0,
              probe_seconds=0.25, parity_side=32, parity_steps=20, siren_width=32, siren_side=64,
              kernel_reps=3, pytest=("tests/test_backend.py",))
 SIZES = {"full": FULL, "tiny": TINY}
@@ -192,8 +191,9 @@ def default_job(backend, values, mode: str, *, batch_size=None, steps=None, time
     height, width, _ = values.shape
     plan = make_plan(FitOptions("gpu-check", batch_size=batch_size, steps=steps, time_budget=time_budget, seed=seed,
                                 device=backend.device), shape_of(width, height, mode))
-    model = new_model(plan).to(backend)
-    data = training_data(plan, Picture(values, mode, "gpu-check"), backend)
+    picture = Picture(values, mode, "gpu-check")
+    model = new_model(plan, picture).to(backend)  # a spline level of a vertex per pixel starts as the picture
+    data = training_data(plan, picture, backend)
     return plan, model, data
 
 

@@ -5,8 +5,9 @@ imports PyTorch).
   levels, table, resolutions, features, vertex layout and MLP) with its initial arrays copied in.
   It gathers all levels' vertices with one ``index_select``, whose backward is ``index_add_``,
   an atomic scatter on CUDA (``table[idx]`` would backpropagate through ``index_put_`` with
-  ``accumulate=True``, which sorts the indices first).  Bilinear reads only, and no detail level:
-  what the default preset gives any picture larger than 256 px a side.
+  ``accumulate=True``, which sorts the indices first).  Bilinear and B-spline reads, levels of
+  their own size across and down, no detail level: what the default preset gives any picture
+  larger than 256 px a side.
 * :func:`siren_peer`: a SIREN with ironlearn's SIREN's arrays.
 * :func:`time_hashgrid` trains the peer on random whole pixels of a picture kept on the device,
   with Adam on ironlearn's warm-up cosine schedule, eager or under ``torch.compile``, and times
@@ -26,51 +27,65 @@ import numpy as np
 import torch
 
 from ironlearn.backend import to_host
-from ironlearn.nn import HashGrid, Linear, ReLU, Sine
+from ironlearn.nn import HashGrid, Linear, ReLU, Sigmoid, Sine
 from ironlearn.optim import warmup_cosine
 
 _HASH_PRIME = 2654435761  # ironlearn's second hash prime (the first is 1)
 
 
+def _bspline(t):
+    """The cubic B-spline's weights at offsets -1, 0, 1, 2 (as ironlearn's ``_bspline_weights``)."""
+    s = 1 - t
+    return s * s * s / 6, (3 * t ** 3 - 6 * t * t + 4) / 6, (-3 * t ** 3 + 3 * t * t + 3 * t + 1) / 6, t ** 3 / 6
+
+
+_READS = {"linear": ((0, 1), lambda t: (1 - t, t)), "bspline": ((-1, 0, 1, 2), _bspline)}
+
+
 class HashGridPeer(torch.nn.Module):
-    """``grid``'s encoding in PyTorch: one table of every level's rows, read bilinearly."""
+    """``grid``'s encoding in PyTorch: one table of every level's rows, read bilinearly or by a
+    cubic B-spline, each level with its own cells across and down."""
 
     def __init__(self, grid: HashGrid):
         super().__init__()
-        if grid.interpolation != "linear" or grid.detail:
-            raise NotImplementedError("the PyTorch peer reads bilinear levels without a detail level only")
+        if grid.detail:
+            raise NotImplementedError("the PyTorch peer reads hash-grid levels without a detail level only")
         self.table = torch.nn.Parameter(torch.from_numpy(np.array(to_host(grid.params["table"]), np.float32)))
         self.features, self.levels = grid.features, grid.levels
+        self.offsets_along, self.weights_along = _READS[grid.interpolation]
         self.shift = 0.5 if grid.centred else 0.0
-        for name, values, dtype in (("resolutions", grid.resolutions, torch.float32),
-                                    ("last", [s - 1 for s in grid.sides], torch.float32),
-                                    ("sides", grid.sides, torch.int64), ("sizes", grid.sizes, torch.int64),
-                                    ("offsets", list(grid.offsets), torch.int64),
+        cells = [[x, y] for x, y in zip(grid.resolutions, grid.resolutions_y)]
+        lasts = [[x - 1, y - 1] for x, y in zip(grid.sides, grid.sides_y)]
+        for name, values, dtype in (("resolutions", cells, torch.float32), ("last", lasts, torch.float32),
+                                    ("last_index", lasts, torch.int64), ("sides", grid.sides, torch.int64),
+                                    ("sizes", grid.sizes, torch.int64), ("offsets", list(grid.offsets), torch.int64),
                                     ("hashed", grid.hashed, torch.bool)):
             self.register_buffer(name, torch.tensor(values, dtype=dtype), persistent=False)
 
     def forward(self, x):
         n = x.shape[0]
         unit = (x + 1) * 0.5  # (n, 2)
-        position = unit[:, None, :] * self.resolutions[None, :, None] - self.shift  # (n, L, 2)
-        last = self.last[None, :, None]
+        position = unit[:, None, :] * self.resolutions[None] - self.shift  # (n, L, 2)
+        last = self.last[None]
         position = torch.minimum(position.clamp(min=0), last)
         corner = torch.minimum(position.floor(), (last - 1).clamp(min=0))
         fraction = position - corner
         corner = corner.long()
+        along_x = self.weights_along(fraction[..., 0])
+        along_y = self.weights_along(fraction[..., 1])
         indices, weights = [], []
-        for dy in (0, 1):  # x varies fastest, as in ironlearn
-            for dx in (0, 1):
-                ix = torch.minimum(corner[..., 0] + dx, self.sides - 1)
-                iy = torch.minimum(corner[..., 1] + dy, self.sides - 1)
+        for j, dy in enumerate(self.offsets_along):  # x varies fastest, as in ironlearn
+            iy = (corner[..., 1] + dy).clamp(min=0)
+            iy = torch.minimum(iy, self.last_index[:, 1])
+            for i, dx in enumerate(self.offsets_along):
+                ix = torch.minimum((corner[..., 0] + dx).clamp(min=0), self.last_index[:, 0])
                 hashed = (ix ^ (iy * _HASH_PRIME)) & (self.sizes - 1)
                 indices.append(torch.where(self.hashed, hashed, iy * self.sides + ix) + self.offsets)
-                wx = fraction[..., 0] if dx else 1 - fraction[..., 0]
-                wy = fraction[..., 1] if dy else 1 - fraction[..., 1]
-                weights.append(wx * wy)
-        index = torch.stack(indices)  # (4, n, L)
-        corners = self.table.index_select(0, index.reshape(-1)).view(4, n, self.levels, self.features)
-        return (corners * torch.stack(weights)[..., None]).sum(0).reshape(n, -1)
+                weights.append(along_x[i] * along_y[j])
+        taps = len(indices)
+        index = torch.stack(indices)  # (taps, n, L)
+        vertices = self.table.index_select(0, index.reshape(-1)).view(taps, n, self.levels, self.features)
+        return (vertices * torch.stack(weights)[..., None]).sum(0).reshape(n, -1)
 
 
 def _linear(layer: Linear) -> torch.nn.Linear:
@@ -92,7 +107,7 @@ class _Sine(torch.nn.Module):
 
 
 def peer_of(model) -> torch.nn.Sequential:
-    """The PyTorch twin of an ironlearn Sequential of HashGrid, Linear, ReLU and Sine layers,
+    """The PyTorch twin of an ironlearn Sequential of HashGrid, Linear, ReLU, Sine and Sigmoid layers,
     starting from the same arrays."""
     layers = []
     for layer in model.layers:
@@ -104,6 +119,8 @@ def peer_of(model) -> torch.nn.Sequential:
             layers.append(torch.nn.ReLU())
         elif isinstance(layer, Sine):
             layers.append(_Sine(layer.w0))
+        elif isinstance(layer, Sigmoid):
+            layers.append(torch.nn.Sigmoid())
         else:
             raise NotImplementedError(f"no PyTorch peer for {type(layer).__name__}")
     return torch.nn.Sequential(*layers)

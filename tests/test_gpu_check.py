@@ -121,8 +121,12 @@ def test_the_torch_peer_is_ironlearns_model():
 
     rng = np.random.default_rng(0)
     for options in (dict(levels=4, log2_table_size=10, coarsest=4, finest=200),  # hashed levels
-                    dict(levels=2, log2_table_size=12, coarsest=2, finest=40, centred=True)):
-        model = hashgrid(2, 3, width=16, depth=2, rng=np.random.default_rng(1), **options)
+                    dict(levels=2, log2_table_size=12, coarsest=2, finest=40, centred=True),
+                    # a vertex per pixel of a 30x20 picture, read by a B-spline and a linear head
+                    dict(levels=1, log2_table_size=10, coarsest=30, finest=30, finest_y=20, centred=True,
+                         interpolation="bspline", depth=0)):
+        options = {"depth": 2, **options}
+        model = hashgrid(2, 3, width=16, rng=np.random.default_rng(1), **options)
         model.layers[0].sparse_reads = 0  # a dense gradient, to compare whole tables
         x = rng.uniform(-1.1, 1.1, (3000, 2)).astype(np.float32)
         y = rng.uniform(size=(3000, 3)).astype(np.float32)

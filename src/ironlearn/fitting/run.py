@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import get_backend
+from ..backend import get_backend, to_host
 from ..image import metrics
 from ..image.coords import pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
@@ -236,7 +236,7 @@ def start_from_picture(model, picture) -> bool:
                      and (grid.sides[0], grid.sides_y[0]) == (picture.width, picture.height))
     if not one_per_pixel or grid.features != channels:
         return False
-    pixels = picture.band().reshape(picture.height, picture.width, channels).astype(np.float32)
+    pixels = to_host(picture.band()).reshape(picture.height, picture.width, channels).astype(np.float32)
     logits = np.clip(pixels, START_CLIP, 1 - START_CLIP, out=pixels)
     logits /= 1 - logits
     np.log(logits, out=logits)
