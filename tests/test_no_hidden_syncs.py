@@ -96,6 +96,11 @@ def test_the_sampler_draws_on_the_device(monkeypatch):
             host_x, host_y = PictureSampler(PICTURE, 500, seed=1, kind=kind)(4)
             np.testing.assert_array_equal(backend.to_host(x), host_x)
             np.testing.assert_allclose(backend.to_host(y), host_y, rtol=1e-6, atol=1e-7)
+        runs = PictureSampler(values, 500, seed=1, kind="centres", run=16)  # the spline level's batches
+        with forbidding(device), backend.device_only():
+            x, y = runs(4)
+        np.testing.assert_array_equal(backend.to_host(x), PictureSampler(PICTURE, 500, seed=1, kind="centres",
+                                                                         run=16)(4)[0])
 
 
 # -- the pretend GPU and the guard catch what they must ----------------------------------------

@@ -23,7 +23,7 @@ from ..backend import get_backend, to_host
 from ..image import metrics
 from ..image.coords import pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
-from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, EveryPixel, PictureSampler
+from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, CENTRES_RUN, EveryPixel, PictureSampler
 from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..optim import Adam
@@ -183,7 +183,8 @@ def training_data(plan: RunPlan, picture, backend) -> dict:
     """
     values = backend.asarray(picture.values, dtype=picture.values.dtype)
     if not plan.every_pixel:
-        return {"batches": PictureSampler(values, plan.batch_size, plan.seed, plan.filter)}
+        run = CENTRES_RUN if plan.filter == "centres" else 1
+        return {"batches": PictureSampler(values, plan.batch_size, plan.seed, plan.filter, run=run)}
     coordinates = backend.asarray(pixel_grid(plan.width, plan.height))
     if plan.filter == "centres":
         return {"inputs": coordinates, "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
