@@ -25,7 +25,8 @@ from ..image.coords import pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
 from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, CENTRES_RUN, EveryPixel, PictureSampler
 from ..image.timelapse import Snapshots
-from ..nn import mse
+from ..nn import HashGrid, Linear, Sigmoid, mse
+from ..nn.encodings import bspline_coefficients
 from ..optim import Adam
 from ..train import Callback, Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from . import folder
@@ -224,10 +225,6 @@ def start_from_picture(model, picture) -> bool:
     vertex at its own pixel's logit (a blurred start): 10 s 53.91 / 34.10; the tables' usual
     tiny random start 44.98 / 33.63.
     """
-    from ..nn import HashGrid
-    from ..nn.encodings import bspline_coefficients
-    from ..nn.layers import Linear, Sigmoid
-
     layers = model.layers
     if len(layers) != 3 or not isinstance(layers[0], HashGrid) or not isinstance(layers[1], Linear) \
             or not isinstance(layers[2], Sigmoid):

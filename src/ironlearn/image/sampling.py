@@ -141,9 +141,9 @@ class PictureSampler:
             raise ValueError(f"unknown filter {kind!r}: use one of {', '.join(FILTERS)}")
         if run < 1 or (run > 1 and kind != "centres"):
             raise ValueError(f"runs of pixels need the centres filter and run >= 1 (got {kind!r}, {run})")
-        self.run = min(int(run), int(batch_size))
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
+        self.run = min(int(run), int(batch_size))
         self.values, self.batch_size, self.seed, self.kind = values, int(batch_size), int(seed), kind
         # Each period-th sample lies anywhere; the others sit on pixel centres.
         self.period = max(1, round(1 / (1 - centred))) if centred < 1 else self.batch_size + 1

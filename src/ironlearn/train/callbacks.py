@@ -164,7 +164,7 @@ class Rollback(Callback):
     def restore(self, trainer) -> None:
         if self.on_disk:
             saved = checkpoint.load(self.checkpointer.path)
-            trainer.model.load_state_dict(saved.model.state_dict())
+            trainer.model.load_state_dict(saved.model.named_arrays())  # copied in: no copy of its own
             trainer.optimizer.load_state_dict({"step": saved.step, **saved.optimizer_state})
             return
         trainer.model.load_state_dict(self.model_state)
