@@ -106,7 +106,7 @@ def _hashgrid(index: int, op: dict, current: int) -> str:
         slot += features
         taps, first = _TAPS[spec["interpolation"]]
         blocks.append(_fill("hashgrid_level", level=level, cells="x".join(map(str, spec["res"])),
-                            res_f=_vec2(spec["res"]), shift=_float(spec["shift"]), last=f"ivec2{last}",
+                            res_f=_vec2(spec["res"]), shift=_float(spec["shift"]), last=f"ivec2({last[0]}, {last[1]})",
                             last_f=_vec2(last), below_f=_vec2(below), kind=kind, index=index,
                             table=spec["table"], features=features, offset=spec["offset"], row=row,
                             interpolation=spec["interpolation"], taps=taps, first=first,
