@@ -14,7 +14,7 @@ from strict_device import HiddenCopy, HiddenSync, forbidding, strict_device
 from ironlearn import backend as be
 from ironlearn.backend import Backend
 from ironlearn.image.coords import pixel_grid
-from ironlearn.image.sampling import EveryPixel, PictureSampler
+from ironlearn.image.sampling import EveryPixel, PictureSampler, TileSampler
 from ironlearn.nn import hashgrid, mse
 from ironlearn.nn.sparse import MaskedGrad, RowGrad
 from ironlearn.optim import SGD, Adam
@@ -39,6 +39,8 @@ def _trainer(backend, grid, source="sampler", optimizer="adam", steps=None):
     values = backend.asarray(PICTURE, dtype=np.uint8)  # the picture, copied once
     if source == "sampler":
         batches = PictureSampler(values, 300, seed=3)
+    elif source == "tiles":
+        batches = TileSampler(values, 300, seed=3)
     else:
         batches = EveryPixel(values, backend.asarray(pixel_grid(64, 48)), seed=3, between=1 / 16, weight=0.2)
     return Trainer(model, optim, mse, batches=batches, backend=backend)
@@ -61,6 +63,22 @@ def test_a_hashgrid_step_on_the_device_copies_nothing_and_never_syncs(monkeypatc
         assert not isinstance(table, RowGrad)  # RowGrad lists rows: a sync on a GPU
         if grid == "sparse" and source == "sampler":
             assert isinstance(table, MaskedGrad)
+
+
+@pytest.mark.parametrize("grid", ["bspline", "detail"])
+def test_tiles_train_on_the_device_with_nothing_copied_once_each_tile_was_seen(monkeypatch, grid):
+    """A tile's reads along its axes are worked out on the host and copied once (they recur every
+    epoch); after the first epoch a step copies nothing and never syncs."""
+    with strict_device(monkeypatch) as device:
+        backend = Backend("cuda")
+        trainer = _trainer(backend, grid, "tiles")
+        for _ in range(trainer.batches.tiles):
+            trainer.train_step()
+        before = be.crossings(), backend.transfers
+        with forbidding(device), backend.device_only():
+            for _ in range(trainer.batches.tiles):
+                trainer.train_step()
+        assert (be.crossings(), backend.transfers) == before
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])

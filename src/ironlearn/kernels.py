@@ -134,7 +134,7 @@ def adam_update(param, grad, m, v, scratch, b1: float, b2: float, step_size: flo
     bool array ``(rows,)``, limits the step to the rows it marks: the others keep their values
     and moments (lazy Adam, for a :class:`~ironlearn.nn.sparse.MaskedGrad`).
     """
-    if _compiled(param, grad, m, v):
+    if _compiled(param, grad, m, v) and all(a.flags.c_contiguous for a in (param, grad, m, v)):  # not views
         _cuda_adam(param, grad, m, v, b1, b2, step_size, eps_hat, touched)
         return
     xp = get_array_module(param)

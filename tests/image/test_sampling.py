@@ -10,7 +10,7 @@ from ironlearn.image import psnr, render
 from ironlearn.image.io import Picture
 from ironlearn.image.metrics import BandScore
 from ironlearn.image.coords import pixel_grid
-from ironlearn.image.sampling import FILTERS, EveryPixel, PictureSampler, uniform
+from ironlearn.image.sampling import FILTERS, EveryPixel, PictureSampler, TileSampler, uniform
 from ironlearn.nn import hashgrid, mse
 from ironlearn.optim import Adam
 from ironlearn.train import Trainer
@@ -164,3 +164,31 @@ def test_a_fit_of_every_pixel_keeps_the_grid_lookups_for_the_whole_run(monkeypat
     source = EveryPixel(values, pixel_grid(32, 32), between=1 / 8)
     Trainer(model, Adam(model.named_parameters(), lr=1e-2), mse, batches=source).run(5)
     assert looked_up == [1024] + [128] * 5
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_tiles_visit_every_pixel_once_an_epoch_with_its_own_value(dtype):
+    values = photo(height=70, width=90, dtype=dtype)
+    sampler = TileSampler(values, 1000, seed=3)
+    assert sampler.tiles == 3 * 2  # about 1000 pixels a tile: 30 x 35
+    visits = np.zeros((70, 90), int)
+    expected = pixel_grid(90, 70).reshape(70, 90, 2)
+    pixels = values.astype(np.float32) / (255 if dtype == np.uint8 else 1)
+    for step in range(sampler.tiles, 2 * sampler.tiles):  # the second epoch
+        lattice, targets = sampler(step)
+        columns = np.searchsorted(expected[0, :, 0], lattice.xs)
+        rows = np.searchsorted(expected[:, 0, 1], lattice.ys)
+        np.testing.assert_array_equal(lattice.points(), expected[np.ix_(rows, columns)].reshape(-1, 2))
+        np.testing.assert_allclose(targets, pixels[np.ix_(rows, columns)].reshape(-1, 3), rtol=1e-6)
+        visits[np.ix_(rows, columns)] += 1
+    assert (visits == 1).all()
+
+
+def test_tiles_come_in_an_order_of_the_seed_and_epoch_alone():
+    values = photo(height=64, width=64)
+    first = [TileSampler(values, 256, seed=1)(step)[0].points() for step in range(32)]
+    again = TileSampler(values, 256, seed=1)
+    for step in (17, 3, 31):  # any step, in any order, draws the same tile
+        np.testing.assert_array_equal(again(step)[0].points(), first[step])
+    by_epoch = [[tuple(p[0]) for p in first[e * 16:(e + 1) * 16]] for e in (0, 1)]
+    assert sorted(by_epoch[0]) == sorted(by_epoch[1]) and by_epoch[0] != by_epoch[1]

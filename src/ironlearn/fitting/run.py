@@ -21,12 +21,13 @@ import numpy as np
 
 from ..backend import get_backend, to_host
 from ..image import metrics
-from ..image.coords import pixel_grid
+from ..image.coords import axis, pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
-from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, CENTRES_RUN, EveryPixel, PictureSampler
+from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, CENTRES_RUN, EveryPixel, PictureSampler, TileSampler
 from ..image.timelapse import Snapshots
 from ..nn import HashGrid, Linear, Sigmoid, mse
 from ..nn.encodings import bspline_coefficients
+from ..nn.lattice import Lattice
 from ..optim import Adam
 from ..train import Callback, Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from . import folder
@@ -176,20 +177,26 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
 def training_data(plan: RunPlan, picture, backend) -> dict:
     """The Trainer's data, as keyword arguments.
 
-    A picture trained whole (one batch) comes as its pixel grid, the same coordinate array
-    every step so that the hash grid reuses its lookups, with samples between the pixels
-    beside it unless the filter is ``centres``.  A larger one comes from a sampler that
-    draws each step's batch from the picture, kept once on the device as compact as it
-    was loaded.
+    A picture trained whole (one batch) comes as its pixel grid, the same every step so that
+    the model reuses what it derives from it, with samples between the pixels beside it unless
+    the filter is ``centres``.  A larger one comes from a sampler that draws each step's batch
+    from the picture, kept once on the device as compact as it was loaded.
+
+    A hash grid reads pixels as a :class:`~ironlearn.nn.lattice.Lattice`: the whole picture's,
+    or, for a larger picture on pixel centres only, one tile's a step (:class:`TileSampler`).
     """
     values = backend.asarray(picture.values, dtype=picture.values.dtype)
+    lattices = plan.model == "hashgrid"  # the presets whose first layer is a HashGrid
     if not plan.every_pixel:
+        if lattices and plan.filter == "centres":
+            return {"batches": TileSampler(values, plan.batch_size, plan.seed)}
         run = CENTRES_RUN if plan.filter == "centres" else 1
         return {"batches": PictureSampler(values, plan.batch_size, plan.seed, plan.filter, run=run)}
-    coordinates = backend.asarray(pixel_grid(plan.width, plan.height))
+    pixels = Lattice(axis(plan.width), axis(plan.height)) if lattices else \
+        backend.asarray(pixel_grid(plan.width, plan.height))
     if plan.filter == "centres":
-        return {"inputs": coordinates, "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
-    return {"batches": EveryPixel(values, coordinates, plan.seed, plan.filter, between=BETWEEN[plan.mode],
+        return {"inputs": pixels, "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
+    return {"batches": EveryPixel(values, pixels, plan.seed, plan.filter, between=BETWEEN[plan.mode],
                                   weight=BETWEEN_WEIGHT[plan.mode])}
 
 

@@ -17,9 +17,13 @@ per step depends on the batch only.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..backend import get_array_module, take_rows
+from ..nn.lattice import Lattice
+from .coords import axis
 from .io import as_float
 
 FILTERS = ("lanczos", "bicubic", "bilinear", "centres")
@@ -249,6 +253,57 @@ class PictureSampler:
 
     def _gather(self, flat):
         return take_rows(self._rows, flat).astype(np.float32)
+
+
+class TileSampler:
+    """Batches of whole tiles of pixels: ``(Lattice of the tile's pixel centres, its pixels)``.
+
+    The picture is cut into a grid of tiles of about ``batch_size`` pixels each (``columns x
+    rows``, as even as whole pixels allow), and each epoch visits every tile once, in an order
+    that is a pure function of ``(seed, epoch)``.  Every pixel then weighs the same, and a hash
+    grid reads a tile's dense levels as two matrix products (see :class:`~ironlearn.nn.HashGrid`),
+    its gradient and the optimizer's update confined to the rectangle of vertices under the
+    tile.  The 12.6 MP default's step: 52 ms for 65,536 pixels in runs of 16, 6 ms as a tile.
+
+    Parameters
+    ----------
+    values : array ``(height, width, channels)``, uint8 (0-255) or float32 (0-1)
+        The picture, on the device it trains on; read, never copied whole.
+    batch_size : int
+        Pixels a tile, about: tiles are about ``sqrt(batch_size)`` pixels across.
+    seed : int
+    """
+
+    def __init__(self, values, batch_size: int, seed: int = 0):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
+        self.values, self.batch_size, self.seed = values, int(batch_size), int(seed)
+        self.height, self.width, self.channels = values.shape
+        columns = min(self.width, max(1, round(self.width / math.sqrt(self.batch_size))))
+        rows = min(self.height, max(1, round(self.width * self.height / columns / self.batch_size)))
+        # Tile edges, in pixels, along x and y.
+        self._edges = [np.linspace(0, n, count + 1).round().astype(int) for n, count in
+                       ((self.width, columns), (self.height, rows))]
+        self._axes = axis(self.width), axis(self.height)
+        self.scale = np.float32(1 / 255) if values.dtype == np.uint8 else np.float32(1)
+        self._order = (None, None)  # (epoch, its order of the tiles)
+
+    @property
+    def tiles(self) -> int:
+        """Tiles in the picture: steps an epoch."""
+        return (len(self._edges[0]) - 1) * (len(self._edges[1]) - 1)
+
+    def __call__(self, step: int):
+        epoch, index = divmod(int(step), self.tiles)
+        if self._order[0] != epoch:  # drawn on the host: a tile's place is a slice, no device read
+            self._order = (epoch, np.argsort(uniform(np, self.seed, epoch, (self.tiles,)), kind="stable"))
+        row, column = divmod(int(self._order[1][index]), len(self._edges[0]) - 1)
+        (x0, x1), (y0, y1) = self._edges[0][column:column + 2], self._edges[1][row:row + 2]
+        lattice = Lattice(self._axes[0][x0:x1], self._axes[1][y0:y1])
+        pixels = self.values[y0:y1, x0:x1].reshape(-1, self.channels).astype(np.float32)
+        if self.scale != 1:
+            pixels *= self.scale
+        return lattice, pixels
 
 
 class EveryPixel:

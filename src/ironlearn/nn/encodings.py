@@ -18,8 +18,9 @@ import numpy as np
 
 from .. import kernels
 from ..backend import get_array_module, take_rows
+from .lattice import AxisRead, Lattice
 from .layers import Layer, bound_arguments, check_count, check_positive, register
-from .sparse import MaskedGrad, RowGrad, sparse_gradient
+from .sparse import BlockGrad, MaskedGrad, RowGrad, sparse_gradient
 
 
 @register
@@ -82,6 +83,7 @@ class FourierFeatures(Layer):
 
 
 LOOKUP_CACHE = 3  # the pixel grid, and a batch between pixels or a time-lapse frame's tile
+AXIS_CACHE = 1024  # a level's reads along the axes of recent lattices (tiles recur every epoch)
 
 
 class Reads(NamedTuple):
@@ -216,9 +218,15 @@ class HashGrid(Layer):
     of the rows read, so that a step costs what the batch touches, not what the
     table holds (the optimizers then update those rows only); on a GPU it is a
     :class:`~ironlearn.nn.sparse.MaskedGrad`, which marks them without a sync.
+
+    A :class:`~ironlearn.nn.lattice.Lattice` (a grid of points, such as a tile of pixels) reads
+    each dense level as two matrix products, one along each axis, of the 1-D weights with the
+    rectangle of vertices the lattice covers; its gradient falls on that rectangle (a
+    :class:`~ironlearn.nn.sparse.BlockGrad` when it is a small part of a one-level table).  A
+    level that is hashed has no rectangle: the lattice is then read point by point.
     """
 
-    _cached = ("_x", "_marks", "_slots", "_constants")
+    _cached = ("_x", "_marks", "_slots", "_constants", "_rectangles")
 
     #: The gradient is a :class:`RowGrad` (and the optimizers lazy) when a batch makes fewer
     #: lookups than this share of the table's rows.  Dense Adam learns more per step (0.4-0.5 dB
@@ -267,6 +275,8 @@ class HashGrid(Layer):
         self._lookups = []
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
         self._constants = None  # per-level arrays on the device, made on first use
+        self._axes = {}  # reads of recent lattices' axes: (device, level, axis, coordinates) -> (first, weights)
+        self._rectangles = None  # where the last lattice read each level, for backward
 
     def _link_detail(self):
         """Share the detail level's table and gradient under this layer's own names."""
@@ -393,8 +403,13 @@ class HashGrid(Layer):
 
     # -- forward and backward ------------------------------------------------------------
     def forward(self, x):
-        """``(n, 2)`` in [-1, 1] -> ``(n, levels * features)``, level-major (then the detail level's
-        feature, if any)."""
+        """``(n, 2)`` in [-1, 1], or a :class:`Lattice` of ``n`` points -> ``(n, levels * features)``,
+        level-major (then the detail level's feature, if any)."""
+        self._rectangles = None
+        if isinstance(x, Lattice):
+            if not any(self.hashed):
+                return self._forward_lattice(x)
+            x = x.points(get_array_module(self.params["table"]))
         reads = self._lookup(x)
         self._x = x
         mixed = kernels.gather_weighted(self.params["table"], reads.indices, reads.weights, reads.spread)
@@ -410,6 +425,12 @@ class HashGrid(Layer):
             detail_grad = self.detail_grid.backward(grad_out[:, -1:], need_grad_in)
             self._link_detail()  # its backward made a new gradient array
             grad_out = grad_out[:, :-1]
+        if self._rectangles is not None:
+            if need_grad_in:
+                raise ValueError("a lattice's points have no gradient: a HashGrid reads a Lattice as a "
+                                 "network's first layer only")
+            self._backward_lattice(xp, grad_out)
+            return None
         indices, weights, fractions, _ = self._lookup(self._x)
         n = len(grad_out)
         per_level = grad_out.reshape(n, self.levels, self.features)  # (n, L, F)
@@ -430,9 +451,77 @@ class HashGrid(Layer):
         grad = self._input_grad(xp, per_level, indices, fractions)
         return grad if detail_grad is None else grad + detail_grad
 
+    # -- a lattice's reads: two products a level ------------------------------------------
+    def _axis_read(self, xp, level: int, axis: int, coords) -> AxisRead:
+        """A level's read along one axis at a lattice's ``coords`` (host float32), worked out on the
+        host and kept for the next lattice with the same axis (a tile's recur every epoch)."""
+        key = (xp.__name__, level, axis, coords.tobytes())
+        known = self._axes.get(key)
+        if known is not None:
+            return known
+        offsets, weights_along = INTERPOLATIONS[self.interpolation]
+        res = (self.resolutions, self.resolutions_y)[axis][level]
+        last = (self.sides, self.sides_y)[axis][level] - 1
+        fractions, vertices = self._axis_reads(np, (coords + 1) * np.float32(0.5), res, last,
+                                               0.5 if self.centred else 0.0, offsets)
+        first = int(min(v.min() for v in vertices))
+        matrix = np.zeros((len(coords), int(max(v.max() for v in vertices)) - first + 1), np.float32)
+        points = np.arange(len(coords))
+        for vertex, weight in zip(vertices, weights_along(fractions)[0]):
+            matrix[points, vertex - first] += weight  # past an edge, offsets read the same vertex
+        if len(self._axes) >= AXIS_CACHE:
+            self._axes.clear()
+        self._axes[key] = known = AxisRead(first, matrix, xp, self.features if axis == 0 else None)
+        return known
+
+    def _level_view(self, array, level: int):
+        """A level's rows of a table-shaped array as ``(down, across, features)`` (a view)."""
+        start, down, across = int(self.offsets[level]), self.sides_y[level], self.sides[level]
+        return array[start:start + down * across].reshape(down, across, -1)
+
+    def _forward_lattice(self, lattice: Lattice):
+        table = self.params["table"]
+        xp = get_array_module(table)
+        (h, w), features = lattice.shape, self.features
+        out = xp.empty((h * w, self.levels * features), dtype=table.dtype)
+        self._rectangles = []
+        for level in range(self.levels):
+            along_x, along_y = self._axis_read(xp, level, 0, lattice.xs), self._axis_read(xp, level, 1, lattice.ys)
+            (x0, across), (y0, down) = (along_x.first, along_x.vertices), (along_y.first, along_y.vertices)
+            # The rectangle of vertices read, as rows of ``across * features`` (a view, no copy).
+            vertices = self._level_view(table, level)[y0:y0 + down, x0:x0 + across].reshape(down, -1)
+            # out[j, i] = sum over (b, a) of along_y[j, b] along_x[i, a] vertices[b, a]: down, then across.
+            mixed = along_x.across(along_y.down(vertices, xp), xp)  # (h, w * features)
+            out[:, level * features:(level + 1) * features] = mixed.reshape(h * w, features)
+            self._rectangles.append((level, along_y, along_x))
+        if not self.detail:
+            return out
+        return xp.concatenate([out, self.detail_grid.forward(lattice)], axis=1)
+
+    def _backward_lattice(self, xp, grad_out):
+        """The table's gradient from a lattice's read: each level's products transposed, onto the
+        rectangle of vertices the lattice read (a :class:`BlockGrad` of a one-level table when the
+        rectangle is a small part of it)."""
+        table, features = self.params["table"], self.features
+        grads = []
+        for level, along_y, along_x in self._rectangles:
+            g = grad_out[:, level * features:(level + 1) * features].reshape(along_y.points, -1)
+            spread = along_y.down_transposed(along_x.across_transposed(g, xp), xp)  # (down, across * F)
+            grads.append((level, (along_y.first, along_x.first), spread.reshape(along_y.vertices, along_x.vertices,
+                                                                                   features)))
+        level, corner, values = grads[0]
+        if self.levels == 1 and values.shape[0] * values.shape[1] < len(table) * self.sparse_reads:
+            self.grads["table"] = BlockGrad(int(self.offsets[level]), (self.sides_y[level], self.sides[level]),
+                                            corner, values, tuple(table.shape))
+            return
+        grad = self.grads["table"] = self._dense_grad(xp)
+        grad.fill(0)
+        for level, (y0, x0), values in grads:
+            self._level_view(grad, level)[y0:y0 + values.shape[0], x0:x0 + values.shape[1]] = values
+
     def _dense_grad(self, xp):
         grad = self.grads["table"]
-        return grad if not isinstance(grad, (RowGrad, MaskedGrad)) else xp.zeros_like(self.params["table"])
+        return grad if not isinstance(grad, (RowGrad, MaskedGrad, BlockGrad)) else xp.zeros_like(self.params["table"])
 
     def _compact(self, xp, flat_index):
         """The rows ``flat_index`` reads, sorted, and ``flat_index`` renumbered into them.
@@ -484,7 +573,7 @@ class HashGrid(Layer):
         return self._constants[1]
 
     def to(self, backend) -> "HashGrid":
-        self._lookups = []
+        self._lookups, self._axes = [], {}
         super().to(backend)
         if self.detail:
             self.detail_grid.to(backend)

@@ -3,7 +3,10 @@
 Two forms of the same thing: on the host a :class:`RowGrad` lists the rows, so that a step
 costs what the batch touches; on a GPU a :class:`MaskedGrad` marks them in a mask as large as
 the table, because listing them (``nonzero``) needs their count on the host, a sync every step.
-The optimizers update only the rows either names ("lazy" updates), so the two train alike.
+A third, :class:`BlockGrad`, holds the rows of one rectangle of a level, where a tile of pixels
+reads a level (a :class:`~ironlearn.nn.lattice.Lattice`): the optimizers update it through
+views, with no list of rows at all.  The optimizers update only the rows each names ("lazy"
+updates), so all three train alike.
 """
 
 from __future__ import annotations
@@ -72,6 +75,35 @@ class MaskedGrad:
         return cls(touched, xp.zeros(shape, dtype=dtype))
 
 
+@dataclass
+class BlockGrad:
+    """The gradient of a ``(rows, features)`` table that is zero outside one rectangle of a level.
+
+    The level holds ``sides = (down, across)`` vertices row-major from row ``offset`` of the table;
+    the rectangle is its vertices ``corner[0] <= y < corner[0] + h`` and ``corner[1] <= x <
+    corner[1] + w``, and ``values``, ``(h, w, features)``, their gradients.
+    """
+
+    offset: int
+    sides: tuple
+    corner: tuple
+    values: object
+    shape: tuple
+
+    def view(self, array):
+        """The rectangle's rows of a table shaped as the parameter, as a ``(h, w, features)`` view."""
+        (down, across), (y, x) = self.sides, self.corner
+        h, w = self.values.shape[:2]
+        level = array[self.offset:self.offset + down * across].reshape(down, across, -1)
+        return level[y:y + h, x:x + w]
+
+    def dense(self):
+        """The full gradient array, zeros outside the rectangle."""
+        out = get_array_module(self.values).zeros(self.shape, dtype=self.values.dtype)
+        self.view(out)[...] = self.values
+        return out
+
+
 def sparse_gradient(index, shape, dtype, compact):
     """The gradient of a ``shape`` table whose rows ``index`` reads (a flat int array, repeats
     allowed), not filled in yet, and where each entry of ``index`` adds into its values.
@@ -97,6 +129,8 @@ def add_gradients(total: dict, grads: dict) -> dict:
     for name, grad in grads.items():
         if isinstance(grad, RowGrad):
             put_rows(total[name], grad.rows, take_rows(total[name], grad.rows) + grad.values)
+        elif isinstance(grad, BlockGrad):
+            grad.view(total[name])[...] += grad.values
         elif isinstance(grad, MaskedGrad):
             total[name] += grad.values
         else:
@@ -117,6 +151,12 @@ def copy_gradients(grads: dict, into: dict | None = None) -> dict:
             else:
                 held[...] = 0
             put_rows(held, grad.rows, grad.values)
+        elif isinstance(grad, BlockGrad):
+            if held is None or held.shape != grad.shape:
+                held = get_array_module(grad.values).zeros(grad.shape, dtype=grad.values.dtype)
+            else:
+                held[...] = 0
+            grad.view(held)[...] = grad.values
         elif isinstance(grad, MaskedGrad):
             if held is None or held.shape != grad.shape:
                 held = grad.values.copy()

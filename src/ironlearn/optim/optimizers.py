@@ -12,7 +12,7 @@ import math
 
 from .. import kernels
 from ..backend import asarray_like, get_array_module, put_rows, take_rows
-from ..nn.sparse import MaskedGrad, RowGrad
+from ..nn.sparse import BlockGrad, MaskedGrad, RowGrad
 from .schedules import constant
 
 
@@ -56,6 +56,8 @@ class Optimizer:
                 self._update_rows(name, param, grad.rows, grad.values, lr)
             elif isinstance(grad, MaskedGrad):
                 self._update_masked(name, param, grad.touched, grad.values, lr)
+            elif isinstance(grad, BlockGrad):
+                self._update_block(name, param, grad, lr)
             else:
                 self._update(name, param, grad, lr)
 
@@ -70,6 +72,11 @@ class Optimizer:
     def _update_masked(self, name, param, touched, grad, lr):
         """:meth:`_update_rows` for the rows the bool mask ``touched`` marks (``grad`` is dense,
         zero elsewhere): how a GPU updates lazily without reading the rows' count back."""
+        raise NotImplementedError
+
+    def _update_block(self, name, param, grad, lr):
+        """:meth:`_update_rows` for the rows of a :class:`BlockGrad`'s rectangle, updated in place
+        through views of the parameter and its slots (no rows gathered or scattered)."""
         raise NotImplementedError
 
     def _slot(self, slot: str, name: str, like):
@@ -157,6 +164,14 @@ class SGD(Optimizer):
             put_rows(velocity, rows, grad)
         put_rows(param, rows, take_rows(param, rows) - lr * grad)
 
+    def _update_block(self, name, param, grad, lr):
+        direction = grad.values
+        if self.momentum:
+            direction = grad.view(self._slot("velocity", name, param))
+            direction *= self.momentum
+            direction += grad.values
+        grad.view(param)[...] -= lr * direction
+
     def _update_masked(self, name, param, touched, grad, lr):
         if self.momentum:  # untouched rows keep their velocity, as in _update_rows
             velocity = self._slot("velocity", name, param)
@@ -203,6 +218,15 @@ class Adam(Optimizer):
 
     def _update_masked(self, name, param, touched, grad, lr):
         self._update(name, param, grad, lr, touched)
+
+    def _update_block(self, name, param, grad, lr):
+        # Lazy like _update_rows, on the rectangle's views: the same arithmetic as a dense step.
+        b1, b2 = self.betas
+        m, v = grad.view(self._slot("m", name, param)), grad.view(self._slot("v", name, param))
+        correction = math.sqrt(1.0 - b2 ** self.step_count)
+        step_size = lr * correction / (1.0 - b1 ** self.step_count)
+        scratch = get_array_module(param).empty_like(grad.values)
+        kernels.adam_update(grad.view(param), grad.values, m, v, scratch, b1, b2, step_size, self.eps * correction)
 
     def _update_rows(self, name, param, rows, grad, lr):
         # Lazy Adam (as tiny-cuda-nn and sparse PyTorch ports do): the moments of untouched rows do

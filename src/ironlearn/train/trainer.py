@@ -34,7 +34,9 @@ class Trainer:
         Built on ``model.named_parameters()``; it owns the step counter.
     loss : callable ``(pred, target) -> (value, grad)``
     inputs : array ``(n, in)``; targets : array ``(n, out)``
-        On the model's device already.  Or, instead of both:
+        On the model's device already (the inputs may be a :class:`~ironlearn.nn.lattice.Lattice`
+        of ``n`` points, for a model whose first layer reads one; it cannot be split into
+        mini-batches).  Or, instead of both:
     batches : callable ``step -> (inputs, targets)``, keyword-only
         A source that draws each step's batch itself (a picture sampler, say); it
         must be a pure function of the step for resumes to be exact.  It may return
@@ -81,7 +83,8 @@ class Trainer:
         self.inputs, self.targets = inputs, targets
         self.batches = batches or self._array_batch
         if backend is None and batches is None:
-            backend = Backend("cpu" if get_array_module(inputs) is np else "cuda", inputs.dtype)
+            # From the targets: the inputs may be a Lattice (two axes on the host).
+            backend = Backend("cpu" if get_array_module(targets) is np else "cuda", targets.dtype)
         self.backend = backend
         self.batch_size = None if batch_size is None or batches is not None or batch_size >= len(inputs) \
             else int(batch_size)
