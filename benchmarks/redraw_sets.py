@@ -143,7 +143,13 @@ def report(title: str, rows: list[dict]) -> None:
     for row in rows:
         print(f"| {row['picture']} | " + " | ".join(_cell(row[k]) for k in names) + " |")
     for label, pick in (("min", np.min), ("median", np.median), ("max", np.max)):
-        print(f"| **{label}** | " + " | ".join(_cell(pick([r[k] for r in rows])) for k in names) + " |")
+        print(f"| **{label}** | " + " | ".join(_cell(_like(rows[0][k], pick([r[k] for r in rows]))) for k in names)
+              + " |")
+
+
+def _like(example, value):
+    """A summary of counts as a count (a median of two counts rounds), of scores as a score."""
+    return round(float(value)) if isinstance(example, int) else float(value)
 
 
 def _cell(value) -> str:

@@ -13,6 +13,12 @@ products run below the large GEMM's rate, and random rows move slower than a str
   B-spline) with ``F`` features: ``n * c * (3 * 4F + 2 * 4 + 2 * 8)`` bytes: the rows read forward,
   read and written back by the scatter of the backward pass, each weight written and read once, and
   each row index written and read once (int64).
+* a level read as a lattice (a tile of pixels, :class:`ironlearn.nn.lattice.Lattice`): its banded
+  products as the step ran them (forward, and both transposed in the backward pass), and the bytes
+  of the rectangle of vertices read forward and of its gradient written back.
+
+Neither counts the optimizer's update or the elementwise passes (activations, loss), which a fused
+kernel would not store at all: the floor is the issue's, a lower bound.
 
 The step is timed as ``ironlearn fit`` builds it (the preset's model, sampler and Adam), by
 ``Trainer.train_step`` alone, median of ``--steps`` after three to warm up.
@@ -33,7 +39,6 @@ from ironlearn.backend import Backend
 from ironlearn.fitting import FitOptions, make_plan
 from ironlearn.fitting.run import build
 from ironlearn.image.io import Picture
-from ironlearn.image.sampling import BETWEEN
 from ironlearn.nn import HashGrid, Linear
 
 CASES = {  # name: (preset, width, height, mode)
@@ -70,6 +75,23 @@ def stream_bandwidth(megabytes: int = 256) -> float:
     return 2 * source.nbytes / median_seconds(lambda: np.copyto(target, source), 7)
 
 
+def lattice_work(grid: HashGrid) -> tuple[int, int]:
+    """Flops and bytes of the last lattice read of ``grid`` (and its detail level's), forward and
+    backward: ``(0, 0)`` if it last read points."""
+    flops = moved = 0
+    for _, along_y, along_x in grid._rectangles or ():
+        columns = along_x.vertices * grid.features  # values in a row of the rectangle
+        down = sum(2 * (p1 - p0) * (v1 - v0) * columns for p0, p1, v0, v1, _, _ in along_y.blocks)
+        across = sum(2 * along_y.points * (v1 - v0) * (p1 - p0) * grid.features ** 2
+                     for p0, p1, v0, v1, _, _ in along_x.blocks)
+        flops += 2 * (down + across)
+        moved += 2 * 4 * along_y.vertices * columns
+    if grid.detail_grid is not None:
+        more = lattice_work(grid.detail_grid)
+        flops, moved = flops + more[0], moved + more[1]
+    return flops, moved
+
+
 def grid_bytes(grid: HashGrid, n: int) -> int:
     corners = 16 if grid.interpolation == "bspline" else 4
     per_level = corners * (3 * 4 * grid.features + 2 * 4 + 2 * 8)
@@ -90,10 +112,20 @@ def step_case(name: str, steps: int, flops_rate: float, bandwidth: float) -> dic
     for _ in range(3):
         trainer.train_step()
     seconds = median_seconds(trainer.train_step, steps)
-    n = plan.batch_size or round(width * height * (1 + BETWEEN[mode]))
+    # The work of one step's batch, term by term (a picture trained whole: its pixels, then the
+    # samples between them), each read through the model as the step reads it.
+    batch = trainer.batches(trainer.step)
     layers = trainer.model.layers
-    flops = sum(6 * n * layer.in_features * layer.out_features for layer in layers if isinstance(layer, Linear))
-    moved = sum(grid_bytes(layer, n) for layer in layers if isinstance(layer, HashGrid))
+    n = flops = moved = 0
+    for x, *_ in batch if isinstance(batch, list) else [batch]:
+        trainer.model.forward(x)
+        n += len(x)
+        flops += sum(6 * len(x) * layer.in_features * layer.out_features for layer in layers
+                     if isinstance(layer, Linear))
+        for grid in (layer for layer in layers if isinstance(layer, HashGrid)):
+            lattice_flops, lattice_bytes = lattice_work(grid)
+            flops += lattice_flops
+            moved += lattice_bytes if grid._rectangles else grid_bytes(grid, len(x))
     floor = flops / flops_rate + moved / bandwidth
     return {"case": name, "model": preset, "picture": f"{width}x{height} {mode}", "samples": n,
             "step_ms": 1e3 * seconds, "matmul_floor_ms": 1e3 * flops / flops_rate,

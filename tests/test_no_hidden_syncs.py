@@ -114,11 +114,11 @@ def test_the_sampler_draws_on_the_device(monkeypatch):
             host_x, host_y = PictureSampler(PICTURE, 500, seed=1, kind=kind)(4)
             np.testing.assert_array_equal(backend.to_host(x), host_x)
             np.testing.assert_allclose(backend.to_host(y), host_y, rtol=1e-6, atol=1e-7)
-        runs = PictureSampler(values, 500, seed=1, kind="centres", run=16)  # the spline level's batches
-        with forbidding(device), backend.device_only():
-            x, y = runs(4)
-        np.testing.assert_array_equal(backend.to_host(x), PictureSampler(PICTURE, 500, seed=1, kind="centres",
-                                                                         run=16)(4)[0])
+        with forbidding(device), backend.device_only():  # a tile: a slice of the picture on the device
+            lattice, y = TileSampler(values, 500, seed=1)(4)
+        host_lattice, host_y = TileSampler(PICTURE, 500, seed=1)(4)
+        np.testing.assert_array_equal(lattice.points(), host_lattice.points())
+        np.testing.assert_array_equal(backend.to_host(y), host_y)
 
 
 # -- the pretend GPU and the guard catch what they must ----------------------------------------

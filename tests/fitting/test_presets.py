@@ -80,3 +80,25 @@ def test_a_fit_starts_as_the_picture_unless_asked_to_start_random(photograph, tm
     from ironlearn import fit
     run = fit(photograph.source, tmp_path / start, steps=1, start=start)
     assert low < run.metrics["psnr_db"] < high
+
+
+def test_a_picture_larger_than_a_batch_trains_a_tile_a_step_with_its_head_held(photograph, tmp_path):
+    from ironlearn import fit
+    from ironlearn.fitting.run import held_parameters, trains_tiles
+    from ironlearn.fitting import FitOptions, make_plan
+
+    plan = make_plan(FitOptions(photograph.source, batch_size=4096, steps=10), photograph)
+    assert trains_tiles(plan)  # 60,000 pixels in batches of 4,096: 15 tiles of 80 x 50
+    run = fit(photograph.source, tmp_path / "picture", steps=40, batch_size=4096)
+    assert held_parameters(plan, run.model) == ("layers.1.weight", "layers.1.bias")
+    head = run.model.layers[1].params
+    np.testing.assert_array_equal(head["weight"], np.eye(3))  # held: the vertices hold the picture
+    np.testing.assert_array_equal(head["bias"], 0)
+    assert run.metrics["psnr_db"] > 45
+    # From a random start the head trains (its gain speeds the vertices' way to their logits), and
+    # a resumed run goes on as it started.
+    random = fit(photograph.source, tmp_path / "random", steps=20, batch_size=4096, start="random")
+    assert random.settings["start"] == "random"
+    again = fit(photograph.source, tmp_path / "random", steps=40, resume=True)
+    moved = np.abs(again.model.layers[1].params["weight"] - random.model.layers[1].params["weight"]).max()
+    assert moved > 1e-3

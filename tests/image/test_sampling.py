@@ -53,24 +53,6 @@ def test_positions_cover_the_picture_uniformly():
     assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.02
 
 
-def test_runs_are_neighbouring_pixel_centres_covering_the_picture():
-    values = photo(64, 64)
-    sampler = PictureSampler(values, 4096, seed=2, kind="centres", run=16)
-    px, py = sampler.positions(3)
-    assert (px % 1 == 0.5).all() and (py % 1 == 0.5).all()  # on pixel centres
-    along = (py - 0.5) * 64 + (px - 0.5)  # scan order
-    steps = np.diff(along.reshape(-1, 16), axis=1)
-    assert ((steps == 1) | (steps == 1 - 64 * 64)).all()  # each run goes on pixel by pixel (and wraps)
-    x, y = sampler(3)
-    cols, rows = (px - 0.5).astype(int), (py - 0.5).astype(int)
-    np.testing.assert_allclose(y, values[rows, cols] / 255.0, atol=1e-6)  # each target is its pixel
-    counts, _, _ = np.histogram2d(x[:, 0], x[:, 1], bins=4, range=[[-1, 1], [-1, 1]])
-    assert counts.min() > 150 and counts.max() < 370  # 256 expected in each of 16 cells, in runs of 16
-    assert not np.array_equal(x, sampler(4)[0])
-    with pytest.raises(ValueError, match="centres"):
-        PictureSampler(values, 100, kind="lanczos", run=16)
-
-
 def test_interpolated_targets_stay_in_range_and_between_neighbours():
     edge = np.zeros((8, 8, 1), np.uint8)
     edge[:, 4:] = 255  # a hard edge: cubic overshoot must be clipped

@@ -71,12 +71,12 @@ _SAVED = {
     "batch_size": _whole(0), "seed": _whole(0, none=True), "steps": _whole(1, none=True),
     "lr": _number(1e-30), "lr_min": _number(0), "time_budget": _number(1e-30, none=True),
     "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),
-    "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0),
+    "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0), "start": _one_of(("picture", "random")),
     "anneal_from": lambda v: v is None or (isinstance(v, list) and len(v) == 2 and _whole(0)(v[0])
                                            and _number(1e-30)(v[1])),
 }
 _SAVED_OPTIONAL = ("fingerprint", "filter", "schedule", "timed", "train_seconds", "time_budget", "checkpoint_every",
-                   "snapshot_every", "anneal_from")
+                   "snapshot_every", "anneal_from", "start")
 
 
 def check_saved(saved: dict, where: str) -> None:
@@ -160,7 +160,7 @@ class RunPlan:
     force: bool = False
     quiet: bool = False
     progress: str | None = None  # as FitOptions.progress
-    start: str = "picture"  # as FitOptions.start (a new run's only: not saved)
+    start: str = "picture"  # as FitOptions.start; a resumed run keeps its own (saved since b5bf34a's tiles)
 
     @property
     def preset(self):
@@ -244,7 +244,7 @@ class RunPlan:
                 "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "timed": self.timed,
                 "anneal_from": None if self.anneal_from is None else list(self.anneal_from), "device": device,
                 "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
-                "train_seconds": train_seconds}
+                "train_seconds": train_seconds, "start": self.start}
 
 
 def _batch_size(options: FitOptions, preset, points: int) -> int | None:
@@ -291,7 +291,7 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
-        start=options.start or "picture")
+        start=options.start or (saved or {}).get("start") or "picture")
 
 
 def _length(options: FitOptions, saved: dict | None) -> tuple:

@@ -50,11 +50,6 @@ CENTRED = 7 / 8
 #: flat backgrounds that 1/8 left clean.  (Measured on hash-grid pyramids.  A gray thumbnail's
 #: one dense B-spline level, the default since, keeps 1/16 at a fifth of the loss: camera 48.98 /
 #: 30.44 dB against 51.17 / 30.36 on pixels only.)
-#: Samples on pixel centres only (``kind="centres"``) come in runs of this many neighbouring pixels
-#: along a row: a spline level's 4 x 4 vertices a sample are then shared along the run, and a
-#: step touches about 4.75 table rows a sample instead of 16.  The 12.6 MP default's step (65,536
-#: samples): 163 ms with lone pixels, 59 ms in runs of 16, 48 in runs of 64.
-CENTRES_RUN = 16
 
 BETWEEN = {"binary": 1 / 32, "gray": 1 / 16, "rgb": 1 / 16}
 
@@ -134,20 +129,15 @@ class PictureSampler:
     centred : float
         The share of each batch placed exactly on pixel centres (targets: the pixels
         themselves), which keeps the fit at the picture's own size sharp.
-    run : int
-        With ``kind="centres"``, samples come in runs of this many neighbouring pixels along a
-        row (see :data:`CENTRES_RUN`); 1: each pixel on its own.
+
+    A hash grid trained on pixel centres alone takes whole tiles instead (:class:`TileSampler`).
     """
 
-    def __init__(self, values, batch_size: int, seed: int = 0, kind: str = "lanczos", centred: float = CENTRED,
-                 run: int = 1):
+    def __init__(self, values, batch_size: int, seed: int = 0, kind: str = "lanczos", centred: float = CENTRED):
         if kind not in FILTERS:
             raise ValueError(f"unknown filter {kind!r}: use one of {', '.join(FILTERS)}")
-        if run < 1 or (run > 1 and kind != "centres"):
-            raise ValueError(f"runs of pixels need the centres filter and run >= 1 (got {kind!r}, {run})")
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
-        self.run = min(int(run), int(batch_size))
         self.values, self.batch_size, self.seed, self.kind = values, int(batch_size), int(seed), kind
         # Each period-th sample lies anywhere; the others sit on pixel centres.
         self.period = max(1, round(1 / (1 - centred))) if centred < 1 else self.batch_size + 1
@@ -201,8 +191,6 @@ class PictureSampler:
         65,536 bicubic samples of a 12-megapixel picture, with the layout below).
         """
         xp = get_array_module(self.values)
-        if self.run > 1:
-            return self._runs(xp, step)
         u = uniform(xp, self.seed, step, (2, self.batch_size))
         stretch = self.pixels / self.batch_size
         along = (xp.arange(self.batch_size, dtype=xp.float64) + u[0]) * stretch  # float64: exact past 2**24
@@ -210,18 +198,6 @@ class PictureSampler:
         px = (along - row * self.width).astype(xp.float32)
         py = row.astype(xp.float32) + u[1]
         return xp.minimum(px, self._below[0]), xp.minimum(py, self._below[1])
-
-    def _runs(self, xp, step: int):
-        """Positions of ``batch_size`` pixel centres in runs of ``run`` neighbours in scan order,
-        a run starting at a random pixel of each of ``batch_size / run`` equal stretches of the
-        picture (a run may go on into the next row; the last wraps to the first pixel)."""
-        runs = -(-self.batch_size // self.run)
-        u = uniform(xp, self.seed, step, (runs,))
-        first = xp.floor((xp.arange(runs, dtype=xp.float64) + u) * (self.pixels / runs))
-        along = (first[:, None] + xp.arange(self.run, dtype=xp.float64)[None, :]).reshape(-1)[:self.batch_size]
-        along %= self.pixels
-        row = xp.floor(along / self.width)
-        return (along - row * self.width).astype(xp.float32) + np.float32(0.5), row.astype(xp.float32) + np.float32(0.5)
 
     def coordinates(self, px, py):
         """Pixel-unit positions -> network inputs in [-1, 1] (``x = 2 px / width - 1``)."""
@@ -263,7 +239,8 @@ class TileSampler:
     that is a pure function of ``(seed, epoch)``.  Every pixel then weighs the same, and a hash
     grid reads a tile's dense levels as two matrix products (see :class:`~ironlearn.nn.HashGrid`),
     its gradient and the optimizer's update confined to the rectangle of vertices under the
-    tile.  The 12.6 MP default's step: 52 ms for 65,536 pixels in runs of 16, 6 ms as a tile.
+    tile.  The 12.6 MP default's step: 52 ms for 65,536 pixels in runs of 16 along rows (as points),
+    5 ms as a tile of 256 x 256.
 
     Parameters
     ----------

@@ -64,6 +64,11 @@ class Trainer:
         (checkpoints, snapshots) as well as the steps'.  Default False: steps only, which
         measures the engine; ``ironlearn fit`` counts both, so that a budget is the wall time
         of its training.
+    held : iterable of str
+        Names of parameters (as ``model.named_parameters()`` names them) held where they are:
+        their gradients are zeroed before each update, so Adam's moments stay zero and the
+        parameters do not move (SGD's likewise).  Their slots stay in the optimizer's state, so
+        a checkpoint looks the same held or not.
     backend : Backend, optional
         The backend ``inputs`` live on; it copies each epoch's permutation to
         the device (the only copy a training step makes, once an epoch, and
@@ -72,7 +77,7 @@ class Trainer:
 
     def __init__(self, model, optimizer, loss, inputs=None, targets=None, *, batches=None, batch_size=None,
                  seed: int = 0, callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None,
-                 count_callbacks: bool = False):
+                 count_callbacks: bool = False, held=()):
         if (batches is None) == (inputs is None or targets is None):
             raise ValueError("give inputs and targets, or batches (one of the two)")
         if batches is None and len(inputs) != len(targets):
@@ -94,6 +99,11 @@ class Trainer:
         self.max_loss = max_loss
         self.train_seconds = 0.0  # time spent in steps (and in callbacks, with count_callbacks)
         self.count_callbacks = bool(count_callbacks)
+        self.held = tuple(held)
+        unknown = set(self.held) - set(model.named_parameters())
+        if unknown:
+            raise ValueError(f"no parameter {sorted(unknown)[0]!r} to hold: the model's are "
+                             f"{', '.join(model.named_parameters())}")
         self._loss = None  # device scalar of the last step
         self._loss_host = None
         self._epoch_perm = (None, None)
@@ -148,6 +158,8 @@ class Trainer:
                 self._backward(x, y, weight)
                 add_gradients(grads, self.model.named_gradients())
         self._loss_host = None
+        for name in self.held:
+            grads[name][...] = 0
         self.optimizer.step(grads)
 
     def _backward(self, x, y, weight=None):
