@@ -109,6 +109,17 @@ def test_plot_history_leaves_the_matplotlib_backend_alone(tmp_path, monkeypatch)
         assert image.size[0] > 100
 
 
+def test_tiles_losses_are_plotted_with_their_mean_over_an_epoch(tmp_path):
+    from ironlearn.fitting.outputs import epoch_means
+
+    rows = [{"step": s, "loss": [1.0, 3.0][s % 2]} for s in range(1, 8)]
+    assert epoch_means(rows, 2) == [3.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]  # two tiles an epoch
+    assert epoch_means(rows[::3], 2) == [3.0, 2.0, 2.0]  # rows every 3 steps: the last two rows
+    plot_history(tmp_path / "loss.png", [{**r, "psnr": 10.0} for r in rows], final_psnr=30.0, epoch=2)
+    with Image.open(tmp_path / "loss.png") as image:
+        assert image.size[0] > 100
+
+
 def test_an_unreadable_file_says_permission_denied(tmp_path, monkeypatch):
     picture = make_picture(tmp_path / "disc.png")
 

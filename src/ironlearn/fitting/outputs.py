@@ -101,7 +101,9 @@ def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
     snapshots.write_gif(os.path.join(out, folder.TIMELAPSE))
     recorder.write(os.path.join(out, folder.HISTORY))
-    plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows, final_psnr=result["psnr_db"])
+    # A tile a step: each row is one tile's loss, and an epoch's mean is the picture's.
+    plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows, final_psnr=result["psnr_db"],
+                 epoch=getattr(trainer.batches, "tiles", 1))
     write_bytes(os.path.join(out, folder.METRICS), (json.dumps(result, indent=2) + "\n").encode())
     page = os.path.join(out, folder.VIEWER)
     if is_generated_page(page):  # a page made for this run earlier (after a resume): show the run as it is now
@@ -111,11 +113,27 @@ def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
     return result
 
 
-def plot_history(path, rows, final_psnr: float | None = None) -> None:
+def epoch_means(rows, epoch: int) -> list:
+    """Each row's mean loss over the last ``epoch`` rows up to it (fewer at the start): as many
+    tiles as the picture has, each row one tile drawn in an order that visits them all."""
+    means, total = [], 0.0
+    for i, row in enumerate(rows):
+        total += row["loss"]
+        if i >= epoch:
+            total -= rows[i - epoch]["loss"]
+        means.append(total / min(i + 1, epoch))
+    return means
+
+
+def plot_history(path, rows, final_psnr: float | None = None, epoch: int = 1) -> None:
     """Loss (log scale) and PSNR against step, side by side, with the final model's PSNR over
     every pixel marked beside the curve: the curve is each step's training loss (a batch, or the
     pixels with samples between them), measured before that step's update, so it ends below the
     figure that ``metrics.json`` and the headline give.
+
+    ``epoch``: steps that see every pixel once (a tile a step).  Past 1, each step's loss is one
+    tile's, as different as the tiles are, and the plot draws it faint under its mean over the
+    last ``epoch`` rows, an estimate of the whole picture's.
 
     Draws on a bare :class:`~matplotlib.figure.Figure`, so the global backend (a notebook's,
     say) is never touched.
@@ -127,9 +145,17 @@ def plot_history(path, rows, final_psnr: float | None = None) -> None:
     figure = Figure(figsize=(9, 3.4), dpi=100)
     figure.subplots_adjust(left=0.075, right=0.985, bottom=0.15, top=0.9, wspace=0.22)
     loss_ax, psnr_ax = figure.subplots(1, 2)
-    loss_ax.semilogy(steps, [r["loss"] for r in rows], color="tab:blue")
+    tiles = epoch > 1 and len(rows) > 1
+    faint = {"alpha": 0.25, "linewidth": 0.6} if tiles else {}
+    loss_ax.semilogy(steps, [r["loss"] for r in rows], color="tab:blue", **faint)
     loss_ax.set(xlabel="step", ylabel="loss (MSE)", title="training loss")
-    psnr_ax.plot(steps, [r["psnr"] for r in rows], color="tab:orange", label="each step's training loss")
+    psnr_ax.plot(steps, [r["psnr"] for r in rows], color="tab:orange",
+                 label="each step's training loss" + (" (one tile)" if tiles else ""), **faint)
+    if tiles:
+        means = epoch_means(rows, epoch)
+        loss_ax.semilogy(steps, means, color="tab:blue")
+        psnr_ax.plot(steps, [metrics.psnr_from_mse(m) for m in means], color="tab:orange",
+                     label=f"mean of the last {epoch} (the picture)")
     psnr_ax.set(xlabel="step", ylabel="PSNR (dB)", title="PSNR")
     if final_psnr is not None and steps:
         psnr_ax.plot([steps[-1]], [final_psnr], "o", color="black",
