@@ -20,7 +20,7 @@ from .. import kernels
 from ..backend import get_array_module, take_rows
 from .lattice import AxisRead, Lattice
 from .layers import Layer, bound_arguments, check_count, check_positive, register
-from .sparse import BlockGrad, MaskedGrad, RowGrad, sparse_gradient
+from .sparse import BlockGrad, MaskedGrad, RowGrad, rectangle, sparse_gradient
 
 
 @register
@@ -275,7 +275,7 @@ class HashGrid(Layer):
         self._lookups = []
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
         self._constants = None  # per-level arrays on the device, made on first use
-        self._axes = {}  # reads of recent lattices' axes: (device, level, axis, coordinates) -> (first, weights)
+        self._axes = {}  # reads of recent lattices' axes: (device, level, axis, coordinates) -> AxisRead
         self._rectangles = None  # where the last lattice read each level, for backward
 
     def _link_detail(self):
@@ -474,50 +474,44 @@ class HashGrid(Layer):
         self._axes[key] = known = AxisRead(first, matrix, xp, self.features if axis == 0 else None)
         return known
 
-    def _level_view(self, array, level: int):
-        """A level's rows of a table-shaped array as ``(down, across, features)`` (a view)."""
-        start, down, across = int(self.offsets[level]), self.sides_y[level], self.sides[level]
-        return array[start:start + down * across].reshape(down, across, -1)
-
     def _forward_lattice(self, lattice: Lattice):
         table = self.params["table"]
         xp = get_array_module(table)
-        (h, w), features = lattice.shape, self.features
-        out = xp.empty((h * w, self.levels * features), dtype=table.dtype)
+        parts = []
         self._rectangles = []
         for level in range(self.levels):
             along_x, along_y = self._axis_read(xp, level, 0, lattice.xs), self._axis_read(xp, level, 1, lattice.ys)
-            (x0, across), (y0, down) = (along_x.first, along_x.vertices), (along_y.first, along_y.vertices)
             # The rectangle of vertices read, as rows of ``across * features`` (a view, no copy).
-            vertices = self._level_view(table, level)[y0:y0 + down, x0:x0 + across].reshape(down, -1)
+            vertices = rectangle(table, int(self.offsets[level]), (self.sides_y[level], self.sides[level]),
+                                 (along_y.first, along_x.first), (along_y.vertices, along_x.vertices))
             # out[j, i] = sum over (b, a) of along_y[j, b] along_x[i, a] vertices[b, a]: down, then across.
-            mixed = along_x.across(along_y.down(vertices, xp), xp)  # (h, w * features)
-            out[:, level * features:(level + 1) * features] = mixed.reshape(h * w, features)
+            mixed = along_x.across(along_y.down(vertices.reshape(along_y.vertices, -1), xp), xp)  # (h, w * F)
+            parts.append(mixed.reshape(len(lattice), self.features))
             self._rectangles.append((level, along_y, along_x))
-        if not self.detail:
-            return out
-        return xp.concatenate([out, self.detail_grid.forward(lattice)], axis=1)
+        if self.detail:
+            parts.append(self.detail_grid.forward(lattice))
+        return parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=1)
 
     def _backward_lattice(self, xp, grad_out):
         """The table's gradient from a lattice's read: each level's products transposed, onto the
         rectangle of vertices the lattice read (a :class:`BlockGrad` of a one-level table when the
         rectangle is a small part of it)."""
-        table, features = self.params["table"], self.features
-        grads = []
+        features = self.features
+        blocks = []
         for level, along_y, along_x in self._rectangles:
             g = grad_out[:, level * features:(level + 1) * features].reshape(along_y.points, -1)
             spread = along_y.down_transposed(along_x.across_transposed(g, xp), xp)  # (down, across * F)
-            grads.append((level, (along_y.first, along_x.first), spread.reshape(along_y.vertices, along_x.vertices,
-                                                                                   features)))
-        level, corner, values = grads[0]
-        if self.levels == 1 and values.shape[0] * values.shape[1] < len(table) * self.sparse_reads:
-            self.grads["table"] = BlockGrad(int(self.offsets[level]), (self.sides_y[level], self.sides[level]),
-                                            corner, values, tuple(table.shape))
+            blocks.append(BlockGrad(int(self.offsets[level]), (self.sides_y[level], self.sides[level]),
+                                    (along_y.first, along_x.first),
+                                    spread.reshape(along_y.vertices, along_x.vertices, features),
+                                    tuple(self.params["table"].shape)))
+        if self.levels == 1 and blocks[0].values[..., 0].size < len(self.params["table"]) * self.sparse_reads:
+            self.grads["table"] = blocks[0]
             return
         grad = self.grads["table"] = self._dense_grad(xp)
         grad.fill(0)
-        for level, (y0, x0), values in grads:
-            self._level_view(grad, level)[y0:y0 + values.shape[0], x0:x0 + values.shape[1]] = values
+        for block in blocks:
+            block.view(grad)[...] = block.values
 
     def _dense_grad(self, xp):
         grad = self.grads["table"]

@@ -75,6 +75,14 @@ class MaskedGrad:
         return cls(touched, xp.zeros(shape, dtype=dtype))
 
 
+def rectangle(table, offset: int, sides: tuple, corner: tuple, size: tuple):
+    """The vertices ``corner[0] <= y < corner[0] + size[0]`` and ``corner[1] <= x < corner[1] +
+    size[1]`` of a level laid out row-major, ``sides = (down, across)`` vertices from row ``offset``
+    of ``table``: a ``(h, w, features)`` view."""
+    (down, across), (y, x), (h, w) = sides, corner, size
+    return table[offset:offset + down * across].reshape(down, across, -1)[y:y + h, x:x + w]
+
+
 @dataclass
 class BlockGrad:
     """The gradient of a ``(rows, features)`` table that is zero outside one rectangle of a level.
@@ -92,10 +100,7 @@ class BlockGrad:
 
     def view(self, array):
         """The rectangle's rows of a table shaped as the parameter, as a ``(h, w, features)`` view."""
-        (down, across), (y, x) = self.sides, self.corner
-        h, w = self.values.shape[:2]
-        level = array[self.offset:self.offset + down * across].reshape(down, across, -1)
-        return level[y:y + h, x:x + w]
+        return rectangle(array, self.offset, self.sides, self.corner, self.values.shape[:2])
 
     def dense(self):
         """The full gradient array, zeros outside the rectangle."""
