@@ -1,5 +1,6 @@
 """Training on samples of a picture: seeded, exact at pixel centres, bounded in memory."""
 
+import math
 import tracemalloc
 
 import numpy as np
@@ -30,6 +31,47 @@ def test_targets_equal_the_pixels_at_pixel_centres(kind, dtype):
     targets = sampler.targets((cols.ravel() + 0.5).astype(np.float32), (rows.ravel() + 0.5).astype(np.float32))
     expected = values.reshape(-1, 3) / (255.0 if dtype == np.uint8 else 1.0)
     np.testing.assert_allclose(targets, expected, atol=1e-6)
+
+
+def reference_target(values, x: float, y: float, kind: str) -> np.ndarray:
+    """The filtered picture at one position, in float64, written out tap by tap: separable
+    weights along each axis (Lanczos' normalised to sum 1), taps clamped at the edges."""
+    def taps(u, n):
+        u -= 0.5
+        base = math.floor(u)
+        t = u - base
+        if kind == "bilinear":
+            pairs = [(0, 1 - t), (1, t)]
+        elif kind == "bicubic":
+            a = -0.5
+            def keys(d):
+                d = abs(d)
+                return (a + 2) * d**3 - (a + 3) * d**2 + 1 if d <= 1 else a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a
+            pairs = [(o, keys(t - o)) for o in (-1, 0, 1, 2)]
+        else:
+            pairs = [(o, float(np.sinc(t - o) * np.sinc((t - o) / 3))) for o in range(-2, 4)]
+            total = sum(w for _, w in pairs)
+            pairs = [(o, w / total) for o, w in pairs]
+        return [(min(max(base + o, 0), n - 1), w) for o, w in pairs]
+
+    height, width, _ = values.shape
+    out = sum(wy * wx * values[iy, ix].astype(np.float64)
+              for iy, wy in taps(y, height) for ix, wx in taps(x, width))
+    return np.clip(out / (255.0 if values.dtype == np.uint8 else 1.0), 0, 1)
+
+
+@pytest.mark.parametrize("kind", ["lanczos", "bicubic", "bilinear"])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_targets_between_pixels_are_the_filter_written_out(kind, channels):
+    values = photo(channels=channels)
+    rng = np.random.default_rng(7)
+    # Anywhere, the edges and corners (taps clamped) included.
+    px = np.concatenate([rng.uniform(0, 40, 200), [0.0, 0.2, 39.9, 39.999, 20.5]]).astype(np.float32)
+    py = np.concatenate([rng.uniform(0, 24, 200), [0.0, 23.99, 0.1, 12.25, 23.5]]).astype(np.float32)
+    targets = PictureSampler(values, 10, kind=kind).targets(px, py)
+    expected = np.array([reference_target(values, float(x), float(y), kind) for x, y in zip(px, py)])
+    assert targets.shape == (len(px), channels) and targets.dtype == np.float32
+    np.testing.assert_allclose(targets, expected, atol=2e-6)
 
 
 def test_batches_are_a_pure_function_of_seed_and_step():

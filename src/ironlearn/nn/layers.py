@@ -60,6 +60,44 @@ def check_positive(value, name: str) -> float:
     return float(value)
 
 
+#: Values in one row of :func:`broadcast_rows`' blocks: long enough that NumPy's inner loop runs at
+#: its vector speed (measured 8,192 and 32,768 alike, 1,024 half as fast).
+ROW_BLOCK = 8192
+
+
+def broadcast_rows(ufunc, matrix, row, out):
+    """``ufunc(matrix, row, out=out)``, ``row`` applied to every row of the 2-D ``matrix``.
+
+    NumPy runs a broadcast of a short row one inner loop a row: adding a bias of 32 to 65,536
+    rows is 65,536 loops of 32 values, 1.0 ms on one core, where adding two such arrays takes 0.5.
+    Here the rows go in blocks of ``ROW_BLOCK`` values against the row tiled as many times, a few
+    long loops (0.41 ms; ``maximum(x, 0)`` as a ReLU 1.03 -> 0.43), with the same arithmetic
+    value for value.  CuPy arrays, and arrays that are not C-contiguous, broadcast as usual.
+    """
+    n, width = matrix.shape
+    per_block = max(1, ROW_BLOCK // width)
+    whole = n - n % per_block
+    if get_array_module(matrix) is not np or whole == 0 or not (
+            matrix.flags.c_contiguous and out.flags.c_contiguous):
+        return ufunc(matrix, row, out=out)
+    blocks = (-1, per_block * width)
+    ufunc(matrix[:whole].reshape(blocks), np.tile(row, per_block), out=out[:whole].reshape(blocks))
+    ufunc(matrix[whole:], row, out=out[whole:])
+    return out
+
+
+def outer(column, row):
+    """The ``(n, 1) x (1, m)`` product ``column @ row``, a product a value.
+
+    A matrix product of inner size 1 is 3.1 ms for 65,536 x 32 in OpenBLAS, a broadcast multiply
+    1.3, NumPy's einsum 0.85 (one product a value in each: the same result).
+    """
+    xp = get_array_module(column)
+    if xp is not np:
+        return column * row
+    return np.einsum("i,j->ij", column.ravel(), row.ravel())
+
+
 class Layer:
     """Base class: a layer without parameters unless it fills ``self.params``."""
 
@@ -182,9 +220,9 @@ class Linear(Layer):
 
     def forward(self, x):
         self._x = x
-        out = x @ self.params["weight"]
-        out += self.params["bias"]
-        return out
+        weight = self.params["weight"]
+        out = outer(x, weight) if self.in_features == 1 else x @ weight
+        return broadcast_rows(get_array_module(out).add, out, self.params["bias"], out=out)
 
     def backward(self, grad_out, need_grad_in: bool = True):
         xp = get_array_module(grad_out)
@@ -198,8 +236,8 @@ class Linear(Layer):
         xp.matmul(self._ones(xp, len(grad_out), grad_out.dtype), grad_out, out=self.grads["bias"])
         if not need_grad_in:
             return None
-        if self.out_features == 1:  # an outer product: broadcasting beats BLAS here (~4x)
-            return grad_out * self.params["weight"].T
+        if self.out_features == 1:
+            return outer(grad_out, self.params["weight"].T)
         return grad_out @ self.params["weight"].T
 
     def _ones(self, xp, n, dtype):
@@ -224,16 +262,23 @@ class Tanh(Layer):
 
 
 class Sigmoid(Layer):
-    """``y = 1 / (1 + exp(-x))``, computed as ``(1 + tanh(x/2)) / 2`` so it never overflows."""
+    """``y = 1 / (1 + exp(-x))``.
+
+    ``exp`` is cheaper than ``tanh`` in NumPy (65,536 x 3 values: 0.37 ms against 0.60 for
+    ``(1 + tanh(x/2)) / 2``), and keeps the lower tail: ``tanh`` rounds to -1 below x = -18 and
+    the sigmoid to 0, where this form gives ``exp(x)``.  Below x = -88, ``exp(-x)`` overflows to
+    inf and ``y`` is 0, the limit, without a warning.
+    """
 
     _cached = ("_y",)
 
     def forward(self, x):
         xp = get_array_module(x)
-        y = xp.tanh(x * 0.5)
+        y = xp.negative(x)
+        with np.errstate(over="ignore"):
+            xp.exp(y, out=y)
         y += 1
-        y *= 0.5
-        self._y = y
+        self._y = xp.reciprocal(y, out=y)
         return y
 
     def backward(self, grad_out, need_grad_in: bool = True):
@@ -247,7 +292,11 @@ class ReLU(Layer):
     _cached = ("_y",)
 
     def forward(self, x):
-        self._y = get_array_module(x).maximum(x, 0)
+        xp = get_array_module(x)
+        if x.ndim != 2:
+            self._y = xp.maximum(x, 0)
+        else:
+            self._y = broadcast_rows(xp.maximum, x, xp.zeros(x.shape[1], x.dtype), out=xp.empty_like(x))
         return self._y
 
     def backward(self, grad_out, need_grad_in: bool = True):
