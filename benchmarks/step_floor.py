@@ -47,6 +47,7 @@ CASES = {  # name: (preset, width, height, mode)
     "photo512": ("hashgrid", 512, 512, "rgb"),
     "photo12": ("hashgrid", 4096, 3072, "rgb"),
     "siren256": ("siren", 256, 256, "gray"),
+    "drawing200": ("hashgrid", 200, 200, "binary"),
 }
 
 

@@ -8,7 +8,7 @@ from helpers import check_layer_gradients
 from ironlearn.backend import Backend, get_array_module
 from ironlearn.nn import Linear, ReLU, Sigmoid, Sine, Tanh
 from ironlearn.nn import init as initializers
-from ironlearn.nn.layers import broadcast_rows, outer
+from ironlearn.arrays import outer
 
 
 @pytest.mark.parametrize("init", ["xavier", "he", "siren_first", "siren"])
@@ -41,19 +41,6 @@ def test_sigmoid_keeps_its_lower_tail_without_warnings():
     expected = 1 / (1 + np.exp(-x.astype(np.float64)))
     np.testing.assert_allclose(y[1:], expected[1:], rtol=1e-6)  # tanh's form gave 0 below -18
     assert y[0] == 0.0
-
-
-@pytest.mark.parametrize("rows", [1, 255, 256, 257, 1000])
-@pytest.mark.parametrize("width", [1, 3, 32, 9000])
-@pytest.mark.parametrize("ufunc", [np.add, np.maximum], ids=lambda u: u.__name__)
-def test_broadcast_rows_is_numpy_broadcasting_value_for_value(rows, width, ufunc):
-    rng = np.random.default_rng(rows + width)
-    matrix = rng.normal(size=(rows, width)).astype(np.float32)
-    row = rng.normal(size=width).astype(np.float32)
-    out = broadcast_rows(ufunc, matrix, row, out=np.empty_like(matrix))
-    np.testing.assert_array_equal(out, ufunc(matrix, row))
-    transposed = np.asfortranarray(matrix)  # not C-contiguous: broadcast as usual
-    np.testing.assert_array_equal(broadcast_rows(ufunc, transposed, row, out=np.empty_like(transposed)), out)
 
 
 def test_a_linear_layer_of_one_input_or_one_output_is_its_matrix_product(rng):

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import kernels
+from ..arrays import join_columns, take_columns
 from ..backend import get_array_module, take_rows
 from .lattice import AxisRead, Lattice
 from .layers import Layer, bound_arguments, check_count, check_positive, register
@@ -490,7 +491,7 @@ class HashGrid(Layer):
             self._rectangles.append((level, along_y, along_x))
         if self.detail:
             parts.append(self.detail_grid.forward(lattice))
-        return parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=1)
+        return join_columns(parts)
 
     def _backward_lattice(self, xp, grad_out):
         """The table's gradient from a lattice's read: each level's products transposed, onto the
@@ -499,7 +500,7 @@ class HashGrid(Layer):
         features = self.features
         blocks = []
         for level, along_y, along_x in self._rectangles:
-            g = grad_out[:, level * features:(level + 1) * features].reshape(along_y.points, -1)
+            g = take_columns(grad_out, level * features, (level + 1) * features).reshape(along_y.points, -1)
             spread = along_y.down_transposed(along_x.across_transposed(g, xp), xp)  # (down, across * F)
             blocks.append(BlockGrad(int(self.offsets[level]), (self.sides_y[level], self.sides[level]),
                                     (along_y.first, along_x.first),

@@ -22,6 +22,7 @@ import sys
 
 import numpy as np
 
+from ..arrays import broadcast_rows, outer
 from ..backend import get_array_module
 from . import init as initializers
 
@@ -58,44 +59,6 @@ def check_positive(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= sys.float_info.max:
         raise ValueError(f"{name} must be a finite number above 0 (got {reprlib.repr(value)})")
     return float(value)
-
-
-#: Values in one row of :func:`broadcast_rows`' blocks: long enough that NumPy's inner loop runs at
-#: its vector speed (measured 8,192 and 32,768 alike, 1,024 half as fast).
-ROW_BLOCK = 8192
-
-
-def broadcast_rows(ufunc, matrix, row, out):
-    """``ufunc(matrix, row, out=out)``, ``row`` applied to every row of the 2-D ``matrix``.
-
-    NumPy runs a broadcast of a short row one inner loop a row: adding a bias of 32 to 65,536
-    rows is 65,536 loops of 32 values, 1.0 ms on one core, where adding two such arrays takes 0.5.
-    Here the rows go in blocks of ``ROW_BLOCK`` values against the row tiled as many times, a few
-    long loops (0.41 ms; ``maximum(x, 0)`` as a ReLU 1.03 -> 0.43), with the same arithmetic
-    value for value.  CuPy arrays, and arrays that are not C-contiguous, broadcast as usual.
-    """
-    n, width = matrix.shape
-    per_block = max(1, ROW_BLOCK // width)
-    whole = n - n % per_block
-    if get_array_module(matrix) is not np or whole == 0 or not (
-            matrix.flags.c_contiguous and out.flags.c_contiguous):
-        return ufunc(matrix, row, out=out)
-    blocks = (-1, per_block * width)
-    ufunc(matrix[:whole].reshape(blocks), np.tile(row, per_block), out=out[:whole].reshape(blocks))
-    ufunc(matrix[whole:], row, out=out[whole:])
-    return out
-
-
-def outer(column, row):
-    """The ``(n, 1) x (1, m)`` product ``column @ row``, a product a value.
-
-    A matrix product of inner size 1 is 3.1 ms for 65,536 x 32 in OpenBLAS, a broadcast multiply
-    1.3, NumPy's einsum 0.85 (one product a value in each: the same result).
-    """
-    xp = get_array_module(column)
-    if xp is not np:
-        return column * row
-    return np.einsum("i,j->ij", column.ravel(), row.ravel())
 
 
 class Layer:
