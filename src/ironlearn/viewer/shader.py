@@ -16,11 +16,13 @@ import numpy as np
 
 from .plan import ROW_TEXELS, TEXEL, Plan
 
-#: GLSL for the activations, slot by slot on a vec4 ``x`` (what layers.py computes, in the same order).
+#: GLSL for the activations, slot by slot on a vec4 ``x`` (what layers.py computes, in the same order but for the sigmoid).
 ACTIVATIONS = {
     "relu": "max({x}, 0.0)",
     "tanh": "tanh4({x})",
-    "sigmoid": "0.5 * (tanh4({x} * 0.5) + 1.0)",  # Sigmoid.forward: (1 + tanh(x / 2)) / 2, never overflows
+    # Sigmoid.forward's 1 / (1 + exp(-x)) as (1 + tanh(x / 2)) / 2: GLSL leaves an exp that
+    # overflows undefined, and tanh4 never overflows.
+    "sigmoid": "0.5 * (tanh4({x} * 0.5) + 1.0)",
     "sine": "sin({x} * {w0})",
 }
 
