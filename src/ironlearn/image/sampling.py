@@ -220,7 +220,7 @@ class PictureSampler:
         k, n = ix.shape
         # Tap-major (ky, kx, n): every broadcast below runs along the samples, a long inner loop
         # (sample-major (n, ky, kx) runs loops of k values, or copies at each reshape: 4,096
-        # Lanczos samples took 3.8 ms a batch that way, 1.2 this way).
+        # Lanczos samples of a 256x256 picture took 2.05 ms a batch that way, 1.07 this way).
         flat = iy[:, None, :] * self.width + ix[None, :, :]
         window = self._gather(flat.reshape(k * k, n))  # (ky kx, n, c)
         weights = (wy * self.scale)[:, None, :] * wx[None, :, :]
