@@ -1,7 +1,7 @@
 """Benchmark (e): fits and 2x redraws over two sets, never one picture (min, median and max).
 
-    python benchmarks/redraw_sets.py [--sets drawings photos mosaics mosaics-gray] [--seconds-drawing 5]
-                                     [--seconds-photo 10] [--seconds-mosaic 15 30]
+    python benchmarks/redraw_sets.py [--sets drawings photos mosaics mosaics-gray large] [--seconds-drawing 5]
+                                     [--seconds-photo 10] [--seconds-mosaic 15 30] [--seconds-large 60]
                                      [--option log2_table_size=14 ...] [--crops DIR]
 
 * **drawings**: five binary line drawings that no preset was tuned on, drawn here from shapes and
@@ -17,6 +17,9 @@
   photographs tiled at their own scale: every pixel a real one), each fitted at 512x512 (Lanczos)
   for each of ``--seconds-mosaic`` and redrawn at 2x against the quarter (needs scikit-image).
   **mosaics-gray**: the same in gray.
+* **large**: make_photo.py's pictures at 4096x4096 and 8192x6144 (50 MP), each fitted at half
+  size (2048x2048 and the 12.6-megapixel 4096x3072, Lanczos) for ``--seconds-large`` and redrawn at
+  2x against the original, beside bicubic upscaling.
 
 Fits run in this process through ``ironlearn.fit`` with a time budget. ``--crops DIR`` saves 4x
 crops of each photo's redraw, to look at.
@@ -168,13 +171,32 @@ def _option(text: str):
     return key, value
 
 
+def large(seconds: float, options: dict, folder: str) -> list[dict]:
+    from make_photo import tiled
+
+    rows = []
+    for width, height in ((4096, 4096), (8192, 6144)):
+        big = Image.fromarray(tiled(width, height))
+        small = big.resize((width // 2, height // 2), Image.LANCZOS)
+        path = os.path.join(folder, f"large-{small.width}x{small.height}.png")
+        small.save(path)
+        run = ironlearn.fit(path, os.path.join(folder, f"run-large-{small.width}"), time_budget=seconds, force=True,
+                            **options)
+        truth = as_unit(big)
+        rows.append({"picture": f"{small.width}x{small.height}", "fit_db": run.metrics["psnr_db"],
+                     "steps": run.metrics["steps"], "x2_db": psnr(as_unit(ironlearn.render(run.model, size=big.size)), truth),
+                     "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)), truth)})
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", choices=("drawings", "photos", "mosaics", "mosaics-gray"),
+    parser.add_argument("--sets", nargs="+", choices=("drawings", "photos", "mosaics", "mosaics-gray", "large"),
                         default=["drawings", "photos"])
     parser.add_argument("--seconds-drawing", type=float, default=5.0)
     parser.add_argument("--seconds-photo", type=float, default=10.0)
     parser.add_argument("--seconds-mosaic", type=float, nargs="+", default=[15.0, 30.0])
+    parser.add_argument("--seconds-large", type=float, default=60.0)
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a fit option for every picture, e.g. log2_table_size=14")
     parser.add_argument("--folder", default=os.path.join(tempfile.gettempdir(), "ironlearn-redraw-sets"),
@@ -198,6 +220,9 @@ def main():
     for seconds in args.seconds_mosaic if "mosaics-gray" in args.sets else []:
         report(f"mosaics in gray at 512x512, {seconds:g} s; 2x against the 1024x1024 originals",
                mosaics(seconds, options, args.folder, mode="L"))
+    if "large" in args.sets:
+        report(f"large pictures at half size, {args.seconds_large:g} s; 2x against the originals",
+               large(args.seconds_large, options, args.folder))
 
 
 if __name__ == "__main__":
