@@ -219,6 +219,14 @@ def test_hashgrid_sizing_keeps_what_the_user_gave():
     assert levels[0] == 8 and levels[-1] == 64
 
 
+@pytest.mark.parametrize("given, side", [({"levels": 1}, 300), ({"levels": 1, "finest": 64}, 64),
+                                          ({"levels": 1, "coarsest": 40, "finest": 64}, 40)])
+def test_a_single_level_is_the_finest_unless_coarsest_is_given(given, side):
+    options = PRESETS["hashgrid"].resolve(given, 300, 200, "rgb")
+    assert options["levels"] == 1 and options["coarsest"] == side
+    assert HashGrid.level_shapes(1, 14, options["coarsest"], options["finest"])[0] == [side]
+
+
 def test_options_a_preset_does_not_take_are_refused():
     with pytest.raises(UsageError, match="--w0 does not apply to --model hashgrid"):
         make_plan(FitOptions("p.png", model_options={"w0": 3.0}), picture())

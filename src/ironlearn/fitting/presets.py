@@ -320,7 +320,9 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
         given = "--finest" if o["finest"] else "the finest level (the picture's longest side)"
         raise ValueError(f"--coarsest {o['coarsest']} is above {given}, {finest} cells; give a smaller "
                          "--coarsest" + ("" if o["finest"] else " or a larger --finest"))
-    coarsest = min(o["coarsest"] or max(2, min(16, finest // 16)), finest)
+    # One level is the finest, as --help says (a lone level is built at --coarsest).
+    default_coarsest = finest if o["levels"] == 1 else max(2, min(16, finest // 16))
+    coarsest = min(o["coarsest"] or default_coarsest, finest)
     levels = o["levels"] or (4 if finest >= 4 * coarsest else 2)
     features = o["features"] or 2
     vertices = o["vertices"] or grid_vertices(mode, finest)
