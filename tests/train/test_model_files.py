@@ -162,6 +162,21 @@ def test_nan_weights_are_refused_instead_of_drawing_black(capsys, tmp_path, mode
     expect_refused(capsys, tmp_path, model_file, "layers.1.weight holds NaN or inf", readers=(checkpoint.load,))
 
 
+def test_finite_weights_that_overflow_are_refused_instead_of_drawing_black(capsys, tmp_path, model_file):
+    def inflate(meta, arrays):
+        for name in arrays:
+            if name.endswith("weight"):
+                arrays[name] = arrays[name] * np.float32(1e30)  # finite, but their products are not
+
+    rewrite_meta(model_file, inflate)
+    checkpoint.load(model_file)  # every weight is finite: the file loads
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, out, err = run_cli(capsys, "render", model_file, "--size", 8, "-o", tmp_path / "r.png")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "draws NaN or inf" in err and "RuntimeWarning" not in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
 def test_a_text_file_is_not_advised_to_be_loaded_unsafely(capsys, tmp_path):
     path = tmp_path / "notes.npz"
     path.write_text("my notes, not a model\n" * 20)

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ..files import atomic_write
 from .coords import pixel_grid
-from .io import scaled_size, to_uint8
+from .io import InputError, scaled_size, to_uint8
 
 #: Coordinates evaluated per forward pass; bounds render memory (about 100 MB for a 256-wide SIREN).
 TILE_POINTS = 1 << 15
@@ -57,15 +57,25 @@ def bands(model, width: int, height: int, backend, tile_points: int = TILE_POINT
     """Yield ``(row_start, pixels)`` with pixels ``(rows, width, channels)`` float32 in [0, 1] on the host.
 
     ``view`` ``(x0, y0, x1, y1)`` renders that region of the [-1, 1] square (default: all of it).
+
+    Raises
+    ------
+    InputError
+        The model draws NaN or inf somewhere: finite weights so large that its arithmetic
+        overflows float32 (a damaged or hand-made file).  A picture of them would be black.
     """
     rows_per_band = max(1, tile_points // width)
     for start in range(0, height, rows_per_band):
         rows = slice(start, min(start + rows_per_band, height))
         coords = pixel_grid(width, height, rows, view)
         # Very wide images: split one row band into column chunks so a band stays near tile_points.
-        outputs = [backend.to_host(model.forward(backend.asarray(coords[i:i + tile_points])))
-                   for i in range(0, len(coords), tile_points)]
+        with np.errstate(over="ignore", invalid="ignore"):  # checked below, in one line
+            outputs = [backend.to_host(model.forward(backend.asarray(coords[i:i + tile_points])))
+                       for i in range(0, len(coords), tile_points)]
         out = np.concatenate(outputs) if len(outputs) > 1 else outputs[0]
+        if not np.isfinite(out).all():
+            raise InputError("the model draws NaN or inf: its weights are so large that its arithmetic overflows "
+                             "float32, so it cannot draw; use another copy or fit again")
         yield start, np.clip(out, 0.0, 1.0).reshape(rows.stop - rows.start, width, -1)
 
 
