@@ -48,6 +48,7 @@ CASES = {  # name: (preset, width, height, mode)
     "photo12": ("hashgrid", 4096, 3072, "rgb"),
     "siren256": ("siren", 256, 256, "gray"),
     "drawing200": ("hashgrid", 200, 200, "binary"),
+    "photo50": ("hashgrid", 8192, 6144, "rgb"),
 }
 
 
