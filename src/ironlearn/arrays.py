@@ -30,7 +30,7 @@ def broadcast_rows(ufunc, matrix, row, out):
     value for value.  CuPy arrays, and arrays that are not C-contiguous, broadcast as usual.
     """
     n, width = matrix.shape
-    per_block = max(1, ROW_BLOCK // width)
+    per_block = max(1, ROW_BLOCK // max(width, 1))
     whole = n - n % per_block
     if get_array_module(matrix) is not np or whole == 0 or not (
             matrix.flags.c_contiguous and out.flags.c_contiguous):
