@@ -16,7 +16,8 @@ import numpy as np
 
 from .plan import ROW_TEXELS, TEXEL, Plan
 
-#: GLSL for the activations, slot by slot on a vec4 ``x`` (what layers.py computes, in the same order but for the sigmoid).
+#: GLSL for the activations, slot by slot on a vec4 ``x`` (what layers.py computes, in the same order; the
+#: sigmoid in another form of the same function).
 ACTIVATIONS = {
     "relu": "max({x}, 0.0)",
     "tanh": "tanh4({x})",
