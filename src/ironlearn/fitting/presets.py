@@ -187,10 +187,11 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
     return (mode == "rgb" and longest <= 256 and longest <= 2 * shortest and side >= 7 / 8 * shortest)
 
 
-#: The most pixels a picture may have to get :func:`pixel_spline`'s level: 12.6 MP (4096x3072),
-#: the largest measured, 60.20 dB in 60 s at 0.94 GB peak (the pyramid: 28.27 dB at 0.46 GB), its
-#: table 151 MB and its viewer page 198 MB.  Past it the pyramid keeps memory in hand.
-PIXEL_SPLINE_PIXELS = 4096 * 3072
+#: The most pixels a picture may have to get :func:`pixel_spline`'s level: 2^24, 16.8 MP (4096x4096
+#: or any shape of as many pixels), the most a table of 2^24 rows (``--table-log2``'s limit) holds
+#: whole.  Measured in 60 s: 4096x4096, 59.84 dB at 1.01 GB peak (the pyramid: 28.55 dB at 0.57 GB),
+#: its table 201 MB; 4096x3072, 60.21 dB at 0.75 GB.  Past it the pyramid keeps memory in hand.
+PIXEL_SPLINE_PIXELS = 1 << 24
 #: Features a vertex of :func:`pixel_spline`'s level, by mode.
 PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1}
 
@@ -218,7 +219,8 @@ def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     it wants many samples a pixel, and loses to the pyramid on large pictures in short runs (a
     1024x1024 tiled photograph, 15 s: 33.96 -> 32.32 dB; 2048x2048, 60 s: 32.74 -> 29.67).
     Started as the picture it has nothing to wait for: 1024x1024 in 15 s, 62.77 dB; 2048x2048,
-    62.37 dB (the pyramid in 60 s: 35.16 and 33.84); 4096x3072 in 60 s, 60.20 dB (28.27).
+    62.37 dB (the pyramid in 60 s: 35.16 and 33.84); 4096x3072 in 60 s, 60.20 dB (28.27);
+    4096x4096 in 60 s, 59.84 dB (28.55).
     """
     past_thumbnails = max(width_px, height_px) > 256
     return mode in PIXEL_SPLINE_FEATURES and past_thumbnails and width_px * height_px <= PIXEL_SPLINE_PIXELS
