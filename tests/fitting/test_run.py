@@ -184,3 +184,19 @@ def test_calibration_leaves_the_model_as_it_was(tmp_path):
     seconds = calibrate(model, {"inputs": pixel_grid(32, 32), "targets": picture.pixels.reshape(-1, 1)})
     assert seconds > 0
     assert all(np.array_equal(before[name], p) for name, p in model.named_parameters().items())
+
+
+@pytest.mark.parametrize("checkpoint_every, share", [(None, 0.1), (7, None)])
+def test_default_checkpoints_keep_to_a_share_of_the_time_and_a_given_interval_is_kept(
+        tmp_path, checkpoint_every, share):
+    from ironlearn.backend import Backend
+    from ironlearn.fitting import FitOptions, make_plan
+    from ironlearn.fitting.run import SAVING_SHARE, build
+    from ironlearn.train import Checkpointer
+
+    picture = load_picture(make_picture(tmp_path / "disc.png"))
+    plan = make_plan(FitOptions(str(tmp_path / "disc.png"), out=str(tmp_path / "run"), steps=20,
+                                checkpoint_every=checkpoint_every), picture)
+    job = build(plan, picture, None, Backend("cpu"))
+    checkpointer, = [c for c in job.trainer.callbacks if isinstance(c, Checkpointer)]
+    assert checkpointer.max_share == share and SAVING_SHARE == 0.1

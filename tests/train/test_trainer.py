@@ -114,6 +114,22 @@ def test_divergence_names_the_step_and_keeps_the_last_good_checkpoint(backend, t
         np.testing.assert_array_equal(kept.model.named_parameters()[name], value)
 
 
+@pytest.mark.parametrize("max_share, saves", [(None, list(range(1, 41))), (0.1, [1, 11, 21, 31, 40])])
+def test_slow_saves_are_put_off_to_keep_their_share_of_the_time(tmp_path, monkeypatch, max_share, saves):
+    from ironlearn.train import callbacks
+
+    # A clock a second later at each reading: every step and every save takes 1 s.
+    clock = iter(range(10**6))
+    monkeypatch.setattr(callbacks.time, "perf_counter", lambda: float(next(clock)))
+    steps_at = []
+    checkpointer = Checkpointer(tmp_path / "ckpt.npz", trigger=lambda trainer: True, max_share=max_share,
+                                then=[lambda trainer: steps_at.append(trainer.step)])
+    make_trainer(Backend("cpu"), callbacks=[checkpointer]).run(40)
+    # With a share of 0.1, a save of 1 s waits for 10 s of training after it began; the end saves.
+    assert steps_at == saves
+    assert load_checkpoint(tmp_path / "ckpt.npz").step == 40
+
+
 def test_request_stop_finishes_the_step_and_saves(backend, tmp_path):
     path = tmp_path / "ckpt.npz"
 

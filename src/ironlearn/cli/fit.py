@@ -67,8 +67,9 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                         help="where to train (default: the GPU when CuPy sees one, else the CPU; naming auto "
                              "also says which it chose)")
     parser.add_argument("--checkpoint-every", type=positive_int, metavar="N",
-                        help="steps between checkpoints (default: a twentieth of the run, at least 50; a checkpoint "
-                             "is also written after each 60 s of training)")
+                        help="steps between checkpoints (default: a twentieth of the run, at least 50, put off "
+                             "while saving would take over a tenth of the training time; a checkpoint is also "
+                             "written after each 60 s of training)")
     parser.add_argument("--snapshot-every", type=positive_int, metavar="N",
                         help="steps between time-lapse frames (default: 100 frames spaced geometrically, most of "
                              "them early, where the learning shows)")

@@ -12,6 +12,7 @@ memory, :class:`Progress` draws a bar.
 from __future__ import annotations
 
 import sys
+import time
 
 from . import checkpoint
 from .trainer import DivergenceError
@@ -99,29 +100,47 @@ class Checkpointer(Callback):
         Stored in the checkpoint's metadata.
     then : iterable of callables ``trainer -> None``
         Run after each successful save (files that belong beside the checkpoint).
+    max_share : float, optional
+        The most of the training time that saving may take: a save that falls due sooner than
+        the last one's duration divided by ``max_share`` after that one began is put off to the
+        next time ``trigger`` fires (default None: every time it fires).  A model of millions of
+        parameters takes a second or more to save with its optimizer's moments, which twenty
+        saves a run would make half of a minute's budget.
 
     Nothing is saved once the loss is NaN/inf, so the file on disk is always the
     last good state.  Ctrl-C (``KeyboardInterrupt``) still saves at the end.
     """
 
-    def __init__(self, path, every: int = 1000, *, trigger=None, settings=None, then=()):
+    def __init__(self, path, every: int = 1000, *, trigger=None, settings=None, then=(), max_share=None):
         super().__init__(1 if trigger is not None else every)
+        if max_share is not None and not 0 < max_share <= 1:
+            raise ValueError(f"max_share must lie in (0, 1] (got {max_share})")
         self.path, self.trigger, self.settings, self.then = path, trigger, settings, list(then)
+        self.max_share = max_share
         self.saved_step = None
+        self.last_save = None  # (the training time it began at, the seconds it took)
 
     def step(self, trainer) -> None:
-        if self.trigger is None or self.trigger(trainer):
+        if (self.trigger is None or self.trigger(trainer)) and not self._too_soon(trainer):
             self.save(trainer)
+
+    def _too_soon(self, trainer) -> bool:
+        if self.max_share is None or self.last_save is None:
+            return False
+        began, took = self.last_save
+        return trainer.train_seconds - began < took / self.max_share
 
     def save(self, trainer) -> None:
         if self.saved_step == trainer.step:
             return
         trainer.loss  # noqa: B018  raises DivergenceError before a bad state is written
+        began = time.perf_counter()
         settings = self.settings(trainer) if callable(self.settings) else self.settings
         checkpoint.save(self.path, trainer.model, trainer.optimizer, seed=trainer.seed, settings=settings)
         self.saved_step = trainer.step
         for action in self.then:
             action(trainer)
+        self.last_save = (trainer.train_seconds, time.perf_counter() - began)
 
     def end(self, trainer, error) -> None:
         if not _saves_at_end(trainer, error):
