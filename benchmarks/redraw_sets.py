@@ -99,19 +99,27 @@ def drawings(seconds: float, options: dict, folder: str) -> list[dict]:
     return rows
 
 
+def redraw_row(picture: str, big: Image.Image, small: Image.Image, name: str, seconds: float, options: dict,
+               folder: str):
+    """Fit ``small`` (saved as ``name``.png in ``folder``), redraw it at ``big``'s size and score the redraw
+    against ``big``, beside bicubic upscaling of ``small``: ``(row, run)``."""
+    path = os.path.join(folder, f"{name}.png")
+    small.save(path)
+    run = ironlearn.fit(path, os.path.join(folder, f"run-{name}"), time_budget=seconds, force=True, **options)
+    truth = as_unit(big)
+    redraw = as_unit(ironlearn.render(run.model, size=big.size)).reshape(truth.shape)
+    row = {"picture": picture, "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
+           "x2_db": psnr(redraw, truth), "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)), truth)}
+    return row, run
+
+
 def photos(seconds: float, options: dict, folder: str, crops: str | None) -> list[dict]:
     rows = []
     for name, pixels in sporco_photos(folder):
         big = Image.fromarray(pixels)
         small = big.resize((big.width // 2, big.height // 2), Image.LANCZOS)
-        path = os.path.join(folder, f"{name}-half.png")
-        small.save(path)
-        truth = as_unit(big)
-        run = ironlearn.fit(path, os.path.join(folder, f"run-{name}"), time_budget=seconds, force=True, **options)
-        redraw = as_unit(ironlearn.render(run.model, size=big.size))
-        rows.append({"picture": name, "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
-                     "x2_db": psnr(redraw, truth), "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)),
-                                                                      truth)})
+        row, run = redraw_row(name, big, small, f"{name}-half", seconds, options, folder)
+        rows.append(row)
         if crops:
             x4 = as_unit(ironlearn.render(run.model, size=(4 * small.width, 4 * small.height)))
             crop = (np.clip(x4[400:912, 600:1112], 0, 1) * 255).astype(np.uint8)
@@ -126,15 +134,20 @@ def mosaics(seconds: float, options: dict, folder: str, mode: str = "RGB") -> li
     rows = []
     for number, (top, left) in enumerate(((0, 0), (0, 1024), (1024, 0), (1024, 1024))):
         big = Image.fromarray(whole[top:top + 1024, left:left + 1024]).convert(mode)
-        small = big.resize((512, 512), Image.LANCZOS)
-        path = os.path.join(folder, f"mosaic{number}-{mode}.png")
-        small.save(path)
-        run = ironlearn.fit(path, os.path.join(folder, f"run-mosaic{number}"), time_budget=seconds, force=True,
-                            **options)
-        redraw = as_unit(ironlearn.render(run.model, size=big.size)).reshape(as_unit(big).shape)
-        rows.append({"picture": f"quarter{number}", "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
-                     "x2_db": psnr(redraw, as_unit(big)),
-                     "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)), as_unit(big))})
+        rows.append(redraw_row(f"quarter{number}", big, big.resize((512, 512), Image.LANCZOS),
+                               f"mosaic{number}-{mode}", seconds, options, folder)[0])
+    return rows
+
+
+def large(seconds: float, options: dict, folder: str) -> list[dict]:
+    from make_photo import tiled
+
+    rows = []
+    for width, height in ((4096, 4096), (8192, 6144)):
+        big = Image.fromarray(tiled(width, height))
+        small = big.resize((width // 2, height // 2), Image.LANCZOS)
+        rows.append(redraw_row(f"{small.width}x{small.height}", big, small, f"large-{small.width}x{small.height}",
+                               seconds, options, folder)[0])
     return rows
 
 
@@ -169,24 +182,6 @@ def _option(text: str):
         except ValueError:
             pass
     return key, value
-
-
-def large(seconds: float, options: dict, folder: str) -> list[dict]:
-    from make_photo import tiled
-
-    rows = []
-    for width, height in ((4096, 4096), (8192, 6144)):
-        big = Image.fromarray(tiled(width, height))
-        small = big.resize((width // 2, height // 2), Image.LANCZOS)
-        path = os.path.join(folder, f"large-{small.width}x{small.height}.png")
-        small.save(path)
-        run = ironlearn.fit(path, os.path.join(folder, f"run-large-{small.width}"), time_budget=seconds, force=True,
-                            **options)
-        truth, redraw = as_unit(big), as_unit(ironlearn.render(run.model, size=big.size))
-        rows.append({"picture": f"{small.width}x{small.height}", "fit_db": run.metrics["psnr_db"],
-                     "steps": run.metrics["steps"], "x2_db": psnr(redraw, truth),
-                     "bicubic_db": psnr(as_unit(small.resize(big.size, Image.BICUBIC)), truth)})
-    return rows
 
 
 def main():

@@ -27,13 +27,16 @@ def broadcast_rows(ufunc, matrix, row, out):
     rows is 65,536 loops of 32 values, 1.0 ms on one core, where adding two such arrays takes 0.5.
     Here the rows go in blocks of ``ROW_BLOCK`` values against the row tiled as many times, a few
     long loops (0.41 ms; ``maximum(x, 0)`` as a ReLU 1.03 -> 0.43), with the same arithmetic
-    value for value.  CuPy arrays, and arrays that are not C-contiguous, broadcast as usual.
+    value for value.  CuPy arrays, arrays that are not C-contiguous and arrays that are not 2-D
+    broadcast as usual.
     """
+    if get_array_module(matrix) is not np or matrix.ndim != 2 or not (
+            matrix.flags.c_contiguous and out.flags.c_contiguous):
+        return ufunc(matrix, row, out=out)
     n, width = matrix.shape
     per_block = max(1, ROW_BLOCK // max(width, 1))
     whole = n - n % per_block
-    if get_array_module(matrix) is not np or whole == 0 or not (
-            matrix.flags.c_contiguous and out.flags.c_contiguous):
+    if whole == 0:
         return ufunc(matrix, row, out=out)
     blocks = (-1, per_block * width)
     ufunc(matrix[:whole].reshape(blocks), np.tile(row, per_block), out=out[:whole].reshape(blocks))

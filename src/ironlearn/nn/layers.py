@@ -256,10 +256,7 @@ class ReLU(Layer):
 
     def forward(self, x):
         xp = get_array_module(x)
-        if x.ndim != 2:
-            self._y = xp.maximum(x, 0)
-        else:
-            self._y = broadcast_rows(xp.maximum, x, xp.zeros(x.shape[1], x.dtype), out=xp.empty_like(x))
+        self._y = broadcast_rows(xp.maximum, x, xp.zeros(x.shape[-1], x.dtype), out=xp.empty_like(x))
         return self._y
 
     def backward(self, grad_out, need_grad_in: bool = True):
