@@ -77,6 +77,27 @@ def test_an_empty_folder_or_one_with_only_housekeeping_needs_no_force(tmp_path, 
     assert not (out / ".checkpoint.npz.abc123.tmp").exists()
 
 
+@pytest.mark.parametrize("kind", ["text", "link", "folder"])
+def test_a_users_file_named_like_the_lock_is_left_alone(tmp_path, capsys, kind):
+    """``.lock`` is ironlearn's only when it holds a process id or nothing: a user's notes, a link
+    (to anything) or a folder of that name is neither truncated, nor followed, nor removed."""
+    picture = make_picture(tmp_path / "pic.png")
+    out = tmp_path / "run"
+    out.mkdir()
+    mine = tmp_path / "mine.txt"
+    mine.write_text("my notes")
+    if kind == "text":
+        (out / ".lock").write_text("my notes")
+    elif kind == "link":
+        (out / ".lock").symlink_to(mine)
+    else:
+        (out / ".lock").mkdir()
+        (out / ".lock" / "inside.txt").write_text("my notes")
+    assert_refused(capsys, ["fit", picture, "--out", out, "--steps", "5", *QUICK, "--force"],
+                   ".lock", tmp_path)
+    assert (out / ".lock").exists() and mine.read_text() == "my notes"
+
+
 def test_a_forced_fit_removes_the_old_runs_outputs_before_it_trains(tmp_path):
     """A forced fit killed before its first checkpoint must not leave the old run's model, metrics and
     time-lapse for render and view to show as if they were the new run's."""

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 
 from ..files import TMP_SUFFIX, is_generated_page, is_stale_temporary, remove_stale_temporaries
@@ -154,7 +155,7 @@ class RunLock:
         except ImportError:  # not a POSIX system: no lock, as before
             return self
         while True:
-            file = open(self.path, "a+")
+            file = self._open()
             try:
                 fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -172,11 +173,33 @@ class RunLock:
                 pass
             file.close()
         file.seek(0)
+        if not _is_lock_text(file.read()):  # a user's file of that name: never truncate or remove it
+            file.close()
+            raise UsageError(f"{self.path} is not a lock of ironlearn's (it holds other text); move it, "
+                             "or choose another --out")
+        file.seek(0)
         file.truncate()
         file.write(str(os.getpid()))
         file.flush()
         self.file = file
         return self
+
+    def _open(self):
+        """The lock file, opened for reading and writing and created if missing.  A link, a folder
+        or anything but a plain file at that name is a user's, and gets a UsageError."""
+        elsewhere = (f"{self.path} is not a plain file, where ironlearn keeps its lock; move it, "
+                     "or choose another --out")
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as exc:
+            if os.path.islink(self.path) or os.path.isdir(self.path):
+                raise UsageError(elsewhere) from None
+            raise UsageError(f"cannot open {self.path}: {exc.strerror}; make the folder writable, "
+                             "or choose another --out") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UsageError(elsewhere)
+        return os.fdopen(fd, "r+")
 
     def __exit__(self, *exc) -> None:
         if self.file is not None:
@@ -186,6 +209,11 @@ class RunLock:
                 pass
             self.file.close()  # closing releases the lock
             self.file = None
+
+
+def _is_lock_text(text: str) -> bool:
+    """Whether ``text`` is what a RunLock writes: a process id, or nothing (a lock just created)."""
+    return text.strip() == "" or text.strip().isdigit()
 
 
 def holder(out: str) -> str | None:

@@ -112,19 +112,10 @@ def _sigterm_as_ctrl_c():
 
 def _wait_for_lock(out: str) -> None:
     """Wait (up to LOCK_WAIT) while another process holds ``out``'s lock: a worker of a driver that
-    was killed may still be saving its checkpoint there.  fit() then takes the lock itself.  Without
-    a lock file there, no fit is running and none is created (the folder may be a user's)."""
-    if not os.path.isfile(os.path.join(out, folder.LOCK)):
-        return
+    was killed may still be saving its checkpoint there.  fit() then takes the lock itself."""
     deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        try:
-            with folder.RunLock(out):
-                return
-        except UsageError:
-            if time.monotonic() > deadline:
-                return  # fit() reports who holds it
-            time.sleep(0.2)
+    while folder.holder(out) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)  # then fit() reports who holds it, if anyone still does
 
 
 # -- what a run folder needs -------------------------------------------------------------------
