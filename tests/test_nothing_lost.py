@@ -186,3 +186,57 @@ def test_a_forced_fit_removes_the_old_runs_page(tmp_path, capsys):
     assert run_cli(capsys, "view", out)[0] == 0
     assert run_cli(capsys, "fit", picture, "--out", out, "--force", "--steps", "5", *QUICK)[0] == 0
     assert not (out / "viewer.html").exists()
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A picture, its pixel CSV, a fitted model and a compressed file, to give each command as input."""
+    folder = tmp_path_factory.mktemp("made")
+    picture = make_picture(folder / "pic.png", colour=True)
+    for args in (["encode", picture, "-o", folder / "pic.csv"],
+                 ["fit", picture, "--out", folder / "run", "--steps", "5", *QUICK],
+                 ["compress", picture, "-o", folder / "pic.ilc", "--seconds", "0.2"]):
+        assert subprocess.run([sys.executable, "-m", "ironlearn", *map(str, args)], capture_output=True).returncode == 0
+    return folder
+
+
+# Each command, given an input under a name it could also write (the command's own output type).
+SAME_AS_INPUT = {
+    "encode": lambda f: ("pic.png", ["encode", f / "x", "-o", f / "x"]),
+    "decode": lambda f: ("pic.csv", ["decode", f / "x", "-o", f / "x"]),
+    "compress": lambda f: ("pic.png", ["compress", f / "x", "-o", f / "x", "--seconds", "0.2"]),
+    "decompress": lambda f: ("pic.ilc", ["decompress", f / "x.png", "-o", f / "x.png"]),
+    "render": lambda f: ("run/model.npz", ["render", f / "x.png", "--size", "8", "-o", f / "x.png"]),
+    "view": lambda f: ("run/model.npz", ["view", f / "x.html", "-o", f / "x.html"]),
+    "view, its default page": lambda f: ("run/model.npz", ["view", f / "viewer.html"]),
+}
+
+
+@pytest.mark.parametrize("command", SAME_AS_INPUT)
+def test_no_command_writes_over_its_own_input_even_with_force(made, tmp_path, capsys, command):
+    source, args = SAME_AS_INPUT[command](tmp_path)
+    name = args[1].name
+    (tmp_path / name).write_bytes((made / source).read_bytes())
+    assert_refused(capsys, [*args, "--force"], "is the input", tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_force_never_swaps_a_device_or_pipe_for_a_file(made, tmp_path, capsys, kind):
+    """``-o /dev/stdout --force`` used to replace the link /dev/stdout with a plain file."""
+    out = tmp_path / "out.csv"
+    if kind == "fifo":
+        os.mkfifo(out)
+    else:
+        out.symlink_to(os.devnull)
+    assert_refused(capsys, ["encode", made / "pic.png", "-o", out, "--force"], "not a plain file", tmp_path)
+    assert out.is_fifo() if kind == "fifo" else os.readlink(out) == os.devnull
+
+
+def test_a_link_to_nowhere_is_an_existing_output(made, tmp_path, capsys):
+    out = tmp_path / "x.png"
+    out.symlink_to(tmp_path / "nowhere.png")
+    assert_refused(capsys, ["render", made / "run", "--size", "8", "-o", out], "already exists", tmp_path)
+    assert os.path.islink(out)
+    code, _, err = run_cli(capsys, "render", made / "run", "--size", "8", "-o", out, "--force")
+    assert code == 0 and out.is_file() and not os.path.islink(out), err  # --force replaces the link itself
+    assert not (tmp_path / "nowhere.png").exists()

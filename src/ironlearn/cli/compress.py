@@ -57,7 +57,7 @@ def add_parser(commands) -> None:
 
 
 def cmd_compress(args) -> int:
-    check_output(args.output, args.force)
+    check_output(args.output, args.force, reads=[args.picture])
     picture = load_picture(args.picture, mode=args.mode)
     for note in picture.notes:
         say(f"note: {note}")
@@ -110,7 +110,7 @@ def save_drawing(decoded, output: str, width: int, height: int, view=None) -> No
 
 
 def cmd_decompress(args) -> int:
-    check_output(args.output, args.force)
+    check_output(args.output, args.force, reads=[args.file])
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
     _, decoded = read_compressed(args.file)

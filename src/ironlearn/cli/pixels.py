@@ -31,7 +31,7 @@ def add_parser(commands) -> None:
 
 
 def cmd_encode(args) -> int:
-    check_output(args.output, args.force)
+    check_output(args.output, args.force, reads=[args.image])
     picture = load_picture(args.image, mode=args.mode, size=args.size)
     write_pixel_csv(args.output, picture)
     say(f"wrote {args.output}: {picture.width}x{picture.height} {picture.mode}, "
@@ -40,7 +40,7 @@ def cmd_encode(args) -> int:
 
 
 def cmd_decode(args) -> int:
-    check_output(args.output, args.force)
+    check_output(args.output, args.force, reads=[args.csv])
     pixels, mode = read_pixel_csv(args.csv)
     save_image(args.output, pixels)
     say(f"wrote {args.output}: {pixels.shape[1]}x{pixels.shape[0]} {mode}")

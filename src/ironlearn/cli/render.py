@@ -54,7 +54,7 @@ def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]
 
 
 def cmd_render(args) -> int:
-    check_output(args.output, args.force)
+    check_output(args.output, args.force, reads=[args.model])
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
     if codec.container.is_compressed(args.model):

@@ -61,7 +61,7 @@ def cmd_view(args) -> int:
         raise UsageError("a compressed file holds no training picture to embed; leave out --with-picture")
     output = args.output or _default_page(model_path, compressed)
     # The page ironlearn made beside the model is ironlearn's to rewrite; a path the user named is theirs.
-    check_output(output, args.force or (args.output is None and is_generated_page(output)))
+    check_output(output, args.force or (args.output is None and is_generated_page(output)), reads=[model_path])
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
     notes = []
