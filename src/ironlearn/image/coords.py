@@ -16,6 +16,9 @@ import numpy as np
 
 
 FULL_VIEW = (-1.0, -1.0, 1.0, 1.0)
+#: The largest coordinate a view may name: a thousand times the picture's half-width.  Past it
+#: float32 coordinates lose the pixel pitch, and past about 3e38 they overflow.
+VIEW_LIMIT = 1000.0
 
 
 def axis(n: int, low: float = -1.0, high: float = 1.0) -> np.ndarray:
@@ -34,6 +37,9 @@ def parse_view(text: str) -> tuple[float, float, float, float]:
         raise ValueError(f"view {text!r} is not x0,y0,x1,y1 (four numbers)") from None
     if len(values) != 4 or not all(np.isfinite(values)):
         raise ValueError(f"view {text!r} is not x0,y0,x1,y1 (four finite numbers)")
+    if max(abs(v) for v in values) > VIEW_LIMIT:
+        raise ValueError(f"view {text!r} reaches past +-{VIEW_LIMIT:g}; the picture spans [-1, 1] on each "
+                         "axis, so give numbers near that")
     x0, y0, x1, y1 = values
     if not (x0 < x1 and y0 < y1):
         raise ValueError(f"view {text!r} needs x0 < x1 and y0 < y1 (y grows downward)")
