@@ -303,3 +303,20 @@ def test_render_draws_no_progress_bar_into_a_log(fitted, tmp_path, capsys, monke
     monkeypatch.setattr(render_command, "render_png", lambda *a, **k: asked.append(k["progress"]) or real(*a, **k))
     code, _, err = run_cli(capsys, "render", fitted, "--size", "64", "-o", tmp_path / "r.png", "--device", "cpu")
     assert code == 0 and asked == [False] and "\r" not in err, err  # capsys: stderr is not a terminal
+
+
+@pytest.mark.parametrize("command,kept", [("fit", "the last checkpoint written is kept"),
+                                          ("render", "nothing half-written is left"),
+                                          ("compress", "nothing half-written is left")])
+def test_an_interrupt_says_what_is_kept_by_the_command_it_stopped(capsys, command, kept):
+    """render, decompress and compress write no checkpoint, and their interrupts no longer say so."""
+    import argparse
+
+    from ironlearn.cli import ExitCode, run
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    assert run(argparse.Namespace(command=command, func=interrupted)) == ExitCode.INTERRUPTED
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted; ") and kept in err and err.count("\n") == 1

@@ -183,6 +183,18 @@ def test_rate_control_meets_the_target():
         assert 0.8 * target <= result.bpp <= target
 
 
+def test_a_target_no_file_can_meet_gets_the_smallest_file_tried():
+    """Over-target files used to rank by their error, so --bpp 1e-6 got the largest file tried."""
+    from ironlearn.codec.codec import _cost
+
+    files = [(0.30, 1e-3), (0.20, 2e-3), (0.25, 1e-4)]  # (bits a pixel, mean squared error)
+    assert min(files, key=lambda f: _cost(*f, bpp=1e-6, lmbda=None)) == (0.20, 2e-3)
+    assert min(files, key=lambda f: _cost(*f, bpp=0.26, lmbda=None)) == (0.25, 1e-4)  # the best within
+    assert min(files, key=lambda f: _cost(*f, bpp=0.22, lmbda=None)) == (0.20, 2e-3)
+    assert min(files, key=lambda f: _cost(*f, bpp=None, lmbda=1.0)) == (0.20, 2e-3)
+    assert min(files, key=lambda f: _cost(*f, bpp=None, lmbda=1e-4)) == (0.25, 1e-4)
+
+
 def test_colours_are_orthonormal():
     for matrix in COLOURS.values():
         np.testing.assert_allclose(matrix @ matrix.T, np.eye(len(matrix)), atol=1e-6)

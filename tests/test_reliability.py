@@ -233,6 +233,18 @@ def test_bad_options(tmp_path, capsys, extra, message):
     expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", tmp_path / "run", *extra], message)
 
 
+@pytest.mark.parametrize("args,message", [
+    (["compress", "{pic}", "-o", "{tmp}/c.ilc", "--bpp", "100"], "--bpp 100 is more than the 24 bits"),
+    (["encode", "{pic}", "-o", "{tmp}/p.csv", "--max-pixels", "100"], "over the limit you set (--max-pixels 100)"),
+])
+def test_bad_options_of_other_commands(tmp_path, capsys, args, message):
+    """Checked before any work (--bpp used to fail after the 'compressing' line, naming no flag)."""
+    picture = make_picture(tmp_path / "disc.png")
+    args = [a.format(pic=picture, tmp=tmp_path) for a in args]
+    err = expect_clean_failure(capsys, tmp_path, args, message)
+    assert sorted(os.listdir(tmp_path)) == ["disc.png"]
+
+
 def test_resume_at_another_size_says_so(run_folder, tmp_path, capsys):
     expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
                                             "--size", "16"], "was trained at 32x32, and --size gives 16x16")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..image.coords import parse_view
-from ..image.io import parse_size
+from ..image.io import MAX_PIXELS, parse_size
 from .status import ExitCode
 
 
@@ -41,6 +41,13 @@ def port_arg(text):
     if port > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
     return port
+
+
+def add_max_pixels(parser) -> None:
+    """``--max-pixels``, for a command that reads a picture (its limit message names the flag)."""
+    parser.add_argument("--max-pixels", type=positive_int, metavar="N",
+                        help=f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against "
+                             "decompression bombs)")
 
 
 def view_arg(text):

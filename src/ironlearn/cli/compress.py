@@ -6,6 +6,7 @@ import sys
 import time
 
 from .. import codec
+from ..codec.codec import MAX_PIXELS as CODEC_MAX_PIXELS
 from ..fitting import UsageError
 from ..files import write_bytes
 from ..image.io import load_picture
@@ -30,7 +31,7 @@ def add_parser(commands) -> None:
                            "under it)")
     rate.add_argument("--lmbda", type=positive_float, metavar="L",
                       help="rate-distortion weight instead of a target: mean squared error (pixels in 0..1) "
-                           "plus L times bits per pixel; higher, smaller files (1e-5 to 1e-2)")
+                           "plus L times bits per pixel; higher, smaller files (useful from about 1e-5 to 1e-2)")
     compress_p.add_argument("--seconds", type=positive_float, default=30.0, metavar="S",
                             help="time to train the MLP (default 30; the analysis takes a few seconds more at "
                                  "768x512, minutes at 12 megapixels)")
@@ -56,9 +57,15 @@ def add_parser(commands) -> None:
     decompress_p.set_defaults(func=cmd_decompress)
 
 
+#: The largest --bpp: 8-bit RGB is 24 bits a pixel.  The default target is the codec's.
+MAX_BPP, DEFAULT_BPP = 24, 0.5
+
+
 def cmd_compress(args) -> int:
     check_output(args.output, args.force, reads=[args.picture])
-    picture = load_picture(args.picture, mode=args.mode)
+    if args.bpp is not None and args.bpp > MAX_BPP:
+        raise UsageError(f"--bpp {args.bpp:g} is more than the {MAX_BPP} bits a pixel of 8-bit colour; give less")
+    picture = load_picture(args.picture, mode=args.mode, max_pixels=CODEC_MAX_PIXELS, flag=None)
     for note in picture.notes:
         say(f"note: {note}")
     values = picture.values
@@ -80,6 +87,10 @@ def cmd_compress(args) -> int:
     kept = f"pyramid and MLP ({result.steps} steps)" if result.steps else "pyramid alone (the MLP did not pay for its bits)"
     say(f"wrote {args.output}: {len(result.data):,} bytes, {result.bpp:.4f} bpp, {result.psnr:.2f} dB PSNR, "
         f"{result.seconds:.1f} s; {kept}")
+    target = args.bpp if args.lmbda is None else None
+    if target is not None and result.bpp > (target or DEFAULT_BPP):
+        say(f"note: {result.bpp:.4f} bpp is over the target of {target or DEFAULT_BPP:g}, which this picture "
+            "cannot reach: this is the smallest of the files tried")
     return ExitCode.OK
 
 

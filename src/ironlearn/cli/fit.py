@@ -9,9 +9,9 @@ from ..backend import DEVICES
 from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, fit
 from ..fitting.options import PROGRESS, SCHEDULES, STARTS
 from ..fitting.presets import option_help
-from ..image.io import MAX_PIXELS, MODES
+from ..image.io import MODES
 from ..image.sampling import FILTERS
-from .argtypes import count, non_negative_float, positive_float, positive_int, size_arg
+from .argtypes import add_max_pixels, count, non_negative_float, positive_float, positive_int, size_arg
 from .common import report_fit, say
 from .status import ExitCode
 
@@ -25,9 +25,7 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                                                       "(default: rgb for colour images, else gray)")
     parser.add_argument("--size", type=size_arg, metavar="N|WxH",
                         help="resize first: N for the longest side (aspect kept) or WxH")
-    parser.add_argument("--max-pixels", type=positive_int, metavar="N",
-                        help=f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against "
-                             "decompression bombs)")
+    add_max_pixels(parser)
     parser.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
     for option in OPTIONS.values():
         if option.type is str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..image.io import MODES, load_picture, read_pixel_csv, save_image, write_pixel_csv
-from .argtypes import size_arg
+from ..image.io import MAX_PIXELS, MODES, load_picture, read_pixel_csv, save_image, write_pixel_csv
+from .argtypes import add_max_pixels, size_arg
 from .common import check_output, say
 from .status import ExitCode
 
@@ -19,6 +19,7 @@ def add_parser(commands) -> None:
                           help="resize first: N for the longest side (aspect kept) or WxH")
     encode_p.add_argument("--mode", choices=MODES, help="binary (threshold at 128), gray or rgb "
                                                         "(default: rgb for colour images, else gray)")
+    add_max_pixels(encode_p)
     encode_p.add_argument("--force", action="store_true", help="replace the output if it exists")
     encode_p.set_defaults(func=cmd_encode)
 
@@ -32,7 +33,7 @@ def add_parser(commands) -> None:
 
 def cmd_encode(args) -> int:
     check_output(args.output, args.force, reads=[args.image])
-    picture = load_picture(args.image, mode=args.mode, size=args.size)
+    picture = load_picture(args.image, mode=args.mode, size=args.size, max_pixels=args.max_pixels or MAX_PIXELS)
     write_pixel_csv(args.output, picture)
     say(f"wrote {args.output}: {picture.width}x{picture.height} {picture.mode}, "
         f"{picture.width * picture.height:,} rows")

@@ -58,6 +58,9 @@ MEMORY_ADVICE = {
 }
 MEMORY_ADVICE["fit-many"] = MEMORY_ADVICE["fit"] + "; or run fewer at once (--workers)"
 
+#: The commands that write checkpoints (the others write one file each, atomically).
+CHECKPOINTING = ("fit", "fit-many", "demo")
+
 
 def run(args: argparse.Namespace) -> int:
     """Run the command ``args.func`` with SIGTERM raising :class:`Terminated`; what it raises becomes one
@@ -87,5 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     except KeyboardInterrupt as exc:
         what = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"
-        say(f"{what}; the last checkpoint written is kept")
+        kept = "the last checkpoint written is kept" if args.command in CHECKPOINTING else \
+            "the file it was writing was not written (nothing half-written is left)"
+        say(f"{what}; {kept}")
         return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED

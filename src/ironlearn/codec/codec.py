@@ -168,12 +168,20 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         decoded = np.round(read(data).render() * 255)
         mse = float(np.mean((decoded / 255 - np.round(target * 255) / 255) ** 2))
         rate = 8 * len(data) / pixels
-        # With a target: the best file within it; with lambda: the best trade.
-        cost = (rate > bpp, mse) if bpp is not None else (mse + lmbda * rate,)
+        cost = _cost(rate, mse, bpp, lmbda)
         if best is None or cost < best[0]:
             best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, steps))
     result = best[1]
     return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - started, result.steps)
+
+
+def _cost(rate: float, mse: float, bpp: float | None, lmbda: float | None) -> tuple:
+    """How a file of ``rate`` bits a pixel and error ``mse`` ranks, the least first: with a target
+    ``bpp``, the best file within it, else (when none is) the smallest; with ``lmbda``, the best
+    trade.  (Over-target files used to rank by error too: a target no file met got the largest.)"""
+    if bpp is not None:
+        return (rate > bpp, max(rate - bpp, 0.0), mse)
+    return (mse + lmbda * rate,)
 
 
 def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,

@@ -95,18 +95,24 @@ def scaled_size(width: int, height: int, size, *, enlarge: bool = True) -> tuple
 
 # -- images ------------------------------------------------------------------------------
 def _megapixels(pixels: int) -> str:
-    return f"{pixels / 1e6:g} MP"
+    return f"{pixels / 1e6:.4g} MP"
 
 
-def _over_limit(path: str, width: int, height: int, max_pixels: int, what: str = "declares") -> InputError:
+def _over_limit(path: str, width: int, height: int, max_pixels: int, what: str = "declares",
+                flag: str | None = "--max-pixels") -> InputError:
+    """The error for a picture past ``max_pixels``; ``flag`` is the option that raises the limit
+    (None: the command has none)."""
+    if flag is None:
+        return InputError(f"{path} {what} {width}x{height} pixels, more than this command takes "
+                          f"({_megapixels(max_pixels)}); resize it first")
     if max_pixels == MAX_PIXELS:
         return InputError(f"{path} {what} {width}x{height} pixels, more than ironlearn reads "
-                          f"({_megapixels(max_pixels)}); resize it first, or raise --max-pixels")
-    return InputError(f"{path} {what} {width}x{height} pixels, over the limit you set (--max-pixels {max_pixels:,}); "
+                          f"({_megapixels(max_pixels)}); resize it first, or raise {flag}")
+    return InputError(f"{path} {what} {width}x{height} pixels, over the limit you set ({flag} {max_pixels:,}); "
                       "raise it, or resize the picture first")
 
 
-def _open(path: str, max_pixels: int = MAX_PIXELS) -> tuple[Image.Image, list[str]]:
+def _open(path: str, max_pixels: int = MAX_PIXELS, flag: str | None = "--max-pixels") -> tuple[Image.Image, list[str]]:
     """The image at ``path``, decoded once its declared size is known to be within ``max_pixels``,
     and the notes on how it was read (:func:`_notes`)."""
     if not os.path.exists(path):
@@ -123,7 +129,7 @@ def _open(path: str, max_pixels: int = MAX_PIXELS) -> tuple[Image.Image, list[st
         image = Image.open(path)
         width, height = image.size
         if width * height > max_pixels:
-            raise _over_limit(path, width, height, max_pixels)
+            raise _over_limit(path, width, height, max_pixels, flag=flag)
         notes = _notes(path, image)  # before load(), which forgets how the file stores its samples
         image.load()
     except InputError:
@@ -216,12 +222,14 @@ def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
     return gray
 
 
-def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = MAX_PIXELS) -> Picture:
+def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = MAX_PIXELS,
+                 flag: str | None = "--max-pixels") -> Picture:
     """Read an image or pixel CSV, resized to ``size`` and converted to ``mode``.
 
     ``mode`` None means rgb for colour images, gray otherwise (binary for a
     binary CSV).  ``size`` is N (longest side, aspect kept) or (W, H).  Files that
-    declare more than ``max_pixels`` are refused before they are decoded.
+    declare more than ``max_pixels`` are refused before they are decoded, with a message that
+    says to raise ``flag`` (None: a command without one).
     """
     path = os.fspath(path)
     if mode is not None and mode not in MODES:
@@ -231,7 +239,7 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
         values, csv_mode = read_pixel_csv(path)
         mode = mode or csv_mode
     else:
-        image, notes = _open(path, max_pixels)
+        image, notes = _open(path, max_pixels, flag)
         try:
             values = _decode(image, notes)
         except ValueError as exc:
