@@ -236,13 +236,18 @@ def test_bad_options(tmp_path, capsys, extra, message):
 @pytest.mark.parametrize("args,message", [
     (["compress", "{pic}", "-o", "{tmp}/c.ilc", "--bpp", "100"], "--bpp 100 is more than the 24 bits"),
     (["encode", "{pic}", "-o", "{tmp}/p.csv", "--max-pixels", "100"], "over the limit you set (--max-pixels 100)"),
+    (["encode", "{pic}", "-o", "{tmp}/p.png"], "encode writes a pixel CSV"),
+    (["decode", "{csv}", "-o", "{tmp}/d.csv"], "decode writes an image"),
+    (["decode", "{csv}", "-o", "{tmp}/d"], "decode writes an image"),
 ])
 def test_bad_options_of_other_commands(tmp_path, capsys, args, message):
-    """Checked before any work (--bpp used to fail after the 'compressing' line, naming no flag)."""
+    """Checked before any work (--bpp used to fail after the 'compressing' line, naming no flag;
+    encode and decode wrote CSV text or PNG bytes under any name)."""
     picture = make_picture(tmp_path / "disc.png")
-    args = [a.format(pic=picture, tmp=tmp_path) for a in args]
-    err = expect_clean_failure(capsys, tmp_path, args, message)
-    assert sorted(os.listdir(tmp_path)) == ["disc.png"]
+    assert run_cli(capsys, "encode", picture, "-o", tmp_path / "disc.csv")[0] == 0
+    args = [a.format(pic=picture, csv=tmp_path / "disc.csv", tmp=tmp_path) for a in args]
+    expect_clean_failure(capsys, tmp_path, args, message)
+    assert sorted(os.listdir(tmp_path)) == ["disc.csv", "disc.png"]
 
 
 def test_resume_at_another_size_says_so(run_folder, tmp_path, capsys):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..image.io import MAX_PIXELS, MODES, load_picture, read_pixel_csv, save_image, write_pixel_csv
+from ..fitting import UsageError
+from ..image.io import CSV_SUFFIXES, MAX_PIXELS, MODES, image_format, load_picture, read_pixel_csv, save_image, write_pixel_csv
 from .argtypes import add_max_pixels, size_arg
 from .common import check_output, say
 from .status import ExitCode
@@ -33,6 +34,8 @@ def add_parser(commands) -> None:
 
 def cmd_encode(args) -> int:
     check_output(args.output, args.force, reads=[args.image])
+    if not args.output.lower().endswith(CSV_SUFFIXES):
+        raise UsageError(f"{args.output}: encode writes a pixel CSV; give a name ending in .csv")
     picture = load_picture(args.image, mode=args.mode, size=args.size, max_pixels=args.max_pixels or MAX_PIXELS)
     write_pixel_csv(args.output, picture)
     say(f"wrote {args.output}: {picture.width}x{picture.height} {picture.mode}, "
@@ -42,6 +45,9 @@ def cmd_encode(args) -> int:
 
 def cmd_decode(args) -> int:
     check_output(args.output, args.force, reads=[args.csv])
+    if not image_format(args.output):
+        raise UsageError(f"{args.output}: decode writes an image in the format its name ends in; give a name "
+                         "ending in .png (or .bmp, .tif, .webp, ...)")
     pixels, mode = read_pixel_csv(args.csv)
     save_image(args.output, pixels)
     say(f"wrote {args.output}: {pixels.shape[1]}x{pixels.shape[0]} {mode}")

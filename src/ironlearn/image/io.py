@@ -264,11 +264,19 @@ def to_uint8(pixels: np.ndarray) -> np.ndarray:
     return out[..., 0] if out.ndim == 3 and out.shape[2] == 1 else out
 
 
+def image_format(path) -> str | None:
+    """The format Pillow writes for the suffix of ``path`` (``"PNG"`` for ``.png``); None when it
+    writes none."""
+    fmt = Image.registered_extensions().get(os.path.splitext(os.fspath(path))[1].lower())
+    return fmt if fmt in Image.SAVE else None
+
+
 def save_image(path, pixels: np.ndarray) -> None:
-    """Write ``(h, w, c)`` [0, 1] pixels (or uint8) atomically; the format follows the suffix."""
+    """Write ``(h, w, c)`` [0, 1] pixels (or uint8) atomically; the format follows the suffix
+    (PNG for a suffix no format has)."""
     array = pixels if pixels.dtype == np.uint8 else to_uint8(pixels)
     image = Image.fromarray(array)
-    fmt = Image.registered_extensions().get(os.path.splitext(os.fspath(path))[1].lower(), "PNG")
+    fmt = image_format(path) or "PNG"
     atomic_write(path, lambda file: image.save(file, format=fmt))
 
 
