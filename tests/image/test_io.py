@@ -65,6 +65,13 @@ def test_binary_csv_uses_one_for_black(tmp_path):
     assert mode == "binary" and pixels[0, 0, 0] == 0.0 and pixels[0, 1, 0] == 1.0  # black, white
 
 
+def test_a_csv_saved_by_excel_with_a_byte_order_mark_reads(tmp_path):
+    """Excel's "CSV UTF-8" starts with U+FEFF, which used to hide the x of the header."""
+    (tmp_path / "p.csv").write_bytes("\ufeffx,y,pixel_value\r\n0,0,1\r\n1,0,0\r\n0,1,0\r\n1,1,0\r\n".encode())
+    pixels, mode = read_pixel_csv(tmp_path / "p.csv")
+    assert mode == "binary" and pixels.shape == (2, 2, 1) and pixels[0, 0, 0] == 0.0
+
+
 @pytest.mark.parametrize("text,message", [
     ("", "empty"),
     ("a,b,c\n1,2,3\n", "missing column"),

@@ -309,7 +309,7 @@ def read_pixel_csv(path) -> tuple[np.ndarray, str]:
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
     try:
-        with open(path, newline="", encoding="utf-8") as file:
+        with open(path, newline="", encoding="utf-8-sig") as file:
             rows = list(csv.reader(file))
     except PermissionError:
         raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or copy it") from None
