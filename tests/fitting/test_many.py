@@ -1,5 +1,6 @@
 """fit-many: inputs, the local engine (faults, reruns, Ctrl-C, a killed driver or worker) and the Ray engine."""
 
+import csv
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import threading
 import pytest
 
 from helpers import children_of, make_picture, run_cli, wait_for
+from ironlearn import backend as backend_module
 from ironlearn.cli import ExitCode
 from ironlearn.fitting import FitOptions, UsageError
 from ironlearn.fitting import folder as run_folder
@@ -175,6 +177,25 @@ def test_missing_ray_is_one_clear_line(tmp_path, capsys, monkeypatch):
                            *QUICK)
     assert code == ExitCode.USAGE and err.count("\n") == 1, err
     assert "pip install 'ironlearn[ray]'" in err and "Traceback" not in err
+
+
+def test_missing_cupy_with_local_workers_is_one_line_before_anything_starts(tmp_path, capsys, monkeypatch):
+    """It used to come per picture, exit 1, after summary.csv was written."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setattr(backend_module, "_cupy", None)
+    make_picture(tmp_path / "a.png", 16)
+    args = [a for a in QUICK if a not in ("--device", "cpu")]
+    code, _, err = run_cli(capsys, "fit-many", tmp_path / "a.png", "--out", tmp_path / "out", *args, "--device", "cuda")
+    assert code == ExitCode.USAGE and err.count("\n") == 1 and "needs CuPy" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_fitting_the_output_folder_itself_never_takes_its_summary_for_a_picture(tmp_path, capsys):
+    make_picture(tmp_path / "a.png", 16)
+    for _ in range(2):
+        assert run_cli(capsys, "fit-many", tmp_path, "--out", tmp_path, *QUICK)[0] == ExitCode.OK
+    rows = list(csv.DictReader(open(tmp_path / "summary.csv")))
+    assert [(row["picture"], row["status"]) for row in rows] == [("a", "done")]
 
 
 def test_workers_get_their_share_of_threads_in_their_environment(monkeypatch):

@@ -84,9 +84,8 @@ def run(args: argparse.Namespace) -> int:
             "(files written before are intact)")
         return ExitCode.USAGE
     except OSError as exc:  # disk full, permissions, a folder vanished: no traceback, nothing half-written
-        where = f" {exc.filename}" if exc.filename else ""
-        say(f"ironlearn {args.command}: error: could not write{where}: {exc.strerror or exc} "
-            "(files written before are intact)")
+        where = f"{exc.filename}: " if exc.filename else ""  # read or written: the error does not say which
+        say(f"ironlearn {args.command}: error: {where}{exc.strerror or exc} (files written before are intact)")
         return ExitCode.USAGE
     except KeyboardInterrupt as exc:
         what = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"

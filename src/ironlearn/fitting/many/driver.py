@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from ...backend import cuda_module
 from .. import folder
 from ..options import FitOptions, UsageError, validate
 from ..outputs import describe_result
@@ -82,9 +83,11 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
         summary).
     """
     template = _template(options, force)
+    if engine == "local" and template.device == "cuda":
+        cuda_module()  # BackendError before anything starts (workers are fresh processes: no CUDA shared)
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
     earlier = summary.earlier(os.path.join(out, SUMMARY))  # first: a user's file there stops the command
-    sources = expand(inputs, summary.recorded_names(earlier, out))
+    sources = expand(inputs, summary.recorded_names(earlier, out), skip=[os.path.join(out, SUMMARY)])
     folder.create(out)
     show_bar = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
     with folder.RunLock(out):  # one fit-many per output folder

@@ -86,13 +86,15 @@ def unique_names(paths: list[str], recorded: dict | None = None) -> list[str]:
     return names
 
 
-def expand(inputs, recorded: dict | None = None) -> list[Source]:
+def expand(inputs, recorded: dict | None = None, skip=()) -> list[Source]:
     """The pictures that ``inputs`` (files, folders and globs) name, each once, in the order given,
-    named as :func:`unique_names` does with ``recorded``.
+    named as :func:`unique_names` does with ``recorded``; never the files ``skip`` names (the
+    summary of the run itself, when its folder is among the inputs).
 
     Raises UsageError for a folder or glob with no pictures, and when there are none at all.
     """
-    suffixes, paths, seen = picture_suffixes(), [], set()
+    suffixes, paths = picture_suffixes(), []
+    seen = {os.path.realpath(path) for path in map(os.fspath, skip)}
     for text in map(os.fspath, inputs):
         for path in _expand(text, suffixes):
             key = os.path.realpath(path)

@@ -69,7 +69,7 @@ def failure(exc: BaseException) -> str:
         return (f"training diverged at step {exc.step}: loss {exc.loss:.4g} at learning rate {exc.lr:.3g}; "
                 f"try a lower one, e.g. --lr {exc.lr / 10:.2g}")
     if isinstance(exc, OSError):
-        return one_line(f"could not write {exc.filename or ''}: {exc.strerror or exc}")
+        return one_line((f"{exc.filename}: " if exc.filename else "") + f"{exc.strerror or exc}")
     if isinstance(exc, (UsageError, InputError, CheckpointError, BackendError)):
         return one_line(exc)
     return one_line(f"{type(exc).__name__}: {exc}")  # a bug, but still one picture's
