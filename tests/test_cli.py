@@ -217,7 +217,7 @@ def test_encode_decode_round_trip(tmp_path, picture, capsys):
     (["fit", "{picture}", "--model", "classic", "--width", "64"], "does not apply"),
     (["fit", "{picture}", "--resume", "--start", "random"], "drop --start"),
     (["fit", "{picture}", "--model", "siren", "--depth", "0"], "depth must be at least 1"),  # a linear head: grid only
-    (["render", "{picture}", "--size", "70000", "-o", "{tmp}/x.png"], "not a readable ironlearn checkpoint"),
+    (["render", "{picture}", "--size", "70000", "-o", "{tmp}/x.png"], "not a readable ironlearn model or checkpoint"),
     (["render", "{model}", "--size", "70000", "-o", "{tmp}/x.png"], "above the limit"),
     (["render", "{model}", "--size", "8", "-o", "{picture}"], "already exists"),
     (["decode", "{csv}", "-o", "{tmp}/d.png"], "missing column"),

@@ -191,8 +191,9 @@ def test_damaged_models(run_folder, tmp_path, capsys, damage, message):
 def test_damaged_checkpoint_on_resume(run_folder, tmp_path, capsys):
     ckpt = run_folder / "checkpoint.npz"
     ckpt.write_bytes(ckpt.read_bytes()[:1000])
-    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
-                                            "--steps", 40], "truncated or corrupt")
+    err = expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
+                                                  "--steps", 40], "cannot be resumed: it is damaged (")
+    assert "start over with --force" in err  # it used to say "give a model.npz", which --resume cannot take
 
 
 def test_resume_from_another_image(run_folder, tmp_path, capsys):

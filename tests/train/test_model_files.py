@@ -182,7 +182,7 @@ def test_a_text_file_is_not_advised_to_be_loaded_unsafely(capsys, tmp_path):
     path.write_text("my notes, not a model\n" * 20)
     expect_refused(capsys, tmp_path, path, "not a zip archive")
     code, _, err = run_cli(capsys, "info", path)
-    assert "pickle" not in err and "unsafe" not in err and "model.npz or checkpoint.npz that ironlearn wrote" in err
+    assert "pickle" not in err and "unsafe" not in err and "the model.npz or checkpoint.npz of a run of 'ironlearn fit'" in err
 
 
 def test_a_compressed_archive_is_refused_clearly(tmp_path, model_file):

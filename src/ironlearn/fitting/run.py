@@ -79,7 +79,14 @@ def fit(options: FitOptions, *, log=print) -> dict:
         return _fit(options, None, log)
     path = folder.check_resumable(options.run_folder)
     with folder.RunLock(options.run_folder):  # before reading: a fit running there would change the file
-        return _fit(options, checkpoint.load(path), log)
+        try:
+            saved = checkpoint.load(path)
+        except checkpoint.CheckpointError as exc:
+            if getattr(exc, "why", None) is None:
+                raise
+            raise checkpoint.CheckpointError(f"{path} cannot be resumed: it is damaged ({exc.why}); put back a copy "
+                                             "of it, or start over with --force") from None
+        return _fit(options, saved, log)
 
 
 def _fit(options: FitOptions, saved, log) -> dict:

@@ -183,8 +183,10 @@ def read_meta(path) -> dict:
 def _unreadable(path: str, why: str = "truncated or corrupt") -> CheckpointError:
     # Never NumPy's or zipfile's own text: for a file that is not an archive NumPy suggests loading
     # it "unsafely" with allow_pickle, which ironlearn must never advise.
-    return CheckpointError(f"{path}: not a readable ironlearn checkpoint ({why}); "
-                           "give a model.npz or checkpoint.npz that ironlearn wrote")
+    error = CheckpointError(f"{path}: not a readable ironlearn model or checkpoint ({why}); give the model.npz "
+                            "or checkpoint.npz of a run of 'ironlearn fit', or a file of 'ironlearn compress'")
+    error.why = why  # for a caller with better advice (a resume)
+    return error
 
 
 @contextlib.contextmanager
@@ -226,7 +228,7 @@ def _array_headers(path: str, archive) -> dict:
         if not info.filename.endswith(".npy"):
             raise _unreadable(path, f"it holds {reprlib.repr(info.filename)}, which is not an array")
         if info.compress_type != zipfile.ZIP_STORED:
-            raise _unreadable(path, "its arrays are compressed; ironlearn reads the uncompressed .npz it writes")
+            raise _unreadable(path, "its arrays are compressed, as a run's frames.npz is: models are stored plain")
         room -= info.compress_size
         if info.file_size != info.compress_size or room < 0:
             raise _unreadable(path)
