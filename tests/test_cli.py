@@ -222,6 +222,7 @@ def test_encode_decode_round_trip(tmp_path, picture, capsys):
     (["render", "{model}", "--size", "8", "-o", "{picture}"], "already exists"),
     (["decode", "{csv}", "-o", "{tmp}/d.png"], "missing column"),
     (["info", "{text}"], "not a readable"),
+    (["render", "{model}", "--scale", "1e400", "-o", "{tmp}/x.png"], "'1e400' is not a finite number"),  # "above 0"
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, picture, fitted, capsys, args, message):
     (tmp_path / "empty.png").write_bytes(b"")

@@ -166,7 +166,9 @@ def test_quiet_means_quiet_and_progress_picks_the_style(tmp_path, capsys, flags,
     code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 5, "--device", "cpu",
                            "--width", "16", "--depth", "1", *flags)
     lines = err.strip().splitlines()
-    assert code == 0 and lines[-3].startswith("done:"), err
+    quiet = flags == ["--quiet"]
+    assert code == 0 and lines[-1 if quiet else -3].startswith("done:"), err  # --quiet: the result, no hints
+    assert any(line.startswith("next:") for line in lines) != quiet, err
     assert any(line.startswith("step ") for line in lines) == steps_shown, err
     assert any(line.startswith("fitting ") for line in lines) == chatter, err
 

@@ -80,7 +80,7 @@ def _newer(meta, arrays):
 
 
 @pytest.mark.parametrize("case", ["not a model", "newer format", "undrawable layer", "two outputs", "missing",
-                                  "empty folder", "not html", "bad port"])
+                                  "empty folder", "not html", "bad port", "port without serve"])
 def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys, model_file, case):
     args = []
     if case == "not a model":
@@ -103,16 +103,18 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys, model_file, case):
         source.mkdir()
     elif case == "not html":
         source, args = model_file, ["-o", tmp_path / "page.png"]
-    else:
+    elif case == "bad port":
         source, args = model_file, ["--serve", "--port", "70000"]
+    else:  # it was ignored without a word
+        source, args = model_file, ["--port", "8001"]
     code, out, err = run_cli(capsys, "view", source, *args)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and out == ""
     expected = {"not a model": "not a readable ironlearn", "newer format": "newer", "undrawable layer": "Cube",
                 "two outputs": "2 outputs", "missing": "no such file", "empty folder": "no model.npz",
-                "not html": ".html", "bad port": "port"}[case]
+                "not html": ".html", "bad port": "port", "port without serve": "add --serve"}[case]
     assert expected in err
-    assert not (tmp_path / "viewer.html").exists() or case in ("not html", "bad port")
+    assert not (tmp_path / "viewer.html").exists() or case in ("not html", "bad port", "port without serve")
 
 
 def test_serve_answers_until_ctrl_c(tmp_path, model_file):

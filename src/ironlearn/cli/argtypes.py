@@ -16,7 +16,9 @@ def _number(kind, low, inclusive=True, what="a number"):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value != value or value in (float("inf"), float("-inf")) or (value < low if inclusive else value <= low):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if value < low if inclusive else value <= low:
             raise argparse.ArgumentTypeError(f"{text!r} must be {'at least' if inclusive else 'above'} {low}")
         return value
     convert.__name__ = what

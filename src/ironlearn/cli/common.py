@@ -49,8 +49,11 @@ def check_output(path: str, force: bool, reads=()) -> None:
         raise UsageError(f"cannot write to {folder}; choose another output path")
 
 
-def report_fit(result: dict, out: str) -> None:
+def report_fit(result: dict, out: str, *, quiet: bool = False) -> None:
+    """The result of a fit, and (unless ``quiet``) what to run next."""
     say(f"done: {describe_result(result)}; outputs in {out}/")
+    if quiet:
+        return
     folder = shlex.quote(out)
     say(f"next: ironlearn view {folder}   (zoom into the network live, in a browser)\n"
         f"      ironlearn render {folder} --scale 4 -o {shlex.quote(os.path.basename(os.path.normpath(out)))}-x4.png")

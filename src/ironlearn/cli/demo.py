@@ -53,7 +53,7 @@ def cmd_demo(args) -> int:
     render_png(saved.model.to(backend), big, 4 * result["width"], 4 * result["height"], backend, 1)
     say(f"also: {big} ({4 * result['width']}x{4 * result['height']}) and {os.path.join(args.out, 'timelapse.gif')} "
         "(the network learning)")
-    report_fit(result, args.out)
+    report_fit(result, args.out, quiet=args.quiet)
     return ExitCode.OK
 
 

@@ -111,5 +111,5 @@ def add_parser(commands) -> None:
 def cmd_fit(args) -> int:
     options = fit_options(args)
     result = fit(options, log=say)
-    report_fit(result, options.run_folder)
+    report_fit(result, options.run_folder, quiet=options.quiet)
     return ExitCode.OK
