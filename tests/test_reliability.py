@@ -196,6 +196,19 @@ def test_damaged_checkpoint_on_resume(run_folder, tmp_path, capsys):
     assert "start over with --force" in err  # it used to say "give a model.npz", which --resume cannot take
 
 
+def test_a_resume_says_when_it_cannot_continue_the_history_or_time_lapse(run_folder, tmp_path, capsys):
+    """Both are rebuilt from the resume's step; they used to be dropped without a word."""
+    (run_folder / "history.csv").write_text("not,a\nhistory\n")
+    (run_folder / "frames.npz").write_bytes((run_folder / "frames.npz").read_bytes()[:300])
+    code, _, err = run_cli(capsys, "fit", tmp_path / "disc.png", "--out", run_folder, "--resume", "--steps", 40,
+                           *[a for a in FAST if a != "--quiet"], "--progress", "none")
+    assert code == 0, err
+    assert "note: history.csv could not be read; the loss history starts again at step 20" in err
+    assert "note: frames.npz could not be read; the time-lapse starts again at step 20" in err
+    steps = [int(row.split(",")[0]) for row in (run_folder / "history.csv").read_text().splitlines()[1:]]
+    assert steps and min(steps) >= 20 and max(steps) == 40
+
+
 def test_resume_from_another_image(run_folder, tmp_path, capsys):
     other = make_picture(tmp_path / "other.png", size=40)
     expect_clean_failure(capsys, tmp_path, ["fit", other, "--out", run_folder, "--resume", "--steps", 40],

@@ -40,17 +40,23 @@ class Recorder(History):
         writer.writerows(self.rows)
         write_bytes(path, buffer.getvalue().encode())
 
-    def restore(self, path, upto_step: int) -> None:
-        """Load the rows written before, up to ``upto_step`` (a lost history is not worth stopping for)."""
+    def restore(self, path, upto_step: int) -> bool:
+        """Load the rows written before, up to ``upto_step``; False when the file is there but
+        unreadable (a lost history is not worth stopping for, but worth a note)."""
         if not os.path.isfile(path):
-            return
+            return True
         try:
             with open(path, newline="") as file:
-                rows = [{k: v if k == "psnr_of" else float(v) for k, v in row.items()} for row in csv.DictReader(file)]
-        except (OSError, ValueError, TypeError):
-            return
-        self.rows = [{**row, "step": int(row["step"]), "psnr_of": row.get("psnr_of") or self.psnr_of}
-                     for row in rows if row["step"] <= upto_step]
+                reader = csv.DictReader(file)
+                rows = [{k: v if k == "psnr_of" else float(v) for k, v in row.items()} for row in reader]
+            if "step" not in (reader.fieldnames or ()):
+                return False
+            rows = [{**row, "step": int(row["step"]), "psnr_of": row.get("psnr_of") or self.psnr_of}
+                    for row in rows if row["step"] <= upto_step]
+        except (OSError, ValueError, TypeError, KeyError, OverflowError):
+            return False
+        self.rows = rows
+        return True
 
 
 def run_metrics(plan, trainer, score, backend) -> dict:

@@ -116,7 +116,7 @@ def _fit(options: FitOptions, saved, log) -> dict:
 
 def _run(plan: RunPlan, picture, saved, backend, log) -> dict:
     folder.clean(plan.out)
-    job = build(plan, picture, saved, backend)
+    job = build(plan, picture, saved, backend, None if plan.quiet else log)
     if job.plan.nothing_left:
         log(nothing_left_message(job.plan))
     else:
@@ -159,9 +159,9 @@ class Job:
         self.snapshots.forget_after(self.trainer.step)
 
 
-def build(plan: RunPlan, picture, saved, backend) -> Job:
+def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     """The model, data, optimizer, trainer and callbacks for ``plan`` (calibrating its step count
-    when only a time budget was given)."""
+    when only a time budget was given); ``log`` gets its notes."""
     model = (saved.model if saved is not None else new_model(plan, picture)).to(backend)
     data = training_data(plan, picture, backend)
     if plan.steps is None:
@@ -172,7 +172,7 @@ def build(plan: RunPlan, picture, saved, backend) -> Job:
     trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval,
                       max_loss=MAX_LOSS, backend=backend, count_callbacks=True, held=held_parameters(plan, model))
     trainer.train_seconds = plan.prior_seconds
-    recorder, snapshots = _records(plan, model, backend)
+    recorder, snapshots = _records(plan, model, backend, log or (lambda message: None))
     checkpointer = Checkpointer(
         os.path.join(plan.out, folder.CHECKPOINT), trigger=_save_trigger(plan),
         settings=lambda trainer: job.settings(trainer),
@@ -300,13 +300,15 @@ def _save_trigger(plan: RunPlan) -> Every:
     return Every(plan.checkpoint_interval, CHECKPOINT_SECONDS, since=plan.prior_seconds)
 
 
-def _records(plan: RunPlan, model, backend) -> tuple[Recorder, Snapshots]:
-    """The history and the time-lapse, continued from the run folder on a resume."""
+def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
+    """The history and the time-lapse, continued from the run folder on a resume (each starts
+    again at the resume's step, with a note, when its file there is damaged)."""
     recorder = Recorder(plan.history_interval, exact=plan.every_pixel)
     snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
     if plan.resume:
-        recorder.restore(os.path.join(plan.out, folder.HISTORY), plan.start_step)
-        snapshots.restore(os.path.join(plan.out, folder.FRAMES), plan.start_step)
+        for record, name, what in ((recorder, folder.HISTORY, "loss history"), (snapshots, folder.FRAMES, "time-lapse")):
+            if not record.restore(os.path.join(plan.out, name), plan.start_step):
+                log(f"note: {name} could not be read; the {what} starts again at step {plan.start_step:,}")
     if not snapshots.frames:
         snapshots.capture(model, plan.start_step)
     return recorder, snapshots

@@ -69,19 +69,22 @@ class Snapshots(Callback):
         arrays = {"frames": np.stack(self.frames), "steps": np.array(self.steps)}
         atomic_write(path, lambda file: np.savez_compressed(file, **arrays))
 
-    def restore(self, path, upto_step: int) -> None:
-        """Load frames saved by :meth:`save`, keeping those at or before ``upto_step``."""
+    def restore(self, path, upto_step: int) -> bool:
+        """Load frames saved by :meth:`save`, keeping those at or before ``upto_step``; False when
+        the file is there but unreadable or of another size (a lost time-lapse is not worth
+        stopping a resume for, but worth a note)."""
         if not os.path.isfile(path):
-            return
+            return True
         try:
             with np.load(path) as archive:
                 frames, steps = archive["frames"], archive["steps"]
-        except Exception:  # a lost time-lapse is not worth stopping a resume for
-            return
-        keep = steps <= upto_step
-        if frames.shape[1:3] != self.size[::-1]:
-            return
+            keep = steps <= upto_step
+        except Exception:
+            return False
+        if frames.ndim < 3 or frames.shape[1:3] != self.size[::-1] or keep.shape != frames.shape[:1]:
+            return False
         self.frames, self.steps = list(frames[keep]), [int(s) for s in steps[keep]]
+        return True
 
     def write_gif(self, path, frame_ms: int = 80, hold_ms: int = 1500) -> None:
         write_gif(path, self.frames, self.steps, frame_ms, hold_ms)
