@@ -126,6 +126,9 @@ def create(out: str) -> None:
     """Make the folder ``out`` (and its parents); UsageError when that cannot be done."""
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
+    if os.path.islink(out) and not os.path.exists(out):
+        raise UsageError(f"--out {out} is a link to {os.readlink(out)}, which does not exist; create that folder, "
+                         "or choose another --out")
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
