@@ -15,6 +15,8 @@ The layers, optimizers and trainer underneath are the library proper (``ironlear
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 import os
 from dataclasses import dataclass, field
 
@@ -22,14 +24,19 @@ import numpy as np
 
 from . import codec
 from .backend import get_backend
-from .fitting import OPTIONS, FitOptions
+from .fitting import OPTIONS, FitOptions, UsageError
 from .fitting import fit as fit_job
 from .fitting import folder
 from .image.render import render as render_bands
 from .image.render import render_size
 from .nn.model import Sequential
-from .train import load_checkpoint
+from .image.coords import check_view
+from .train import CheckpointError, load_checkpoint
+from .viewer import ViewerError
 from .viewer.run import locate_model
+
+#: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
+FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,11 @@ def fit(picture, out: str | None = None, *, progress: bool = False, **options) -
     """
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
     quiet = options.pop("quiet", not progress)
+    unknown = sorted(set(options) - FIT_NAMES)
+    if unknown:
+        hint = " (--table-log2 is log2_table_size)" if "table_log2" in unknown else ""
+        raise UsageError(f"fit() takes no option {unknown[0]!r}{hint}; it takes the command's options by their "
+                         f"Python names: {', '.join(sorted(FIT_NAMES))}")
     fit_options = FitOptions(input=os.fspath(picture), out=None if out is None else os.fspath(out),
                              model_options=model_options, quiet=quiet, **options)
     fit_job(fit_options, log=print if progress else (lambda message: None))
@@ -127,7 +139,10 @@ def load(path) -> Run | codec.Decoded:
     """
     if codec.container.is_compressed(path):
         return codec.read(codec.container.read_file(path))
-    model_path = locate_model(path)
+    try:
+        model_path = locate_model(path)
+    except ViewerError as exc:  # no such file, a folder without a model: as the docstring says
+        raise CheckpointError(str(exc)) from None
     saved = load_checkpoint(model_path)
     run_folder = os.path.dirname(os.path.abspath(model_path))
     in_a_run = os.path.basename(model_path) in (folder.MODEL, folder.CHECKPOINT)
@@ -146,7 +161,8 @@ def render(model, size=None, *, scale: float | None = None, view=None, device: s
         N for the longest side (the training aspect kept), or ``(width, height)``.
     scale : float, optional
         Instead of ``size``: this many times the training size (a :class:`Run` or a compressed
-        picture, whose size it has; for a compressed picture, neither means its own size).
+        picture, whose size it has; for either, neither means its own size).  A bare
+        :class:`~ironlearn.nn.Sequential` knows no size: give one.
     view : (x0, y0, x1, y1), optional
         Only this region of the [-1, 1] square (y grows downward), sized as the region's share of
         the training size; a compressed picture fills the square, so its view stays inside.
@@ -161,38 +177,68 @@ def render(model, size=None, *, scale: float | None = None, view=None, device: s
     Raises
     ------
     ValueError
-        No size and no scale (for a network), a size beyond the largest render, or a view that
-        leaves a compressed picture.
+        No size (for a bare network), a size, scale or view the command would refuse, a size
+        beyond the largest render, or a view that leaves a compressed picture.
+    TypeError
+        ``model`` is none of the above.
     """
     if isinstance(model, (str, os.PathLike)):
         model = load(model)
+    _check_render_arguments(size, scale, view)
     if isinstance(model, codec.Decoded):
         return model.redraw(size, scale, view)
+    if not isinstance(model, (Run, Sequential)):
+        raise TypeError(f"render() draws a Run, a Sequential, a codec.Decoded or a path, not {type(model).__name__}")
     trained = model.size if isinstance(model, Run) else None
     network = model.model if isinstance(model, Run) else model
+    if size is None and scale is None and trained is not None:
+        scale = 1.0  # the training size (or, with a view, its pixel pitch), as for a compressed picture
     width, height = render_size(trained, size, scale, view)
     backend = get_backend(device)
     return render_bands(network.to(backend), width, height, backend, view=view)
 
 
 def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
-             mode: str | None = None):
+             mode: str | None = None, force: bool = False):
     """Compress a picture (a path, or an array as :func:`ironlearn.codec.compress_array` takes)
     into a small file that decodes at any size, as ``ironlearn compress`` does; writes it to
-    ``out`` (atomically) when given.  Returns :class:`ironlearn.codec.Compressed`: the bytes,
-    their bits per pixel, the PSNR and the time.
+    ``out`` (atomically) when given: a new file, or with ``force`` one that exists, never the
+    picture itself.  Returns :class:`ironlearn.codec.Compressed`: the bytes, their bits per
+    pixel, the PSNR and the time.
 
         result = ironlearn.compress("photo.png", "photo.ilc", bpp=0.5)
         pixels = ironlearn.decompress("photo.ilc", scale=2)    # (2H, 2W, C) float32 in [0, 1]
+
+    Raises UsageError for an ``out`` that exists (without ``force``), is the picture, or lies in
+    a missing or unwritable folder; before any work.
     """
+    from .cli.common import check_output
     from .files import write_bytes
     from .image.io import load_picture
 
-    values = load_picture(picture, mode=mode).values if isinstance(picture, (str, os.PathLike)) else picture
+    is_path = isinstance(picture, (str, os.PathLike))
+    if out is not None:
+        check_output(os.fspath(out), force, reads=[os.fspath(picture)] if is_path else [])
+    values = load_picture(picture, mode=mode).values if is_path else picture
     result = codec.compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds)
     if out is not None:
         write_bytes(out, result.data)
     return result
+
+
+def _check_render_arguments(size, scale, view) -> None:
+    """ValueError for a size, scale or view the command line would have refused."""
+    sides = size if isinstance(size, (tuple, list)) else [] if size is None else [size]
+    if size is not None and (len(sides) not in (1, 2) or not all(
+            isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1 for n in sides)):
+        raise ValueError(f"size must be N (the longest side) or (width, height), whole numbers from 1 (got {size!r})")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
+                              or not 0 < scale < float("inf")):
+        raise ValueError(f"scale must be a finite number above 0 (got {scale!r})")
+    if view is not None:
+        if not isinstance(view, (tuple, list)) or len(view) != 4:
+            raise ValueError(f"view must be (x0, y0, x1, y1), four numbers (got {view!r})")
+        check_view(tuple(view))
 
 
 def decompress(source, size=None, *, scale: float | None = None, view=None) -> np.ndarray:
@@ -200,5 +246,6 @@ def decompress(source, size=None, *, scale: float | None = None, view=None) -> n
     longest side, or ``(W, H)``) or at ``scale`` times it: ``(H, W, C)`` float32 in [0, 1].
     ``view`` ``(x0, y0, x1, y1)`` draws only that region of the [-1, 1] square the picture
     spans (y down), as :func:`render` does."""
+    _check_render_arguments(size, scale, view)
     data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.container.read_file(source)
     return codec.read(data).redraw(size, scale, view)

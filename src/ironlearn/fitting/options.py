@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 
@@ -68,9 +69,18 @@ def _flag(name: str) -> str:
     return OPTIONS[name].flag if name in OPTIONS else "--" + name.replace("_", "-")
 
 
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _check_positive(name: str, value, integer: bool, low: int = 1) -> None:
     if value is None:
         return
+    # Python callers pass values the command line would have parsed: "10", 1.5 or True.
+    if integer and not _is_whole(value):
+        raise UsageError(f"{_flag(name)} must be a whole number (got {value!r})")
+    if not integer and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+        raise UsageError(f"{_flag(name)} must be a number (got {value!r})")
     if integer and value < low:
         raise UsageError(f"{_flag(name)} must be at least {low} (got {value})")
     if not integer and not (value > 0 and math.isfinite(value)):
@@ -97,6 +107,16 @@ def validate(options: FitOptions) -> None:
         _check_positive(name, getattr(options, name), integer=True)
     for name in ("time_budget", "lr"):
         _check_positive(name, getattr(options, name), integer=False)
+    for name in ("seed", "batch_size", "max_pixels"):
+        _check_positive(name, getattr(options, name), integer=True, low=0 if name != "max_pixels" else 1)
+    if options.lr_min is not None and (isinstance(options.lr_min, bool) or not isinstance(options.lr_min, numbers.Real)):
+        raise UsageError(f"--lr-min must be a number (got {options.lr_min!r})")
+    size = options.size
+    if size is not None and not (_is_whole(size) or (isinstance(size, (tuple, list)) and len(size) == 2
+                                                     and all(_is_whole(side) for side in size))):
+        raise UsageError(f"--size must be N (the longest side) or (width, height), whole numbers (got {size!r})")
+    if size is not None and min(size if isinstance(size, (tuple, list)) else [size]) < 1:
+        raise UsageError(f"--size must be at least 1 (got {size!r})")
     for name, value in options.model_options.items():
         if OPTIONS[name].type is not str:
             _check_positive(name, value, integer=OPTIONS[name].type is int, low=0 if OPTIONS[name].zero else 1)

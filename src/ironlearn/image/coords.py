@@ -35,6 +35,17 @@ def parse_view(text: str) -> tuple[float, float, float, float]:
         values = tuple(float(part) for part in text.split(","))
     except ValueError:
         raise ValueError(f"view {text!r} is not x0,y0,x1,y1 (four numbers)") from None
+    return check_view(values, text)
+
+
+def check_view(view, text: str | None = None) -> tuple[float, float, float, float]:
+    """``view`` ``(x0, y0, x1, y1)`` as floats if it is one (four finite numbers, x0 < x1 and y0 < y1,
+    within +-:data:`VIEW_LIMIT`); else ValueError quoting ``text`` (default: the numbers)."""
+    try:
+        values = tuple(float(v) for v in view)
+    except (TypeError, ValueError):
+        raise ValueError(f"view {view!r} is not x0,y0,x1,y1 (four numbers)") from None
+    text = text if text is not None else ",".join(f"{v:g}" for v in values)
     if len(values) != 4 or not all(np.isfinite(values)):
         raise ValueError(f"view {text!r} is not x0,y0,x1,y1 (four finite numbers)")
     if max(abs(v) for v in values) > VIEW_LIMIT:

@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
+
+
+def generator(rng) -> np.random.Generator:
+    """``rng`` as a Generator: a Generator as it is, a whole number as the seed of a new one (so
+    ``mlp(2, 1, rng=0)`` works as ``rng=np.random.default_rng(0)`` does)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be a numpy Generator (np.random.default_rng(seed)) or a whole-number seed "
+                    f"(got {type(rng).__name__})")
 
 
 def uniform(rng: np.random.Generator, shape, bound: float) -> np.ndarray:

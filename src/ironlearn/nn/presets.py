@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from .encodings import FourierFeatures, HashGrid
+from .init import generator
 from .layers import ACTIVATIONS, Linear, Sine
 from .model import Sequential
 
@@ -25,6 +26,7 @@ def mlp(in_size: int, out_size: int, width: int = 128, depth: int = 3, activatio
         final_activation: str | None = None, *, rng) -> Sequential:
     """``depth`` hidden layers of ``width`` units with ``activation`` (0: none), then a linear
     output (followed by ``final_activation`` when given)."""
+    rng = generator(rng)
     if activation not in _INIT_FOR:
         raise ValueError(f"unknown activation {activation!r}: use one of {', '.join(_INIT_FOR)}")
     if width < 1 or depth < 0:
@@ -41,6 +43,7 @@ def mlp(in_size: int, out_size: int, width: int = 128, depth: int = 3, activatio
 def siren(in_size: int, out_size: int, width: int = 256, depth: int = 3, w0: float = 30.0,
           final_activation: str | None = None, *, rng) -> Sequential:
     """SIREN: ``depth`` sine layers of ``width`` units (frequency ``w0``), then a linear output."""
+    rng = generator(rng)
     if width < 1 or depth < 1:
         raise ValueError(f"width and depth must be at least 1 (got width={width}, depth={depth})")
     layers = [Linear(in_size, width, rng=rng, init="siren_first", w0=w0), Sine(w0)]
@@ -54,6 +57,7 @@ def classic(in_size: int = 2, out_size: int = 1, *, rng) -> Sequential:
     """The original Iron Learn image network, kept for comparison:
     2 -> 128 -> 128 -> 256 -> 128 -> 64 -> 64 -> 64 -> 1, tanh hidden, sigmoid out
     (99,457 parameters)."""
+    rng = generator(rng)
     sizes = [in_size, 128, 128, 256, 128, 64, 64, 64]
     layers = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
@@ -65,6 +69,7 @@ def classic(in_size: int = 2, out_size: int = 1, *, rng) -> Sequential:
 def fourier(in_size: int, out_size: int, frequencies: int = 128, sigma: float = 10.0, width: int = 128,
             depth: int = 2, *, rng) -> Sequential:
     """Random Fourier features (``frequencies`` sin/cos pairs, scale ``sigma``), then a ReLU MLP."""
+    rng = generator(rng)
     encoding = FourierFeatures(in_size, frequencies, sigma, rng=rng)
     head = mlp(2 * frequencies, out_size, width=width, depth=depth, activation="relu", rng=rng)
     return Sequential(encoding, *head.layers)
@@ -82,6 +87,7 @@ def hashgrid(in_size: int, out_size: int, levels: int = 16, features: int = 2, l
     mix of the grid's features.  On a level of a vertex per pixel read by a B-spline, that is a
     spline of the picture in logit space, which redraws without the folds a ReLU head draws
     between pixels (see ``pixel_spline`` in ``fitting/presets.py``)."""
+    rng = generator(rng)
     if in_size != 2:
         raise ValueError(f"the hash grid encodes 2-D coordinates (got in_size={in_size})")
     encoding = HashGrid(levels, features, log2_table_size, coarsest, finest, centred, interpolation, detail, finest_y,

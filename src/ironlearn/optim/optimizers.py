@@ -35,6 +35,9 @@ class Optimizer:
     slot_names: tuple = ()  # the arrays this optimizer keeps per parameter
 
     def __init__(self, params: dict, lr=1e-3):
+        if not isinstance(params, dict):
+            raise TypeError(f"{type(self).__name__} takes the model's named_parameters() (a dict of arrays), "
+                            f"not {type(params).__name__}")
         self.params = params
         self.schedule = lr if callable(lr) else constant(lr)
         self.step_count = 0

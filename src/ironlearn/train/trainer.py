@@ -84,6 +84,10 @@ class Trainer:
             raise ValueError(f"inputs and targets differ in length ({len(inputs)} vs {len(targets)})")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1 (got {batch_size})")
+        params = model.named_parameters()
+        if set(optimizer.params) != set(params) or any(optimizer.params[n] is not params[n] for n in params):
+            raise ValueError("the optimizer updates other arrays than this model's parameters: build it from "
+                             "model.named_parameters(), after model.to(...)")
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss
         self.inputs, self.targets = inputs, targets
         self.batches = batches or self._array_batch
