@@ -59,6 +59,32 @@ def test_a_vertex_per_pixel_starts_as_the_picture(photograph):
     np.testing.assert_allclose(drawn, np.clip(photograph.pixels, START_CLIP, 1 - START_CLIP), atol=2e-5)
 
 
+def test_past_the_vertex_cap_the_level_starts_as_the_picture_resized_to_it(photograph, monkeypatch):
+    """Past PIXEL_SPLINE_PIXELS (2^24, here made 2^14) the level has fewer vertices than the picture
+    has pixels, in its proportions, and starts as the picture resized to them: the model then
+    passes through the resized picture at its own size, and draws it as a spline at the picture's."""
+    from ironlearn.fitting import presets
+    from ironlearn.image.io import resized_channels
+
+    monkeypatch.setattr(presets, "PIXEL_SPLINE_PIXELS", 1 << 14)
+    across, down = presets.spline_sides(photograph.width, photograph.height)
+    assert (across, down) == (156, 104) and across * down <= 1 << 14  # 300x200 scaled by 0.52
+    options = PRESETS["hashgrid"].resolve({}, photograph.width, photograph.height, photograph.mode)
+    assert (options["finest"], options["finest_y"], options["levels"], options["depth"]) == (156, 104, 1, 0)
+    model = PRESETS["hashgrid"].build(3, options, np.random.default_rng(0))
+    assert start_from_picture(model, photograph)
+    small = resized_channels(photograph.values, across, down)
+    drawn = render(model, across, down, get_backend("cpu"))
+    np.testing.assert_allclose(drawn, np.clip(small, START_CLIP, 1 - START_CLIP), atol=2e-5)
+    # At the picture's size: about what bicubic upscaling of the resized picture draws.
+    from PIL import Image
+    upscaled = [np.asarray(Image.fromarray(small[..., c]).resize((300, 200), Image.BICUBIC)) for c in range(3)]
+    bicubic = psnr(np.clip(np.stack(upscaled, -1), 0, 1), photograph.pixels)
+    whole = psnr(render(model, photograph.width, photograph.height, get_backend("cpu")), photograph.pixels)
+    print(f"whole {whole:.2f} dB, bicubic {bicubic:.2f}")
+    assert whole > bicubic - 0.5
+
+
 @pytest.mark.parametrize("given", [{"depth": 2}, {"features": 2}, {"levels": 2}])
 def test_other_layouts_start_as_built(photograph, given):
     preset = PRESETS["hashgrid"]

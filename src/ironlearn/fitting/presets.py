@@ -187,13 +187,29 @@ def grid_detail(mode: str, longest: int, shortest: int, side: int) -> bool:
     return (mode == "rgb" and longest <= 256 and longest <= 2 * shortest and side >= 7 / 8 * shortest)
 
 
-#: The most pixels a picture may have to get :func:`pixel_spline`'s level: 2^24, 16.8 MP (4096x4096
-#: or any shape of as many pixels), the most a table of 2^24 rows (``--table-log2``'s limit) holds
-#: whole.  Measured in 60 s: 4096x4096, 59.84 dB at 1.01 GB peak (the pyramid: 28.55 dB at 0.57 GB),
-#: its table 201 MB; 4096x3072, 60.21 dB at 0.75 GB.  Past it the pyramid keeps memory in hand.
+#: The most vertices :func:`pixel_spline`'s level has: 2^24 (``--table-log2``'s limit), a vertex per
+#: pixel up to 16.8 MP (4096x4096 or any shape of as many pixels), fewer past it
+#: (:func:`spline_sides`).  Measured in 60 s: 4096x4096, 59.84 dB at 1.01 GB peak (the pyramid:
+#: 28.55 dB at 0.57 GB), its table 201 MB; 4096x3072, 60.21 dB at 0.75 GB.
 PIXEL_SPLINE_PIXELS = 1 << 24
 #: Features a vertex of :func:`pixel_spline`'s level, by mode.
 PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1}
+
+
+def spline_sides(width_px: int, height_px: int) -> tuple[int, int]:
+    """Vertices across and down of :func:`pixel_spline`'s level: one per pixel up to
+    :data:`PIXEL_SPLINE_PIXELS` pixels; past it, as many as that many rows hold, in the picture's
+    proportions (a vertex for every 1.73 x 1.73 pixels at 50 MP, 2.44 x 2.44 at 100 MP), where the
+    pyramid (a bounded budget of samples: half a sample a pixel in 60 s at 50 MP) drew a blur.
+    Measured, 60 s (fit PSNR, peak memory): 8192x6144 (50 MP) <FILL50>; 10000x10000 <FILL100>."""
+    pixels = width_px * height_px
+    if pixels <= PIXEL_SPLINE_PIXELS:
+        return width_px, height_px
+    scale = math.sqrt(PIXEL_SPLINE_PIXELS / pixels)
+    across, down = max(1, math.floor(width_px * scale)), max(1, math.floor(height_px * scale))
+    while across * down > PIXEL_SPLINE_PIXELS:  # rounding's last pixel
+        across, down = (across - 1, down) if across >= down else (across, down - 1)
+    return across, down
 
 
 def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
@@ -222,8 +238,7 @@ def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     62.37 dB (the pyramid in 60 s: 35.16 and 33.84); 4096x3072 in 60 s, 60.20 dB (28.27);
     4096x4096 in 60 s, 59.84 dB (28.55).
     """
-    past_thumbnails = max(width_px, height_px) > 256
-    return mode in PIXEL_SPLINE_FEATURES and past_thumbnails and width_px * height_px <= PIXEL_SPLINE_PIXELS
+    return mode in PIXEL_SPLINE_FEATURES and max(width_px, height_px) > 256
 
 
 def grid_filter(o: dict) -> str:
@@ -311,7 +326,8 @@ def hashgrid_size(width_px: int, height_px: int, mode: str, o: dict) -> dict:
             return _one_spline_level(o, side)
     if a_vertex_per_pixel:
         o = {**o, "features": o["features"] or PIXEL_SPLINE_FEATURES[mode]}
-        return _one_spline_level(o, width_px, height_px if height_px != width_px else 0)
+        across, down = spline_sides(width_px, height_px)
+        return _one_spline_level(o, across, down if down != across else 0)
     if mode == "rgb" and not chosen:
         sized = _coarse_pyramid_with_detail(width_px, height_px, mode, o)
         if grid_detail(mode, longest, min(width_px, height_px), sized["detail"]):

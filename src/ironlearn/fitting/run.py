@@ -22,7 +22,7 @@ import numpy as np
 from ..backend import get_backend, to_host
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
-from ..image.io import MAX_PIXELS, load_picture
+from ..image.io import MAX_PIXELS, load_picture, resized_channels
 from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, EveryPixel, PictureSampler, TileSampler
 from ..image.timelapse import Snapshots
 from ..nn import HashGrid, Linear, Sigmoid, mse
@@ -34,6 +34,7 @@ from . import folder
 from .options import FitOptions, UsageError, validate
 from .outputs import Recorder, write_outputs
 from .plan import RunPlan, check_saved, make_plan, resume_options
+from .presets import spline_sides
 
 CALIBRATION_STEPS = 6
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
@@ -266,7 +267,7 @@ def pixel_spline_layout(model, width: int, height: int, channels: int) -> bool:
         return False
     grid = layers[0]
     return (grid.levels == 1 and grid.centred and not grid.detail and not grid.hashed[0]
-            and (grid.sides[0], grid.sides_y[0]) == (width, height) and grid.features == channels)
+            and (grid.sides[0], grid.sides_y[0]) == spline_sides(width, height) and grid.features == channels)
 
 
 def start_from_picture(model, picture) -> bool:
@@ -286,7 +287,11 @@ def start_from_picture(model, picture) -> bool:
     if not pixel_spline_layout(model, picture.width, picture.height, picture.channels):
         return False
     grid, head, channels = model.layers[0], model.layers[1], picture.channels
-    pixels = to_host(picture.band()).reshape(picture.height, picture.width, channels).astype(np.float32)
+    across, down = spline_sides(picture.width, picture.height)
+    if (across, down) == (picture.width, picture.height):
+        pixels = to_host(picture.band()).reshape(picture.height, picture.width, channels).astype(np.float32)
+    else:  # fewer vertices than pixels: the picture resized to them, a channel at a time
+        pixels = resized_channels(to_host(picture.values), across, down)
     logits = np.clip(pixels, START_CLIP, 1 - START_CLIP, out=pixels)
     logits /= 1 - logits
     np.log(logits, out=logits)

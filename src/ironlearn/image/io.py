@@ -210,6 +210,19 @@ def _resize(values: np.ndarray, width: int, height: int) -> np.ndarray:
     return np.clip(np.stack(channels, axis=-1), 0, 1).astype(np.float32)
 
 
+def resized_channels(values: np.ndarray, width: int, height: int) -> np.ndarray:
+    """``(h, w, c)`` values (uint8 or float32) resized to ``width x height`` with Lanczos, as float32
+    in [0, 1], a channel at a time: a 100 MP picture never exists whole as floats.  A uint8 channel
+    is resized in 8 bits (rounded to half a level, far under what a resize loses)."""
+    out = np.empty((height, width, values.shape[2]), np.float32)
+    for c in range(values.shape[2]):
+        channel = np.ascontiguousarray(values[..., c] if values.dtype == np.uint8 else as_float(values[..., c]))
+        out[..., c] = np.asarray(Image.fromarray(channel).resize((width, height), Image.LANCZOS), np.float32)
+    if values.dtype == np.uint8:
+        out *= np.float32(1 / 255)
+    return np.clip(out, 0, 1, out=out)
+
+
 def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
     """Convert ``(h, w, c)`` values (uint8 or float32) to ``mode``, keeping uint8 where no arithmetic
     is needed; binary thresholds at 128/255 like the original (and is stored as uint8 0 or 255)."""
