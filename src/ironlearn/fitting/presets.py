@@ -201,7 +201,10 @@ def spline_sides(width_px: int, height_px: int) -> tuple[int, int]:
     :data:`PIXEL_SPLINE_PIXELS` pixels; past it, as many as that many rows hold, in the picture's
     proportions (a vertex for every 1.73 x 1.73 pixels at 50 MP, 2.44 x 2.44 at 100 MP), where the
     pyramid (a bounded budget of samples: half a sample a pixel in 60 s at 50 MP) drew a blur.
-    Measured, 60 s (fit PSNR, peak memory): 8192x6144 (50 MP) <FILL50>; 10000x10000 <FILL100>."""
+    Measured (``benchmarks/any_size.py``, 60 s, tiled photographs): 8192x6144 (50 MP) 34.33 dB at
+    1.06 GB peak, 10000x10000 31.19 dB at 1.35 GB; the pyramid had fitted 25.45 dB at 1.01 GB and
+    24.70 at 1.35.  Lanczos downsampling and bicubic upscaling lose about that much (32.95 and
+    30.13 dB): training takes the level a little further."""
     pixels = width_px * height_px
     if pixels <= PIXEL_SPLINE_PIXELS:
         return width_px, height_px
@@ -215,9 +218,10 @@ def spline_sides(width_px: int, height_px: int) -> tuple[int, int]:
 def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
     """Whether a photograph past the thumbnails' 256 px gets one dense level of a vertex per pixel
     (as many down as across the picture), read by a cubic B-spline and then by a linear layer and
-    a sigmoid (:func:`_one_spline_level`), of :data:`PIXEL_SPLINE_FEATURES`: up to
-    :data:`PIXEL_SPLINE_PIXELS` pixels, in colour or gray, of any shape.  The level starts as the
-    picture (:func:`~ironlearn.fitting.run.start_from_picture`).
+    a sigmoid (:func:`_one_spline_level`), of :data:`PIXEL_SPLINE_FEATURES`, in colour or gray, of
+    any shape; past :data:`PIXEL_SPLINE_PIXELS` pixels, with that many vertices in the picture's
+    proportions (:func:`spline_sides`).  The level starts as the picture (resized to it, when
+    smaller: :func:`~ironlearn.fitting.run.start_from_picture`).
 
     Read linearly, a pyramid's finest level of a vertex per pixel redraws between pixels much as
     bilinear upscaling does; read by a B-spline, a level of a vertex per pixel holds a spline of
@@ -371,7 +375,7 @@ PRESETS = {p.name: p for p in (
                      "depth": Auto("2; a vertex per pixel: 0, a linear layer and a sigmoid"),
                      "levels": Auto("4, or 2 when the finest level is under 4x the coarsest; 1 read by "
                                     "B-spline (gray pictures up to 256 px a side, colour and gray ones past "
-                                    f"256 px up to {PIXEL_SPLINE_PIXELS:,} pixels)"),
+                                    "256 px)"),
                      "features": Auto("2; a single B-spline level: 1 for gray pictures, 3 for colour ones"),
                      "log2_table_size": Auto(f"one that holds the finest level whole, up to {WHOLE_FINEST_LOG2} "
                                                              f"(pictures up to {WHOLE_FINEST_SIDE} px a side); "
@@ -379,13 +383,15 @@ PRESETS = {p.name: p for p in (
                                                              "the pixel count"),
                      "coarsest": Auto("the finest / 16, between 2 and 16; a single level: the finest"),
                      "finest": Auto("the picture's longest side; a single gray B-spline level: as many vertices "
-                                    "as the parameter budget allows; a vertex per pixel: the picture's width"),
+                                    "as the parameter budget allows; a vertex per pixel: the picture's width "
+                                    f"(past {PIXEL_SPLINE_PIXELS:,} pixels, {PIXEL_SPLINE_PIXELS:,} vertices in "
+                                    "the picture's proportions)"),
                      "finest_y": Auto("as many as across; a vertex per pixel: the picture's height"),
                      "vertices": Auto("centres for gray pictures up to 256 px a side, else corners"),
                      "interpolation": Auto("bspline for gray pictures up to 256 px a side, with one dense level "
                                            "of as many vertices as the parameter budget allows, and for colour "
-                                           f"and gray ones past 256 px up to {PIXEL_SPLINE_PIXELS:,} pixels, a "
-                                           "vertex per pixel; else linear"),
+                                           "and gray ones past 256 px, a vertex per pixel (up to "
+                                           f"{PIXEL_SPLINE_PIXELS:,}); else linear"),
                      "detail": Auto("for colour pictures up to 256 px a side (and no more than 2:1), as many "
                                     "vertices as the parameter budget allows beside two levels of 16 cells and a "
                                     "quarter of the picture's; else 0")},
