@@ -57,6 +57,9 @@ def test_render_refuses_what_the_command_would(run, arguments, message):
 
 def test_render_draws_a_run_at_its_own_size_unless_told_otherwise(run):
     assert ironlearn.render(run).shape == (24, 24, 1)
+    assert ironlearn.render(run, [12, 6]).shape == (6, 12, 1)  # a list is (W, H) too
+    with pytest.raises(ValueError, match="size must be N"):
+        ironlearn.render(run, (8,))
     assert ironlearn.render(run, view=(0, 0, 1, 1)).shape == (12, 12, 1)  # the region at the training pitch
     with pytest.raises(TypeError, match="not NoneType"):
         ironlearn.render(None, size=8)

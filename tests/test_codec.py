@@ -195,6 +195,14 @@ def test_a_target_no_file_can_meet_gets_the_smallest_file_tried():
     assert min(files, key=lambda f: _cost(*f, bpp=None, lmbda=1e-4)) == (0.25, 1e-4)
 
 
+def test_a_target_missed_is_said_for_the_default_target_too(tmp_path, capsys):
+    from PIL import Image
+
+    Image.fromarray(_picture(16, 16)).save(tmp_path / "tiny.png")  # its header alone is over 0.5 bpp
+    assert main(["compress", str(tmp_path / "tiny.png"), "-o", str(tmp_path / "t.ilc"), "--seconds", "0.1"]) == 0
+    assert "is over the target of 0.5, which this picture cannot reach" in capsys.readouterr().err
+
+
 def test_colours_are_orthonormal():
     for matrix in COLOURS.values():
         np.testing.assert_allclose(matrix @ matrix.T, np.eye(len(matrix)), atol=1e-6)

@@ -77,10 +77,13 @@ def test_an_empty_folder_or_one_with_only_housekeeping_needs_no_force(tmp_path, 
     assert not (out / ".checkpoint.npz.abc123.tmp").exists()
 
 
-@pytest.mark.parametrize("kind", ["text", "link", "folder"])
+@pytest.mark.parametrize("kind", ["text", "bytes", "link", "folder", "fifo"])
 def test_a_users_file_named_like_the_lock_is_left_alone(tmp_path, capsys, kind):
-    """``.lock`` is ironlearn's only when it holds a process id or nothing: a user's notes, a link
-    (to anything) or a folder of that name is neither truncated, nor followed, nor removed."""
+    """``.lock`` is ironlearn's only when it holds a process id or nothing: a user's notes (in any
+    bytes), a link (to anything), a folder or a named pipe of that name is neither truncated, nor
+    followed, nor removed, nor waited on."""
+    from ironlearn.fitting.folder import holder
+
     picture = make_picture(tmp_path / "pic.png")
     out = tmp_path / "run"
     out.mkdir()
@@ -88,14 +91,19 @@ def test_a_users_file_named_like_the_lock_is_left_alone(tmp_path, capsys, kind):
     mine.write_text("my notes")
     if kind == "text":
         (out / ".lock").write_text("my notes")
+    elif kind == "bytes":
+        (out / ".lock").write_bytes(b"\xff\xfe my notes")  # used to end in a UnicodeDecodeError
+    elif kind == "fifo":
+        os.mkfifo(out / ".lock")  # fit-many's wait for a lock used to block on it forever
     elif kind == "link":
         (out / ".lock").symlink_to(mine)
     else:
         (out / ".lock").mkdir()
         (out / ".lock" / "inside.txt").write_text("my notes")
+    assert holder(str(out)) is None
     assert_refused(capsys, ["fit", picture, "--out", out, "--steps", "5", *QUICK, "--force"],
                    ".lock", tmp_path)
-    assert (out / ".lock").exists() and mine.read_text() == "my notes"
+    assert os.path.lexists(out / ".lock") and mine.read_text() == "my notes"
 
 
 def test_a_forced_fit_removes_the_old_runs_outputs_before_it_trains(tmp_path):

@@ -102,6 +102,8 @@ def fit(picture, out: str | None = None, *, progress: bool = False, **options) -
         Bad options or files, with the command's one-line messages.
     """
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
+    if isinstance(options.get("size"), list):
+        options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
     quiet = options.pop("quiet", not progress)
     unknown = sorted(set(options) - FIT_NAMES)
     if unknown:
@@ -184,7 +186,7 @@ def render(model, size=None, *, scale: float | None = None, view=None, device: s
     """
     if isinstance(model, (str, os.PathLike)):
         model = load(model)
-    _check_render_arguments(size, scale, view)
+    size = _checked_size(size, scale, view)
     if isinstance(model, codec.Decoded):
         return model.redraw(size, scale, view)
     if not isinstance(model, (Run, Sequential)):
@@ -219,18 +221,20 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     is_path = isinstance(picture, (str, os.PathLike))
     if out is not None:
         check_output(os.fspath(out), force, reads=[os.fspath(picture)] if is_path else [])
-    values = load_picture(picture, mode=mode).values if is_path else picture
+    values = load_picture(picture, mode=mode, max_pixels=codec.codec.MAX_PIXELS, flag=None).values if is_path \
+        else picture
     result = codec.compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds)
     if out is not None:
         write_bytes(out, result.data)
     return result
 
 
-def _check_render_arguments(size, scale, view) -> None:
-    """ValueError for a size, scale or view the command line would have refused."""
-    sides = size if isinstance(size, (tuple, list)) else [] if size is None else [size]
-    if size is not None and (len(sides) not in (1, 2) or not all(
-            isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1 for n in sides)):
+def _checked_size(size, scale, view):
+    """``size`` as the renderers take it (N, or a tuple ``(W, H)``); ValueError for a size, scale or
+    view the command line would have refused."""
+    sides = list(size) if isinstance(size, (tuple, list)) else [] if size is None else [size]
+    whole = all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1 for n in sides)
+    if size is not None and not (whole and len(sides) == (2 if isinstance(size, (tuple, list)) else 1)):
         raise ValueError(f"size must be N (the longest side) or (width, height), whole numbers from 1 (got {size!r})")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
                               or not 0 < scale < float("inf")):
@@ -239,6 +243,7 @@ def _check_render_arguments(size, scale, view) -> None:
         if not isinstance(view, (tuple, list)) or len(view) != 4:
             raise ValueError(f"view must be (x0, y0, x1, y1), four numbers (got {view!r})")
         check_view(tuple(view))
+    return tuple(size) if isinstance(size, list) else size
 
 
 def decompress(source, size=None, *, scale: float | None = None, view=None) -> np.ndarray:
@@ -246,6 +251,6 @@ def decompress(source, size=None, *, scale: float | None = None, view=None) -> n
     longest side, or ``(W, H)``) or at ``scale`` times it: ``(H, W, C)`` float32 in [0, 1].
     ``view`` ``(x0, y0, x1, y1)`` draws only that region of the [-1, 1] square the picture
     spans (y down), as :func:`render` does."""
-    _check_render_arguments(size, scale, view)
+    size = _checked_size(size, scale, view)
     data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.container.read_file(source)
     return codec.read(data).redraw(size, scale, view)

@@ -214,6 +214,15 @@ def test_past_2_to_the_24_pixels_the_spline_level_keeps_2_to_the_24_vertices_in_
     assert sides[0] * sides[1] <= 1 << 24 and abs(sides[0] / sides[1] - width / height) < 0.01 * width / height
 
 
+def test_the_spline_level_of_a_picture_of_any_shape_stays_within_2_to_the_24_vertices():
+    from ironlearn.fitting.presets import spline_sides
+
+    for width, height in ((10**8, 1), (4, 25 * 10**6), (100000, 1000), (4096, 4096), (300, 200)):
+        across, down = spline_sides(width, height)
+        assert 1 <= across <= width and 1 <= down <= height and across * down <= 1 << 24
+    assert spline_sides(10**8, 1) == (1 << 24, 1)  # the long side gives way, at once
+
+
 @pytest.mark.parametrize("mode, width, height, given", [
     ("binary", 5000, 3400, {}), ("rgb", 8192, 2049, {"levels": 4}), ("rgb", 512, 512, {"interpolation": "linear"}),
     ("rgb", 384, 256, {"finest_y": 300}), ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}),

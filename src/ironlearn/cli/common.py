@@ -36,12 +36,11 @@ def check_output(path: str, force: bool, reads=()) -> None:
     for source in reads:
         if os.path.isfile(source) and os.path.exists(path) and os.path.samefile(path, source):
             raise UsageError(f"{path} is the input {source}; choose another output name")
-    if os.path.lexists(path):  # a link to nowhere exists too: it is the user's
-        if not force:
-            raise UsageError(f"{path} already exists; use --force to replace it or choose another name")
-        if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
-            raise UsageError(f"{path} is not a plain file (a device, pipe or socket); ironlearn writes files "
-                             "only: give a file name")
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        raise UsageError(f"{path} is not a plain file (a device, pipe or socket); ironlearn writes files "
+                         "only: give a file name")
+    if os.path.lexists(path) and not force:  # a link to nowhere exists too: it is the user's
+        raise UsageError(f"{path} already exists; use --force to replace it or choose another name")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"the folder {folder} does not exist; create it first")

@@ -6,6 +6,7 @@ import sys
 import time
 
 from .. import codec
+from ..codec.codec import DEFAULT_BPP, MAX_BPP
 from ..codec.codec import MAX_PIXELS as CODEC_MAX_PIXELS
 from ..fitting import UsageError
 from ..files import write_bytes
@@ -57,10 +58,6 @@ def add_parser(commands) -> None:
     decompress_p.set_defaults(func=cmd_decompress)
 
 
-#: The largest --bpp: 8-bit RGB is 24 bits a pixel.  The default target is the codec's.
-MAX_BPP, DEFAULT_BPP = 24, 0.5
-
-
 def cmd_compress(args) -> int:
     check_output(args.output, args.force, reads=[args.picture])
     if args.bpp is not None and args.bpp > MAX_BPP:
@@ -87,9 +84,9 @@ def cmd_compress(args) -> int:
     kept = f"pyramid and MLP ({result.steps} steps)" if result.steps else "pyramid alone (the MLP did not pay for its bits)"
     say(f"wrote {args.output}: {len(result.data):,} bytes, {result.bpp:.4f} bpp, {result.psnr:.2f} dB PSNR, "
         f"{result.seconds:.1f} s; {kept}")
-    target = args.bpp if args.lmbda is None else None
-    if target is not None and result.bpp > (target or DEFAULT_BPP):
-        say(f"note: {result.bpp:.4f} bpp is over the target of {target or DEFAULT_BPP:g}, which this picture "
+    target = (args.bpp or DEFAULT_BPP) if args.lmbda is None else None
+    if target is not None and result.bpp > target:
+        say(f"note: {result.bpp:.4f} bpp is over the target of {target:g}, which this picture "
             "cannot reach: this is the smallest of the files tried")
     return ExitCode.OK
 

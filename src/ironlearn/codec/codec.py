@@ -52,6 +52,8 @@ FEATURE_GAIN = 10.0
 STEP_RANGE = (2.0 ** -12, 4.0)
 #: Pictures the decoder accepts: sides and pixels (bounds every allocation a header can ask for).
 MAX_SIDE, MAX_PIXELS = 1 << 15, 1 << 26
+#: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
+DEFAULT_BPP, MAX_BPP = 0.5, 24
 #: Largest latent or weight magnitude a file may hold.
 MAX_SYMBOL = 1 << 15
 #: Log-scales of the Laplace models, and the exponents of the weights' steps.
@@ -113,9 +115,9 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     if bpp is not None and lmbda is not None:
         raise ValueError("give a rate target (bpp) or a rate-distortion weight (lmbda), not both")
     if bpp is None and lmbda is None:
-        bpp = 0.5
-    if bpp is not None and not 0 < bpp <= 24:
-        raise ValueError(f"bpp must lie in (0, 24] (got {bpp})")
+        bpp = DEFAULT_BPP
+    if bpp is not None and not 0 < bpp <= MAX_BPP:
+        raise ValueError(f"bpp must lie in (0, {MAX_BPP}] (got {bpp})")
     if lmbda is not None and not lmbda > 0:
         raise ValueError(f"lmbda must be above 0 (got {lmbda})")
     if not seconds > 0:

@@ -202,7 +202,7 @@ class RunLock:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise UsageError(elsewhere)
-        return os.fdopen(fd, "r+")
+        return os.fdopen(fd, "r+", encoding="ascii", errors="replace")  # a user's file may hold any bytes
 
     def __exit__(self, *exc) -> None:
         if self.file is not None:
@@ -225,12 +225,16 @@ def holder(out: str) -> str | None:
         import fcntl
     except ImportError:
         return None
-    try:
-        with open(os.path.join(out, LOCK)) as file:
-            try:
-                fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return file.read().strip() or "unknown"
+    try:  # never blocking on a named pipe, nor following a link: only a plain file is a lock
+        fd = os.open(os.path.join(out, LOCK), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
-        pass
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, encoding="ascii", errors="replace") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return file.read().strip() or "unknown"
     return None

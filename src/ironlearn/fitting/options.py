@@ -112,10 +112,10 @@ def validate(options: FitOptions) -> None:
     if options.lr_min is not None and (isinstance(options.lr_min, bool) or not isinstance(options.lr_min, numbers.Real)):
         raise UsageError(f"--lr-min must be a number (got {options.lr_min!r})")
     size = options.size
-    if size is not None and not (_is_whole(size) or (isinstance(size, (tuple, list)) and len(size) == 2
+    if size is not None and not (_is_whole(size) or (isinstance(size, tuple) and len(size) == 2
                                                      and all(_is_whole(side) for side in size))):
-        raise UsageError(f"--size must be N (the longest side) or (width, height), whole numbers (got {size!r})")
-    if size is not None and min(size if isinstance(size, (tuple, list)) else [size]) < 1:
+        raise UsageError(f"--size must be N (the longest side) or a tuple (width, height), whole numbers (got {size!r})")
+    if size is not None and min(size if isinstance(size, tuple) else [size]) < 1:
         raise UsageError(f"--size must be at least 1 (got {size!r})")
     for name, value in options.model_options.items():
         if OPTIONS[name].type is not str:
@@ -128,8 +128,6 @@ def validate(options: FitOptions) -> None:
             raise UsageError(f"{_flag(name)} must {allowed} (got {value})")
     if options.lr_min is not None and not (options.lr_min >= 0 and math.isfinite(options.lr_min)):
         raise UsageError(f"--lr-min must be zero or a positive number (got {options.lr_min})")
-    if options.batch_size is not None and options.batch_size < 0:
-        raise UsageError(f"--batch-size must be positive, or 0 for the full batch (got {options.batch_size})")
     if options.model is not None and options.model not in PRESETS:
         raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")
     if options.filter not in (None, *FILTERS):

@@ -210,9 +210,10 @@ def spline_sides(width_px: int, height_px: int) -> tuple[int, int]:
         return width_px, height_px
     scale = math.sqrt(PIXEL_SPLINE_PIXELS / pixels)
     across, down = max(1, math.floor(width_px * scale)), max(1, math.floor(height_px * scale))
-    while across * down > PIXEL_SPLINE_PIXELS:  # rounding's last pixel
-        across, down = (across - 1, down) if across >= down else (across, down - 1)
-    return across, down
+    # A side clamped up to 1 (a picture over 2^24:1) leaves the longer one to give way.
+    if across >= down:
+        return min(across, PIXEL_SPLINE_PIXELS // down), down
+    return across, min(down, PIXEL_SPLINE_PIXELS // across)
 
 
 def pixel_spline(mode: str, width_px: int, height_px: int) -> bool:
@@ -386,7 +387,8 @@ PRESETS = {p.name: p for p in (
                                     "as the parameter budget allows; a vertex per pixel: the picture's width "
                                     f"(past {PIXEL_SPLINE_PIXELS:,} pixels, {PIXEL_SPLINE_PIXELS:,} vertices in "
                                     "the picture's proportions)"),
-                     "finest_y": Auto("as many as across; a vertex per pixel: the picture's height"),
+                     "finest_y": Auto("as many as across; a vertex per pixel: the picture's height (past "
+                                      f"{PIXEL_SPLINE_PIXELS:,} pixels, in the picture's proportions)"),
                      "vertices": Auto("centres for gray pictures up to 256 px a side, else corners"),
                      "interpolation": Auto("bspline for gray pictures up to 256 px a side, with one dense level "
                                            "of as many vertices as the parameter budget allows, and for colour "

@@ -258,9 +258,9 @@ START_CLIP = 0.5 / 255
 
 
 def pixel_spline_layout(model, width: int, height: int, channels: int) -> bool:
-    """Whether ``model`` is a dense level of a vertex per pixel of a ``width x height`` picture, a
-    feature per channel, read through one linear layer and a sigmoid: what
-    :func:`start_from_picture` starts as the picture."""
+    """Whether ``model`` is a dense level of a vertex per pixel of a ``width x height`` picture (past
+    2^24 pixels, of :func:`~ironlearn.fitting.presets.spline_sides`), a feature per channel, read
+    through one linear layer and a sigmoid: what :func:`start_from_picture` starts as the picture."""
     layers = model.layers
     if len(layers) != 3 or not isinstance(layers[0], HashGrid) or not isinstance(layers[1], Linear) \
             or not isinstance(layers[2], Sigmoid):

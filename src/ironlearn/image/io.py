@@ -213,10 +213,10 @@ def _resize(values: np.ndarray, width: int, height: int) -> np.ndarray:
 def resized_channels(values: np.ndarray, width: int, height: int) -> np.ndarray:
     """``(h, w, c)`` values (uint8 or float32) resized to ``width x height`` with Lanczos, as float32
     in [0, 1], a channel at a time: a 100 MP picture never exists whole as floats.  A uint8 channel
-    is resized in 8 bits (rounded to half a level, far under what a resize loses)."""
+    is resized in 8 bits (within a level or two of the float resize: far under what resizing loses)."""
     out = np.empty((height, width, values.shape[2]), np.float32)
     for c in range(values.shape[2]):
-        channel = np.ascontiguousarray(values[..., c] if values.dtype == np.uint8 else as_float(values[..., c]))
+        channel = np.ascontiguousarray(values[..., c])  # uint8, or float32 already in [0, 1]
         out[..., c] = np.asarray(Image.fromarray(channel).resize((width, height), Image.LANCZOS), np.float32)
     if values.dtype == np.uint8:
         out *= np.float32(1 / 255)
