@@ -366,3 +366,11 @@ def test_a_small_picture_trains_whole_with_its_mode_s_samples_between_pixels(mod
     assert isinstance(source, EveryPixel) and source.between.batch_size == round(64 * 48 * between)
     by_count = source.between.batch_size / (64 * 48 + source.between.batch_size)
     assert source.weight == pytest.approx(by_count if weight is None else weight)
+
+
+def test_a_peak_of_ones_own_ends_at_a_hundredth_of_it_as_the_presets_do():
+    """--lr 0.5 used to keep the preset's floor (2e-4: a 2,500th of the peak), not its ratio."""
+    plan = make_plan(FitOptions("p.png", steps=10, lr=0.5), picture(32, 32))
+    assert plan.lr_min == pytest.approx(0.005)
+    assert make_plan(FitOptions("p.png", steps=10), picture(32, 32)).lr_min == PRESETS["hashgrid"].lr_min
+    assert make_plan(FitOptions("p.png", steps=10, lr=0.5, lr_min=0.1), picture(32, 32)).lr_min == 0.1

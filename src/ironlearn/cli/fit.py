@@ -44,8 +44,8 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                              "in all, the rest planned afresh)")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: the preset's)")
     parser.add_argument("--lr-min", type=non_negative_float,
-                        help="final learning rate of the cosine schedule, at most the peak (default: the preset's, "
-                             "a hundredth of its --lr)")
+                        help="final learning rate of the cosine schedule, at most the peak (default: a hundredth "
+                             "of the peak, --lr or the preset's)")
     parser.add_argument("--schedule", choices=SCHEDULES, help="learning-rate schedule (default cosine)")
     parser.add_argument("--batch-size", type=count, metavar="N",
                         help="points per step; 0 = the whole picture every step (default: the preset's; a "

@@ -272,13 +272,13 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     lr = preset.lr if options.lr is None else options.lr
-    lr_min = preset.lr_min if options.lr_min is None else options.lr_min
-    if lr_min > lr:
-        if options.lr_min is not None:
-            source = "--lr" if options.lr is not None else f"the learning rate of --model {preset.name}"
-            raise UsageError(f"--lr-min {lr_min:g} is above {source} ({lr:g}), where the schedule starts; "
-                             "give a smaller --lr-min")
-        lr_min = lr  # a peak under the preset's floor: the schedule stays at it
+    # The preset's floor is a hundredth of its peak; a peak of one's own keeps that ratio.
+    lr_min = options.lr_min if options.lr_min is not None else \
+        preset.lr_min if options.lr is None else options.lr * (preset.lr_min / preset.lr)
+    if lr_min > lr:  # only a given --lr-min can be
+        source = "--lr" if options.lr is not None else f"the learning rate of --model {preset.name}"
+        raise UsageError(f"--lr-min {lr_min:g} is above {source} ({lr:g}), where the schedule starts; "
+                         "give a smaller --lr-min")
     steps, time_budget, timed, anneal_from = _length(options, saved)
     return RunPlan(
         input=options.input, out=options.run_folder, fingerprint=print_, mode=picture.mode,
