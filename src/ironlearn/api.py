@@ -57,9 +57,14 @@ class Run:
     """
 
     model: Sequential
-    metrics: dict = field(default_factory=dict)
-    settings: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict, repr=False)
+    settings: dict = field(default_factory=dict, repr=False)
     folder: str | None = None
+
+    def __repr__(self) -> str:  # the dicts in full took 1.5 kB, the metrics twice over
+        shown = {"folder": self.folder, "size": self.size, "psnr_db": self.metrics.get("psnr_db"),
+                 "steps": self.metrics.get("steps"), "parameters": self.model.num_parameters}
+        return "Run(" + ", ".join(f"{k}={v!r}" for k, v in shown.items() if v is not None) + ")"
 
     @property
     def size(self) -> tuple[int, int] | None:

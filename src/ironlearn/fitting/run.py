@@ -8,6 +8,7 @@ strings them together.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shlex
 import signal
@@ -473,8 +474,8 @@ def nothing_left_message(plan: RunPlan) -> str:
     more = f"--steps above {plan.start_step:,}"
     if plan.remaining_seconds == 0.0:
         where = f"it has trained {plan.prior_seconds:.1f} s of its {plan.time_budget:g} s budget"
-        more = f"--time-budget above {plan.prior_seconds:.0f} (a total, counting the {plan.prior_seconds:.1f} s " \
-               f"trained) or {more}"
+        trained = math.ceil(plan.prior_seconds * 10) / 10  # rounded up: a budget above it trains further
+        more = f"--time-budget above {trained:.1f} (a total, counting the seconds trained) or {more}"
     else:
         where = f"it is at step {plan.start_step:,} and was asked for {plan.steps:,}"
     return f"nothing left to train in {plan.out}: {where}; outputs written again (give {more} to train further)"
