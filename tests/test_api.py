@@ -86,6 +86,13 @@ def test_compress_never_writes_over_its_picture_nor_an_existing_file(tmp_path):
     assert ironlearn.decompress(tmp_path / "old.ilc").shape == (16, 16, 3)
 
 
+def test_a_layer_of_no_units_is_refused():
+    from ironlearn.nn import Linear
+
+    with pytest.raises(ValueError, match="in_features must be a whole number in 1.."):
+        Linear(0, 3, rng=0)
+
+
 def test_networks_take_a_seed_or_a_generator():
     a = ironlearn.mlp(2, 1, width=8, depth=1, rng=0)
     b = ironlearn.mlp(2, 1, width=8, depth=1, rng=np.random.default_rng(0))

@@ -152,6 +152,8 @@ class Linear(Layer):
     def __init__(self, in_features: int, out_features: int, *, rng, init: str = "xavier", w0: float = 30.0):
         super().__init__()
         rng = initializers.generator(rng)
+        check_count(in_features, "in_features")
+        check_count(out_features, "out_features")
         if init not in initializers.INITS:
             raise ValueError(f"unknown init {init!r}: use one of {', '.join(initializers.INITS)}")
         self.in_features, self.out_features, self.init, self.w0 = in_features, out_features, init, w0
