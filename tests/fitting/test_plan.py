@@ -77,6 +77,16 @@ def test_a_resumed_timed_run_stays_timed_until_its_budget_is_spent(timed):
     assert not given.timed and given.steps == 200
 
 
+def test_a_timed_run_at_its_planned_steps_a_hair_short_of_its_budget_is_done():
+    """It stopped at 0.998 s of 1 on its steps, and the same command trained it again."""
+    pic = picture()
+    saved = saved_settings(pic, time_budget=30.0, timed=True)
+    for trained, done in ((29.8, True), (29.6, False)):  # within 1% of the budget, or not
+        plan = make_plan(resume_options(FitOptions("p.png", resume=True), {**saved, "train_seconds": trained}),
+                         pic, {**saved, "train_seconds": trained}, start_step=100)
+        assert plan.nothing_left is done
+
+
 def test_the_schedule_warms_up_by_the_policy_then_anneals():
     plan = dataclasses.replace(make_plan(FitOptions("p.png"), picture()), steps=4000)
     schedule = plan.make_schedule()

@@ -179,10 +179,15 @@ class RunPlan:
 
     @property
     def nothing_left(self) -> bool:
-        """A resumed run that already reached its steps or its time budget."""
+        """A resumed run that already reached its steps or its time budget.  A timed run that
+        reached the steps its budget was planned into is done too when its clock stopped within
+        :data:`TIMED_SLACK` of the budget (0.998 s of 1): the same command again used to train a
+        step or three more and rewrite every output.  With more of its budget left it trains on."""
         if self.remaining_seconds == 0.0:
             return True
-        return self.steps is not None and not self.timed and self.start_step >= self.steps
+        if self.steps is None or self.start_step < self.steps:
+            return False
+        return not self.timed or self.remaining_seconds <= TIMED_SLACK * self.time_budget
 
     @property
     def checkpoint_interval(self) -> int:
@@ -292,6 +297,10 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
         start=options.start or (saved or {}).get("start") or "picture")
+
+
+#: The share of a time budget a timed run may stop short of it, at its planned steps, and be done.
+TIMED_SLACK = 0.01
 
 
 def _length(options: FitOptions, saved: dict | None) -> tuple:
