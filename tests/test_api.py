@@ -108,3 +108,28 @@ def test_an_optimizer_takes_the_models_parameters_and_a_trainer_checks_they_are_
     x, y = np.zeros((4, 2), np.float32), np.zeros((4, 1), np.float32)
     with pytest.raises(ValueError, match="other arrays than this model's"):  # it trained nothing, silently
         ironlearn.Trainer(model, ironlearn.Adam(other.named_parameters()), mse, x, y)
+
+
+def test_numpy_numbers_are_numbers(tmp_path):
+    """np.int64 steps trained, then failed at the first checkpoint (JSON has no NumPy types)."""
+    picture = make_picture(tmp_path / "pic.png", size=16)
+    run = ironlearn.fit(picture, out=tmp_path / "run", steps=np.int64(4), lr=np.float32(0.01), width=np.int64(8),
+                        depth=1, device="cpu")
+    assert run.metrics["steps"] == 4 and run.settings["lr"] == pytest.approx(0.01)
+
+
+def test_fit_many_takes_one_input_as_one(tmp_path):
+    from ironlearn.fitting import FitOptions
+    from ironlearn.fitting.many import fit_many
+
+    (tmp_path / "pics").mkdir()
+    make_picture(tmp_path / "pics" / "a.png", size=16)
+    rows = fit_many(str(tmp_path / "pics"), tmp_path / "out", options=FitOptions(input="", steps=3, **{
+        "model_options": {"width": 8, "depth": 1}, "device": "cpu"}), log=lambda message: None)
+    assert [(row["picture"], row["status"]) for row in rows] == [("a", "done")]  # not p, i, c, s
+
+
+def test_a_compressed_files_bytes_load_as_decompress_takes_them(tmp_path):
+    picture = make_picture(tmp_path / "pic.png", size=16, colour=True)
+    data = ironlearn.compress(picture, seconds=0.1).data
+    assert ironlearn.load(data).size == (16, 16)

@@ -214,6 +214,7 @@ def test_encode_decode_round_trip(tmp_path, picture, capsys):
     (["fit", "{picture}", "--resume", "--force"], "contradict"),
     (["fit", "{picture}", "--out", "{picture}"], "is a file"),
     (["fit", "{picture}", "--out", "{tmp}/dangling"], "is a link to"),  # it said "File exists"
+    (["fit", "{run}", "--resume"], "is a run folder, not a picture; resume it with: ironlearn fit "),
     (["fit", "{picture}", "--resume", "--out", "{tmp}/none"], "nothing to resume"),
     (["fit", "{picture}", "--model", "classic", "--width", "64"], "does not apply"),
     (["fit", "{picture}", "--resume", "--start", "random"], "drop --start"),
@@ -231,7 +232,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, picture, fitted, capsys, args
     (tmp_path / "bad.csv").write_text("x,y,value\n0,0,1\n")
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     names = {"empty": tmp_path / "empty.png", "text": tmp_path / "text.png", "csv": tmp_path / "bad.csv",
-             "picture": picture, "tmp": tmp_path, "model": fitted / "model.npz"}
+             "picture": picture, "tmp": tmp_path, "model": fitted / "model.npz", "run": fitted}
     args = [a.format(**names) for a in args]
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     code, _, err = run_cli(capsys, *args)

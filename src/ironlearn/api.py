@@ -144,6 +144,8 @@ def load(path) -> Run | codec.Decoded:
     CodecError
         A compressed file that is damaged or of another format version (a ``ValueError``).
     """
+    if isinstance(path, (bytes, bytearray, memoryview)):  # a compressed file's bytes, as decompress() takes
+        return codec.read(bytes(path))
     if codec.container.is_compressed(path):
         return codec.read(codec.container.read_file(path))
     try:

@@ -70,10 +70,13 @@ def test_inputs_are_files_folders_and_globs_each_once_with_unique_names(tmp_path
     (tmp_path / "two").mkdir()
     make_picture(tmp_path / "two" / "a.png", 16)
     (tmp_path / "two" / "a.csv").write_text("x,y,pixel_value\n")
-    sources = expand([tmp_path / "one", str(tmp_path / "two" / "*"), tmp_path / "one" / "b.png", "missing.png"])
-    assert [s.name for s in sources] == ["a", "b", "c", "d", "a-2", "a-3", "missing"]
-    assert [os.path.basename(s.path) for s in sources] == ["a.png", "b.png", "c.png", "d.png", "a.csv", "a.png",
-                                                           "missing.png"]
+    sources = expand([tmp_path / "one", str(tmp_path / "two" / "*"), tmp_path / "one" / "b.png"])
+    assert [s.name for s in sources] == ["a", "b", "c", "d", "a-2", "a-3"]
+    assert [os.path.basename(s.path) for s in sources] == ["a.png", "b.png", "c.png", "d.png", "a.csv", "a.png"]
+    # A name that is no file is refused before anything starts, as a glob that matches nothing is
+    # (it used to fail as a picture, exit 1, after summary.csv was written).
+    with pytest.raises(UsageError, match="missing.png: no such file or folder"):
+        expand([tmp_path / "one", "missing.png"])
     assert [s.name for s in expand([tmp_path / "two" / "a.png", tmp_path / "one"])][:2] == ["a", "a-2"]
 
 

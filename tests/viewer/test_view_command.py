@@ -2,6 +2,7 @@
 
 import base64
 import io
+import json
 import os
 import re
 import signal
@@ -58,6 +59,11 @@ def test_a_run_folder_brings_its_picture_timelapse_plot_and_metrics(tmp_path, ca
     data = payload(run)
     assert data["lossPlot"] is None and len(data["history"]) > 1 and data["original"] is None
     assert any("disc.png" in note for note in data["notes"])
+    # A fit killed between model.npz and metrics.json leaves an older run's metrics: the model's win.
+    (run / "metrics.json").write_text(json.dumps({**data["metrics"], "steps": 3, "psnr_db": 1.0}))
+    again = payload(run)
+    assert again["metrics"]["steps"] == 12 and again["metrics"]["psnr_db"] == data["metrics"]["psnr_db"]
+    assert any("another step than the model" in note for note in again["notes"])
 
 
 def test_an_existing_page_at_a_named_path_needs_force(tmp_path, capsys, model_file):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import os
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..image.sampling import FILTERS
 from .presets import OPTIONS, PRESETS
@@ -96,6 +99,20 @@ def _check_limits(options: FitOptions) -> None:
         if value is not None and limits[name] is not None and value > limits[name]:
             raise UsageError(f"{_flag(name)} {value:g} is beyond what makes sense "
                              f"(at most {limits[name]:g}); check the value")
+
+
+def plain_numbers(options: FitOptions) -> FitOptions:
+    """``options`` with NumPy scalars (``np.int64(2000)``, ``np.float32(0.01)``) as the Python
+    numbers they hold: a run's settings are saved as JSON, which has no NumPy types (a fit given
+    them used to train, then fail at its first checkpoint)."""
+    def plain(value):
+        return value.item() if isinstance(value, np.generic) else \
+            tuple(map(plain, value)) if isinstance(value, tuple) else value
+
+    changed = {f.name: plain(getattr(options, f.name)) for f in dataclasses.fields(options)
+               if f.name != "model_options"}
+    return dataclasses.replace(options, **changed,
+                               model_options={name: plain(v) for name, v in options.model_options.items()})
 
 
 def validate(options: FitOptions) -> None:

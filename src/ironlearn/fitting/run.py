@@ -32,7 +32,7 @@ from ..nn.lattice import Lattice
 from ..optim import Adam
 from ..train import Callback, Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from . import folder
-from .options import FitOptions, UsageError, validate
+from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
 from .plan import RunPlan, check_saved, make_plan, resume_options
 from .presets import spline_sides
@@ -76,7 +76,10 @@ def fit(options: FitOptions, *, log=print) -> dict:
     DivergenceError
         When the loss stays non-finite after the retries (the last good checkpoint is kept).
     """
+    options = plain_numbers(options)
     validate(options)
+    if os.path.isdir(options.input) and os.path.isfile(os.path.join(options.input, folder.CHECKPOINT)):
+        raise UsageError(f"{options.input} is a run folder, not a picture; {_resume_hint(options.input)}")
     if not options.resume:
         return _fit(options, None, log)
     path = folder.check_resumable(options.run_folder)
@@ -89,6 +92,15 @@ def fit(options: FitOptions, *, log=print) -> dict:
             raise checkpoint.CheckpointError(f"{path} cannot be resumed: it is damaged ({exc.why}); put back a copy "
                                              "of it, or start over with --force") from None
         return _fit(options, saved, log)
+
+
+def _resume_hint(run_folder: str) -> str:
+    """How to resume the run in ``run_folder``: with the picture its checkpoint names, when it does."""
+    try:
+        picture = checkpoint.read_meta(os.path.join(run_folder, folder.CHECKPOINT))["settings"]["input"]
+    except (checkpoint.CheckpointError, KeyError, TypeError):
+        picture = "PICTURE"
+    return f"resume it with: ironlearn fit {shlex.quote(str(picture))} --out {shlex.quote(run_folder)} --resume"
 
 
 def _fit(options: FitOptions, saved, log) -> dict:

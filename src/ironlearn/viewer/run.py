@@ -103,8 +103,13 @@ def collect_extras(folder: str | None, settings: dict, max_original_side: int = 
         try:
             with open(metrics_path, encoding="utf-8") as file:
                 found = json.load(file)
-            if isinstance(found, dict):
-                extras.metrics.update(found)
+            # The model's own metrics win: metrics.json is written after model.npz, so a fit killed
+            # between the two leaves an older run's there (the page showed its step and PSNR).
+            if isinstance(found, dict) and (not extras.metrics or found.get("steps") == extras.metrics.get("steps")):
+                extras.metrics = {**found, **extras.metrics}
+            elif isinstance(found, dict):
+                extras.notes.append("metrics.json is of another step than the model (a fit stopped while writing "
+                                    "its outputs; --resume writes them again): the page shows the model's own")
         except (OSError, ValueError):
             extras.notes.append("metrics.json could not be read")
     return extras

@@ -82,6 +82,8 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
         After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the
         summary).
     """
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]  # one input, not its letters
     template = _template(options, force)
     if engine == "local" and template.device == "cuda":
         cuda_module()  # BackendError before anything starts (workers are fresh processes: no CUDA shared)

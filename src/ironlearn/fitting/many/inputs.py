@@ -55,8 +55,10 @@ def _expand(text: str, suffixes) -> list[str]:
         if not found:
             raise UsageError(f"{text}: no pictures in this folder (images or .csv pixel files)")
         return found
-    if os.path.exists(text) or not any(c in text for c in GLOB_CHARACTERS):
-        return [text]  # a file, or a missing one: its fit reports it with the other failures
+    if os.path.exists(text):
+        return [text]  # a file: one that does not read is its fit's failure, beside the others
+    if not any(c in text for c in GLOB_CHARACTERS):
+        raise UsageError(f"{text}: no such file or folder (a typo? nothing has started)")
     found = []
     for match in sorted(glob.glob(text, recursive=True)):
         if os.path.isdir(match):
@@ -91,7 +93,8 @@ def expand(inputs, recorded: dict | None = None, skip=()) -> list[Source]:
     named as :func:`unique_names` does with ``recorded``; never the files ``skip`` names (the
     summary of the run itself, when its folder is among the inputs).
 
-    Raises UsageError for a folder or glob with no pictures, and when there are none at all.
+    Raises UsageError for a name that is no file or folder, a folder or glob with no pictures, and
+    when there are none at all.
     """
     suffixes, paths = picture_suffixes(), []
     seen = {os.path.realpath(path) for path in map(os.fspath, skip)}
