@@ -67,7 +67,7 @@ def write(path, rows) -> None:
 
 def read(path) -> list[dict]:
     """The rows of a summary.csv, as text (empty cells as "")."""
-    with open(path, newline="") as file:
+    with open(path, newline="", encoding="utf-8-sig") as file:
         return list(csv.DictReader(file))
 
 
@@ -82,7 +82,7 @@ def earlier(path) -> list[dict]:
     if not os.path.lexists(path):
         return []
     try:
-        with open(path, newline="") as file:
+        with open(path, newline="", encoding="utf-8-sig") as file:
             if file.readline().rstrip("\r\n") in HEADERS:
                 file.seek(0)
                 return list(csv.DictReader(file))
