@@ -156,8 +156,6 @@ def test_options_that_cannot_work_are_one_line_usage_errors(tmp_path, capsys, ar
     assert not (tmp_path / "out" / "a").exists()
 
 
-@pytest.mark.parametrize("force", [[], ["--force"]])
-@pytest.mark.parametrize("theirs", ["a file", "a folder"])
 def test_a_summary_saved_again_by_a_spreadsheet_is_still_fit_manys_own(tmp_path):
     """Excel's "CSV UTF-8" puts a byte order mark first: the summary used to be refused as a user's file."""
     make_picture(tmp_path / "a.png", 16)
@@ -169,6 +167,8 @@ def test_a_summary_saved_again_by_a_spreadsheet_is_still_fit_manys_own(tmp_path)
     assert "fitting 0 of 1 pictures" in messages[0] and rows[0]["status"] == "done", messages
 
 
+@pytest.mark.parametrize("force", [[], ["--force"]])
+@pytest.mark.parametrize("theirs", ["a file", "a folder"])
 def test_a_summary_csv_fit_many_did_not_write_is_never_replaced(tmp_path, capsys, theirs, force):
     make_picture(tmp_path / "a.png", 16)
     out = tmp_path / "out"
