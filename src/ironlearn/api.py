@@ -25,6 +25,7 @@ import numpy as np
 from . import codec
 from .backend import get_backend
 from .fitting import OPTIONS, FitOptions, UsageError
+from .fitting.options import is_whole
 from .fitting import fit as fit_job
 from .fitting import folder
 from .image.render import render as render_bands
@@ -240,7 +241,7 @@ def _checked_size(size, scale, view):
     """``size`` as the renderers take it (N, or a tuple ``(W, H)``); ValueError for a size, scale or
     view the command line would have refused."""
     sides = list(size) if isinstance(size, (tuple, list)) else [] if size is None else [size]
-    whole = all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1 for n in sides)
+    whole = all(is_whole(n) and n >= 1 for n in sides)
     if size is not None and not (whole and len(sides) == (2 if isinstance(size, (tuple, list)) else 1)):
         raise ValueError(f"size must be N (the longest side) or (width, height), whole numbers from 1 (got {size!r})")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)

@@ -73,7 +73,7 @@ def test_past_the_vertex_cap_the_level_starts_as_the_picture_resized_to_it(photo
     assert (options["finest"], options["finest_y"], options["levels"], options["depth"]) == (156, 104, 1, 0)
     model = PRESETS["hashgrid"].build(3, options, np.random.default_rng(0))
     assert start_from_picture(model, photograph)
-    small = resized_channels(photograph.values, across, down)
+    small = resized_channels(photograph.values, across, down, in_8_bits=True)
     drawn = render(model, across, down, get_backend("cpu"))
     np.testing.assert_allclose(drawn, np.clip(small, START_CLIP, 1 - START_CLIP), atol=2e-5)
     # At the picture's size: about what bicubic upscaling of the resized picture draws.

@@ -193,16 +193,15 @@ class RunLock:
         elsewhere = (f"{self.path} is not a plain file, where ironlearn keeps its lock; move it, "
                      "or choose another --out")
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            file = _open_plain(self.path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             if os.path.islink(self.path) or os.path.isdir(self.path):
                 raise UsageError(elsewhere) from None
             raise UsageError(f"cannot open {self.path}: {exc.strerror}; make the folder writable, "
                              "or choose another --out") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
+        if file is None:
             raise UsageError(elsewhere)
-        return os.fdopen(fd, "r+", encoding="ascii", errors="replace")  # a user's file may hold any bytes
+        return file
 
     def __exit__(self, *exc) -> None:
         if self.file is not None:
@@ -212,6 +211,16 @@ class RunLock:
                 pass
             self.file.close()  # closing releases the lock
             self.file = None
+
+
+def _open_plain(path: str, flags: int):
+    """``path`` opened as text with ``os.open`` ``flags``, never following a link nor blocking on a
+    pipe; None when it is not a plain file.  A user's file of the lock's name may hold any bytes."""
+    fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "r+" if flags & os.O_RDWR else "r", encoding="ascii", errors="replace")
 
 
 def _is_lock_text(text: str) -> bool:
@@ -225,14 +234,13 @@ def holder(out: str) -> str | None:
         import fcntl
     except ImportError:
         return None
-    try:  # never blocking on a named pipe, nor following a link: only a plain file is a lock
-        fd = os.open(os.path.join(out, LOCK), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    try:  # only a plain file is a lock
+        file = _open_plain(os.path.join(out, LOCK), os.O_RDONLY)
     except OSError:
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
+    if file is None:
         return None
-    with os.fdopen(fd, encoding="ascii", errors="replace") as file:
+    with file:
         try:
             fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -72,7 +72,8 @@ def _flag(name: str) -> str:
     return OPTIONS[name].flag if name in OPTIONS else "--" + name.replace("_", "-")
 
 
-def _is_whole(value) -> bool:
+def is_whole(value) -> bool:
+    """Whether ``value`` is a whole number (a NumPy one too), and not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -80,7 +81,7 @@ def _check_positive(name: str, value, integer: bool, low: int = 1) -> None:
     if value is None:
         return
     # Python callers pass values the command line would have parsed: "10", 1.5 or True.
-    if integer and not _is_whole(value):
+    if integer and not is_whole(value):
         raise UsageError(f"{_flag(name)} must be a whole number (got {value!r})")
     if not integer and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
         raise UsageError(f"{_flag(name)} must be a number (got {value!r})")
@@ -106,8 +107,9 @@ def plain_numbers(options: FitOptions) -> FitOptions:
     numbers they hold: a run's settings are saved as JSON, which has no NumPy types (a fit given
     them used to train, then fail at its first checkpoint)."""
     def plain(value):
-        return value.item() if isinstance(value, np.generic) else \
-            tuple(map(plain, value)) if isinstance(value, tuple) else value
+        if isinstance(value, tuple):  # a size (W, H)
+            return tuple(map(plain, value))
+        return value.item() if isinstance(value, np.generic) else value
 
     changed = {f.name: plain(getattr(options, f.name)) for f in dataclasses.fields(options)
                if f.name != "model_options"}
@@ -126,11 +128,9 @@ def validate(options: FitOptions) -> None:
         _check_positive(name, getattr(options, name), integer=False)
     for name in ("seed", "batch_size", "max_pixels"):
         _check_positive(name, getattr(options, name), integer=True, low=0 if name != "max_pixels" else 1)
-    if options.lr_min is not None and (isinstance(options.lr_min, bool) or not isinstance(options.lr_min, numbers.Real)):
-        raise UsageError(f"--lr-min must be a number (got {options.lr_min!r})")
     size = options.size
-    if size is not None and not (_is_whole(size) or (isinstance(size, tuple) and len(size) == 2
-                                                     and all(_is_whole(side) for side in size))):
+    if size is not None and not (is_whole(size) or (isinstance(size, tuple) and len(size) == 2
+                                                    and all(is_whole(side) for side in size))):
         raise UsageError(f"--size must be N (the longest side) or a tuple (width, height), whole numbers (got {size!r})")
     if size is not None and min(size if isinstance(size, tuple) else [size]) < 1:
         raise UsageError(f"--size must be at least 1 (got {size!r})")
@@ -143,8 +143,10 @@ def validate(options: FitOptions) -> None:
         if value is not None and valid is not None and value not in valid:
             allowed = f"lie in {valid[0]}..{valid[-1]}" if isinstance(valid, range) else f"be one of {', '.join(valid)}"
             raise UsageError(f"{_flag(name)} must {allowed} (got {value})")
-    if options.lr_min is not None and not (options.lr_min >= 0 and math.isfinite(options.lr_min)):
-        raise UsageError(f"--lr-min must be zero or a positive number (got {options.lr_min})")
+    lr_min = options.lr_min
+    if lr_min is not None and (isinstance(lr_min, bool) or not isinstance(lr_min, numbers.Real)
+                               or not (lr_min >= 0 and math.isfinite(lr_min))):
+        raise UsageError(f"--lr-min must be zero or a positive number (got {lr_min!r})")
     if options.model is not None and options.model not in PRESETS:
         raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")
     if options.filter not in (None, *FILTERS):

@@ -304,7 +304,7 @@ def start_from_picture(model, picture) -> bool:
     if (across, down) == (picture.width, picture.height):
         pixels = to_host(picture.band()).reshape(picture.height, picture.width, channels).astype(np.float32)
     else:  # fewer vertices than pixels: the picture resized to them, a channel at a time
-        pixels = resized_channels(to_host(picture.values), across, down)
+        pixels = resized_channels(to_host(picture.values), across, down, in_8_bits=True)
     logits = np.clip(pixels, START_CLIP, 1 - START_CLIP, out=pixels)
     logits /= 1 - logits
     np.log(logits, out=logits)

@@ -204,21 +204,20 @@ def as_float(values: np.ndarray) -> np.ndarray:
 def _resize(values: np.ndarray, width: int, height: int) -> np.ndarray:
     if (width, height) == (values.shape[1], values.shape[0]):
         return values
-    pixels = as_float(values)
-    channels = [np.asarray(Image.fromarray(pixels[..., c], "F").resize((width, height), Image.LANCZOS))
-                for c in range(pixels.shape[2])]
-    return np.clip(np.stack(channels, axis=-1), 0, 1).astype(np.float32)
+    return resized_channels(values, width, height)
 
 
-def resized_channels(values: np.ndarray, width: int, height: int) -> np.ndarray:
+def resized_channels(values: np.ndarray, width: int, height: int, *, in_8_bits: bool = False) -> np.ndarray:
     """``(h, w, c)`` values (uint8 or float32) resized to ``width x height`` with Lanczos, as float32
-    in [0, 1], a channel at a time: a 100 MP picture never exists whole as floats.  A uint8 channel
-    is resized in 8 bits (within a level or two of the float resize: far under what resizing loses)."""
+    in [0, 1], a channel at a time: a 100 MP picture never exists whole as floats.  With
+    ``in_8_bits`` a uint8 channel is resized as it is, in a quarter of the memory (within a level or
+    two of the float resize: far under what resizing loses)."""
+    in_8_bits = in_8_bits and values.dtype == np.uint8
     out = np.empty((height, width, values.shape[2]), np.float32)
     for c in range(values.shape[2]):
-        channel = np.ascontiguousarray(values[..., c])  # uint8, or float32 already in [0, 1]
+        channel = np.ascontiguousarray(values[..., c] if in_8_bits else as_float(values[..., c]))
         out[..., c] = np.asarray(Image.fromarray(channel).resize((width, height), Image.LANCZOS), np.float32)
-    if values.dtype == np.uint8:
+    if in_8_bits:
         out *= np.float32(1 / 255)
     return np.clip(out, 0, 1, out=out)
 
