@@ -162,3 +162,29 @@ def run_page(name: str, at_least: int) -> dict:
     for number, code in enumerate(blocks, start=1):
         exec(compile(code, f"docs/{name}, block {number}", "exec"), namespace)
     return namespace
+
+
+def run_measured(*args, timeout=120, memory_limit=None):
+    """``ironlearn ARGS`` in a fresh process; returns (CompletedProcess, peak resident bytes).
+
+    The peak is the child's ``ru_maxrss`` read through a small wrapper process, so that only the
+    command's own memory counts. ``memory_limit`` (bytes) also caps its address space, so that a
+    regression fails fast instead of filling the machine."""
+    import subprocess
+    import sys
+
+    wrapper = ("import resource, runpy, sys\n"
+               "limit = int(sys.argv[1])\n"
+               "if limit: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+               "sys.argv = ['ironlearn', *sys.argv[2:]]\n"
+               "try:\n"
+               "    runpy.run_module('ironlearn', run_name='__main__')\n"
+               "finally:\n"
+               "    sys.stdout.flush()\n"
+               "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+               "    sys.stderr.write(f'\\n@@peak {peak}\\n')\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, str(memory_limit or 0), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+    err, _, peak = done.stderr.rpartition("\n@@peak ")
+    done.stderr = err.rstrip("\n") + ("\n" if err.strip() else "")
+    return done, int(peak.strip() or 0)
