@@ -16,7 +16,8 @@ from PIL import Image
 
 from ironlearn.backend import Backend
 from ironlearn.fitting import FitOptions, calibrate, make_plan
-from ironlearn.fitting.run import Replan, new_model, training_data
+from ironlearn.fitting.pace import Replan
+from ironlearn.fitting.run import new_model, training_data
 from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.io import Picture
 from ironlearn.nn import mse
@@ -88,11 +89,12 @@ class Marks(Callback):
 
 
 class _TimedRun:
-    """What :class:`~ironlearn.fitting.run.Replan` needs of a fit job: its plan, and the schedule
+    """What :class:`~ironlearn.fitting.pace.Replan` needs of a fit job: its plan, and the schedule
     following a new one."""
 
     def __init__(self, plan, optimizer):
         self.plan, self.optimizer = plan, optimizer
+        self.stalled_seconds = 0.0
 
     def replan(self, plan) -> None:
         self.plan = plan

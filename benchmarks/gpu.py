@@ -67,7 +67,8 @@ from ironlearn import backend as be  # noqa: E402
 from ironlearn import kernels  # noqa: E402
 from ironlearn.backend import Backend  # noqa: E402
 from ironlearn.fitting import FitOptions, calibrate, make_plan  # noqa: E402
-from ironlearn.fitting.run import Replan, new_model, training_data  # noqa: E402
+from ironlearn.fitting.pace import Replan  # noqa: E402
+from ironlearn.fitting.run import new_model, training_data  # noqa: E402
 from ironlearn.image.io import Picture  # noqa: E402
 from ironlearn.nn import mse, siren  # noqa: E402
 from ironlearn.optim import Adam  # noqa: E402
@@ -293,6 +294,7 @@ class _TimedRun:
 
     def __init__(self, plan, optimizer):
         self.plan, self.optimizer = plan, optimizer
+        self.stalled_seconds = 0.0
 
     def replan(self, plan) -> None:
         self.plan = plan

@@ -59,8 +59,9 @@ class Recorder(History):
         return True
 
 
-def run_metrics(plan, trainer, score, backend) -> dict:
-    """The numbers ``metrics.json`` holds; ``score`` compared the whole render with the picture."""
+def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0) -> dict:
+    """The numbers ``metrics.json`` holds; ``score`` compared the whole render with the picture.
+    A timed run also says how much of its training time it spent stalled (``fitting.pace``)."""
     result = {
         "psnr_db": round(score.psnr, 3),
         "steps": trainer.step,
@@ -77,33 +78,45 @@ def run_metrics(plan, trainer, score, backend) -> dict:
         "seed": plan.seed,
         "final_loss": trainer.loss,
     }
+    if plan.timed:
+        result["stalled_seconds"] = round(stalled_seconds, 3)
     if plan.mode == "binary":
         result["accuracy"] = round(score.accuracy, 6)
     result.update(backend.memory_stats())
     return result
 
 
+#: A run that spent more than this share of its training time stalled says so when it ends.
+STALL_NOTICE_SHARE = 0.1
+
+
 def describe_result(result: dict) -> str:
     """One line for a finished fit: PSNR of the final model over every pixel (and accuracy), steps,
-    training time."""
+    training time, and the time stalled when it was more than a tenth of it."""
     extra = f", accuracy {result['accuracy']:.2%}" if "accuracy" in result else ""
+    stalled = result.get("stalled_seconds", 0.0)
+    if stalled > STALL_NOTICE_SHARE * result["seconds"]:
+        extra_time = f" ({stalled:.1f} s of it stalled: the machine paused the fit or was busy)"
+    else:
+        extra_time = ""
     return (f"PSNR {result['psnr_db']:.2f} dB (final model, every pixel){extra} after {result['steps']:,} steps, "
-            f"{result['seconds']:.1f} s of training")
+            f"{result['seconds']:.1f} s of training{extra_time}")
 
 
-def write_outputs(plan, trainer, picture, backend, recorder, snapshots) -> dict:
-    """model.npz, reconstruction.png, timelapse.gif, loss.png, history.csv and metrics.json;
-    returns the metrics.
+def write_outputs(job, picture) -> dict:
+    """model.npz, reconstruction.png, timelapse.gif, loss.png, history.csv and metrics.json of
+    ``job`` (a :class:`~ironlearn.fitting.run.Job`); returns the metrics.
 
     The reconstruction is rendered at full size in bands, streamed into its PNG and scored
     against the picture on the way (the PSNR in metrics.json is exact, over every pixel).
     """
+    plan, trainer, backend, recorder, snapshots = job.plan, job.trainer, job.backend, job.recorder, job.snapshots
     out, model = plan.out, trainer.model
     score = metrics.BandScore(picture)
     render_png(model, os.path.join(out, folder.RECONSTRUCTION), plan.width, plan.height, backend, plan.channels,
                each=score.add, progress=not plan.quiet and sys.stderr.isatty())
-    result = run_metrics(plan, trainer, score, backend)
-    settings = {**plan.settings(device=backend.device, train_seconds=trainer.train_seconds), "metrics": result}
+    result = run_metrics(plan, trainer, score, backend, job.stalled_seconds)
+    settings = {**job.settings(trainer), "metrics": result}
     checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
     snapshots.write_gif(os.path.join(out, folder.TIMELAPSE))
     recorder.write(os.path.join(out, folder.HISTORY))

@@ -71,12 +71,12 @@ _SAVED = {
     "batch_size": _whole(0), "seed": _whole(0, none=True), "steps": _whole(1, none=True),
     "lr": _number(1e-30), "lr_min": _number(0), "time_budget": _number(1e-30, none=True),
     "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),
-    "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0), "start": _one_of(("picture", "random")),
+    "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0), "stalled_seconds": _number(0), "start": _one_of(("picture", "random")),
     "anneal_from": lambda v: v is None or (isinstance(v, list) and len(v) == 2 and _whole(0)(v[0])
                                            and _number(1e-30)(v[1])),
 }
 _SAVED_OPTIONAL = ("fingerprint", "filter", "schedule", "timed", "train_seconds", "time_budget", "checkpoint_every",
-                   "snapshot_every", "anneal_from", "start")
+                   "snapshot_every", "anneal_from", "start", "stalled_seconds")
 
 
 def check_saved(saved: dict, where: str) -> None:
@@ -156,6 +156,7 @@ class RunPlan:
     snapshot_every: int | None = None
     start_step: int = 0
     prior_seconds: float = 0.0
+    prior_stalled: float = 0.0  # of prior_seconds, stalled (fitting.pace)
     resume: bool = False
     force: bool = False
     quiet: bool = False
@@ -241,7 +242,7 @@ class RunPlan:
         return dataclasses.replace(self, lr=self.lr * RETRY_LR_FACTOR, lr_min=self.lr_min * RETRY_LR_FACTOR,
                                    anneal_from=anneal_from)
 
-    def settings(self, *, device: str, train_seconds: float) -> dict:
+    def settings(self, *, device: str, train_seconds: float, stalled_seconds: float = 0.0) -> dict:
         """What a checkpoint stores, so that ``--resume`` can rebuild this plan."""
         return {"input": os.path.abspath(self.input), "fingerprint": self.fingerprint, "mode": self.mode,
                 "size": [self.width, self.height], "model": self.model, "model_options": self.model_options,
@@ -249,7 +250,7 @@ class RunPlan:
                 "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "timed": self.timed,
                 "anneal_from": None if self.anneal_from is None else list(self.anneal_from), "device": device,
                 "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
-                "train_seconds": train_seconds, "start": self.start}
+                "train_seconds": train_seconds, "stalled_seconds": stalled_seconds, "start": self.start}
 
 
 def _batch_size(options: FitOptions, preset, points: int) -> int | None:
@@ -295,6 +296,7 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         time_budget=time_budget, timed=timed, anneal_from=anneal_from,
         checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
+        prior_stalled=float(saved.get("stalled_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
         start=options.start or (saved or {}).get("start") or "picture")
 

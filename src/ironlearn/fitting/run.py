@@ -30,10 +30,11 @@ from ..nn import HashGrid, Linear, Sigmoid, mse
 from ..nn.encodings import bspline_coefficients
 from ..nn.lattice import Lattice
 from ..optim import Adam
-from ..train import Callback, Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
+from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
+from .pace import Replan
 from .plan import RunPlan, check_saved, make_plan, resume_options
 from .presets import spline_sides
 
@@ -139,7 +140,7 @@ def _run(plan: RunPlan, picture, saved, backend, log) -> dict:
         train(job, log)
     if not plan.quiet:
         log(f"writing the outputs to {plan.out}/ (reconstruction, model, time-lapse, plot)")
-    result = write_outputs(job.plan, job.trainer, picture, backend, job.recorder, job.snapshots)
+    result = write_outputs(job, picture)
     folder.clean(plan.out)
     return result
 
@@ -155,9 +156,11 @@ class Job:
     recorder: Recorder
     snapshots: Snapshots
     rollback: Rollback
+    stalled_seconds: float = 0.0  # of the training time, while the process did not run (fitting.pace)
 
     def settings(self, trainer) -> dict:
-        return self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds)
+        return self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds,
+                                  stalled_seconds=self.stalled_seconds)
 
     def replan(self, plan: RunPlan) -> None:
         """Go on under ``plan``, a timed plan with another step count: the schedule follows it."""
@@ -195,7 +198,7 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
         max_share=None if plan.checkpoint_every else SAVING_SHARE)
     rollback = Rollback(checkpointer=checkpointer)
     rollback.remember(trainer)  # the state the run starts from, until the checkpointer writes one
-    job = Job(plan, backend, trainer, recorder, snapshots, rollback)
+    job = Job(plan, backend, trainer, recorder, snapshots, rollback, stalled_seconds=plan.prior_stalled)
     trainer.callbacks = [recorder, snapshots, checkpointer, rollback]
     return job
 
@@ -359,40 +362,6 @@ def calibrate(model, data: dict, loss=mse) -> float:
 
 
 # -- train -------------------------------------------------------------------------------------
-class Replan(Callback):
-    """Keeps a timed run's step count to what its budget allows at the pace of its latest steps,
-    so that the schedule anneals as the budget ends, however the machine's speed drifts.
-
-    Calibration times a few steps before the run; a machine that slows down later would end the
-    run before the schedule does (its learning rate still high), one that speeds up would reach
-    the planned steps early and leave time unused.  Measured on the bundled drawing in 5 s: runs
-    planned 318 steps and made 299, or planned 281 and stopped at 4.6 s.
-    """
-
-    #: The pace is measured, and the plan revised, each time this share of the budget has passed.
-    share = 1 / 20
-
-    def __init__(self, job, progress: Progress | None = None):
-        """``job``: a :class:`Job`, or anything with its ``plan`` and ``replan(plan)``."""
-        super().__init__(1)  # each step: the trigger reads the clock only
-        self.job, self.progress = job, progress
-        self.trigger = Every(seconds=job.plan.time_budget * self.share, since=job.plan.prior_seconds)
-        self.since = (job.plan.start_step, job.plan.prior_seconds)
-
-    def step(self, trainer) -> None:
-        if not self.trigger(trainer):
-            return
-        (step, seconds), self.since = self.since, (trainer.step, trainer.train_seconds)
-        if trainer.step <= step:
-            return
-        pace = (trainer.train_seconds - seconds) / (trainer.step - step)
-        plan = self.job.plan.replanned(trainer.step, trainer.train_seconds, pace)
-        if plan.steps != self.job.plan.steps:
-            self.job.replan(plan)
-            if self.progress is not None:
-                self.progress.retotal(plan.steps)
-
-
 def train(job: Job, log) -> None:
     """Train to the plan's steps or time budget; after divergence, roll back and retry more gently.
 

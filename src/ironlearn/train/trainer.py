@@ -102,6 +102,7 @@ class Trainer:
         self.check_every = int(check_every)
         self.max_loss = max_loss
         self.train_seconds = 0.0  # time spent in steps (and in callbacks, with count_callbacks)
+        self.last_step_seconds = 0.0  # the last step's own time, its callbacks' left out
         self.count_callbacks = bool(count_callbacks)
         self.held = tuple(held)
         unknown = set(self.held) - set(model.named_parameters())
@@ -195,6 +196,7 @@ class Trainer:
                     t0 = time.perf_counter()
                     self.train_step()
                     t1 = time.perf_counter()
+                    self.last_step_seconds = t1 - t0
                     self.train_seconds += t1 - t0
                     step = self.step
                     if self.check_every and step % self.check_every == 0:
