@@ -284,5 +284,5 @@ def test_compress_and_decompress_commands(tmp_path, capsys):
     assert capsys.readouterr().err.count("none.ilc") == 1  # named once
     assert main(["info", str(packed)]) == 0
     out = capsys.readouterr().out
-    assert "compressed picture: 32x24 rgb" in out and "latents not zero" in out
+    assert "compressed picture: 32x24 rgb" in out and "bytes of latents" in out
     assert main(["info", str(tmp_path / "bad.ilc")]) == 2

@@ -91,11 +91,11 @@ def cmd_compress(args) -> int:
     return ExitCode.OK
 
 
-def read_compressed(path: str):
-    """``(bytes, codec.Decoded)`` of a compressed file; a :class:`UsageError` naming it once
-    for anything it cannot read."""
+def read_compressed(path: str, decode: bool = True):
+    """``(bytes, codec.Decoded)`` of a compressed file, or (``decode`` False) ``(bytes,
+    codec.Header)``; a :class:`UsageError` naming it once for anything it cannot read."""
     try:
-        return codec.read_path(path)
+        return codec.read_path(path) if decode else codec.read_header_path(path)
     except codec.CodecError as exc:
         raise UsageError(str(exc)) from None
 

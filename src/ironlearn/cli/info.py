@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from .. import codec
 from ..train import load_checkpoint
 from ..viewer.run import locate_model
@@ -25,27 +23,31 @@ def add_parser(commands) -> None:
 
 
 def _compressed_info(args) -> int:
-    """What a file of ``ironlearn compress`` holds: the picture, its rate, the network."""
-    data, decoded = read_compressed(args.model)
-    pixels = decoded.width * decoded.height
-    latents = decoded.pyramid.latents
-    filtered = [k for k, found in enumerate(decoded.pyramid.filters) if found is not None]
-    meta = {"format": "ironlearn compressed picture", "version": data[len(codec.container.MAGIC)],
-            "size": [decoded.width, decoded.height], "mode": decoded.mode, "bytes": len(data),
-            "bpp": 8 * len(data) / pixels, "latent_levels": [list(g.shape[1:]) for g in latents],
-            "filtered_levels": filtered, "mlp": decoded.net is not None, "parameters": decoded.num_parameters,
-            "nonzero_latents": int(sum(np.count_nonzero(g) for g in latents))}
+    """What a file of ``ironlearn compress`` holds, from its header alone: nothing is decoded,
+    so the work stays in proportion to the file's size, whatever picture it declares."""
+    data, header = read_compressed(args.model, decode=False)
+    pixels = header.width * header.height
+    shapes = header.grid_shapes
+    latents_bytes, weights_bytes = (len(section) for section in header.sections)
+    meta = {"format": "ironlearn compressed picture", "version": header.version,
+            "size": [header.width, header.height], "mode": header.mode, "bytes": len(data),
+            "bpp": 8 * len(data) / pixels, "latent_levels": [list(shape) for shape in shapes],
+            "filtered_levels": header.filtered_levels, "mlp": bool(header.depth),
+            "parameters": header.num_parameters,
+            "section_bytes": {"latents": latents_bytes, "weights": weights_bytes}}
     if args.json:
         print(json.dumps(meta, indent=2))
         return ExitCode.OK
-    print("\n".join([f"{args.model}", f"compressed picture: {decoded.width}x{decoded.height} {decoded.mode}, "
+    filtered = header.filtered_levels
+    print("\n".join([f"{args.model}", f"compressed picture: {header.width}x{header.height} {header.mode}, "
                      f"{len(data):,} bytes ({meta['bpp']:.4f} bpp)",
-                     f"latent levels: {len(latents)} of {decoded.channels} grid(s) each, "
-                     f"{', '.join(f'{h}x{w}' for h, w in meta['latent_levels'])}",
+                     f"latent levels: {len(shapes)} of {header.channels} grid(s) each, "
+                     f"{', '.join(f'{h}x{w}' for h, w in shapes)}",
                      "synthesis: the levels" + (f" (filtered: {', '.join(map(str, filtered))})" if filtered else "")
-                     + " summed" + (" and an MLP's correction" if decoded.net else ""),
-                     f"parameters: {meta['parameters']:,} ({meta['nonzero_latents']:,} latents not zero: "
-                     "the file codes the zeros in few bits)"]))
+                     + " summed" + (f" and an MLP's correction ({header.depth} layers of {header.hidden})"
+                                    if header.depth else ""),
+                     f"parameters: {meta['parameters']:,}, coded in {latents_bytes:,} bytes of latents and "
+                     f"{weights_bytes:,} of weights and filters"]))
     return ExitCode.OK
 
 

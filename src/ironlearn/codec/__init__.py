@@ -6,7 +6,8 @@ entropy-coded (see ``docs/compression.md``).
     larger = codec.decode(data, 2 * h, 2 * w)           # the same picture redrawn larger
 """
 
-from .codec import Compressed, Decoded, compress_array, decode, encode, read, read_path
+from .codec import Compressed, Decoded, Header, compress_array, decode, encode, read, read_header, read_header_path, read_path
 from .container import CodecError
 
-__all__ = ["CodecError", "Compressed", "Decoded", "compress_array", "decode", "encode", "read", "read_path"]
+__all__ = ["CodecError", "Compressed", "Decoded", "Header", "compress_array", "decode", "encode", "read", "read_header",
+           "read_header_path", "read_path"]

@@ -62,6 +62,13 @@ STEP_EXPONENTS = range(-14, 1)
 MODES = {1: "gray", 3: "rgb"}
 #: Output pixels a render computes at once (bounds its memory at any size).
 BAND_PIXELS = 1 << 18
+#: The synthesis MLP's multiply-adds a pixel that a decoder accepts (its weights, counted from
+#: the header before anything is built): ``compress`` writes 640 (WIDTH 16, DEPTH 2, 21 inputs),
+#: Cool-chic's networks take about 2,000, and a header's 8 layers of 256 would take 464,000.
+MAX_MLP_MACS = 2048
+#: constriction's range coder: every symbol of a model keeps a probability of at least
+#: ``2**-CODER_PRECISION``, and a decoder holds ``CODER_STATE_BITS`` bits beyond the words it read.
+CODER_PRECISION, CODER_STATE_BITS = 24, 64
 
 
 @dataclass(frozen=True)
@@ -417,37 +424,80 @@ def _encode_latents(pyramid: Pyramid, models: dict) -> bytes:
     return encoder.get_compressed().astype("<u4").tobytes()
 
 
+def least_bits(count: int, magnitude: int) -> float:
+    """The fewest bits in which the range coder can code any ``count`` symbols of a model on
+    ``-magnitude..magnitude``: each of its symbols keeps a probability of at least
+    ``2**-CODER_PRECISION``, so none has more than ``1 - 2 magnitude 2**-CODER_PRECISION``, and
+    each costs at least -log2 of that (0 for magnitude 0: such a group is not coded).  A
+    Laplace's own mode could come arbitrarily close to certain; only this floor bounds a
+    section's values by its bytes."""
+    if not magnitude:
+        return 0.0
+    return count * -math.log2(1 - 2 * magnitude / 2 ** CODER_PRECISION)
+
+
+def _check_room(section: bytes, groups, what: str) -> None:
+    """Refuse a ``section`` too short for ``[(count, magnitude)]``, before decoding anything:
+    a header's values cannot come from fewer bytes than :func:`least_bits` says."""
+    needed = sum(least_bits(count, magnitude) for count, magnitude in groups)
+    if needed > 8 * len(section) + CODER_STATE_BITS:
+        raise CodecError(f"the {what} section has {len(section):,} bytes, fewer than the {math.ceil(needed / 8):,} "
+                         "that the values its header declares take at least; compress the picture again")
+
+
 @contextmanager
 def _decoding(section: bytes, what: str):
-    """A range decoder of ``section``; any failure to decode becomes one :class:`CodecError`."""
+    """A range decoder of ``section`` and a range encoder, to which the caller appends again what
+    it decodes, under the same models.  Any failure to decode becomes one :class:`CodecError`,
+    and so does a section that is not exactly the coding of what was decoded: words missing,
+    left over, or another section's."""
     if len(section) % 4:
         raise CodecError(f"the {what} section is damaged (its length is not whole words); "
                          "compress the picture again")
     constriction = _constriction()
+    words = np.frombuffer(section, dtype="<u4").astype(np.uint32)
+    encoder = constriction.stream.queue.RangeEncoder()
     try:
-        yield constriction.stream.queue.RangeDecoder(np.frombuffer(section, dtype="<u4").astype(np.uint32))
+        yield constriction.stream.queue.RangeDecoder(words), encoder
     except BaseException as error:  # constriction reports some damage as a Rust panic (a BaseException)
         if isinstance(error, (KeyboardInterrupt, SystemExit, GeneratorExit)):
             raise
         raise CodecError(f"the {what} section cannot be decoded ({type(error).__name__}); "
                          "compress the picture again") from None
+    if not np.array_equal(encoder.get_compressed(), words):
+        raise CodecError(f"the {what} section does not hold what its header declares (words are missing, left "
+                         "over or out of place); compress the picture again")
 
 
 def _decode_symbols(section: bytes, groups, what: str) -> list:
     """The symbols of ``[(count, magnitude, log_scale)]`` from a stream of :func:`_encode_symbols`."""
-    with _decoding(section, what) as decoder:
-        return [decoder.decode(_laplace(magnitude, log_scale), count) if magnitude else np.zeros(count, np.int32)
-                for count, magnitude, log_scale in groups]
+    values = []
+    with _decoding(section, what) as (decoder, encoder):
+        for count, magnitude, log_scale in groups:
+            if not magnitude:
+                values.append(np.zeros(count, np.int32))
+                continue
+            model = _laplace(magnitude, log_scale)
+            values.append(decoder.decode(model, count))
+            encoder.encode(values[-1], model)
+    return values
 
 
 def _decode_latents(section: bytes, pyramid: Pyramid, models: dict) -> None:
-    """Fill ``pyramid``'s grids from a stream of :func:`_encode_latents`; ``models`` is
-    ``{(level, channel): (entropy.Model, magnitude)}``."""
-    with _decoding(section, "latents") as decoder:
-        for k, c, q, parent in _grids(pyramid):  # parent: the level decoded just before
-            model, magnitude = models[k, c]
-            if magnitude:
-                q[...] = entropy.decode(decoder, q.shape, parent, model, _laplace(magnitude))
+    """Fill ``pyramid``'s grids from a stream of :func:`_encode_latents`, coarsest level first;
+    ``models`` is ``{(level, channel): (entropy.Model, magnitude)}``.  A level whose grids are
+    all empty (magnitude 0) stays :func:`~.pyramid.zeros`, which takes no memory."""
+    with _decoding(section, "latents") as (decoder, encoder):
+        for k in reversed(range(pyramid.levels)):
+            if not any(models[k, c][1] for c in range(pyramid.channels)):
+                continue
+            grids = pyramid.latents[k] = np.zeros(pyramid.latents[k].shape, np.int32)
+            above = k + 1 < pyramid.levels and not pyramid.is_empty(k + 1)  # an empty parent says what None does
+            for c in range(pyramid.channels):
+                model, magnitude = models[k, c]
+                if magnitude:
+                    grids[c] = entropy.decode(decoder, grids.shape[1:], pyramid.latents[k + 1][c] if above else None,
+                                              model, _laplace(magnitude), encoder)
 
 
 def _write(pyramid: Pyramid, network) -> bytes:
@@ -568,9 +618,72 @@ def _refuse(what: str) -> CodecError:
     return CodecError(f"{what}; give a file that `ironlearn compress` wrote")
 
 
-def read(data: bytes) -> Decoded:
-    """The picture a compressed file holds; :class:`CodecError` for anything else."""
+def mlp_layers(inputs: int, outputs: int, hidden: int, depth: int) -> list[tuple[int, int]]:
+    """The ``(fan_in, fan_out)`` of each layer of :func:`~.pyramid.synthesis`'s MLP: ``depth``
+    hidden layers of ``hidden`` (none for depth 0)."""
+    if not depth:
+        return []
+    sizes = [inputs] + [hidden] * depth + [outputs]
+    return list(zip(sizes[:-1], sizes[1:]))
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a compressed file declares, read and checked, its sections not yet decoded: what
+    :func:`read_header` returns and ``ironlearn info`` prints, at a cost in proportion to the
+    file's own size.
+
+    ``grids`` holds ``(step, a, slope, magnitude)`` a grid, level-major; ``weights`` and
+    ``filters`` hold ``(exponent, log_scale, magnitude)`` an MLP tensor (each layer's weight,
+    then its bias) and a filterable level; ``sections`` the latents' and the weights' bytes."""
+
+    version: int
+    height: int
+    width: int
+    channels: int
+    levels: int
+    hidden: int
+    depth: int
+    grids: tuple
+    weights: tuple
+    filters: tuple
+    sections: tuple
+
+    @property
+    def mode(self) -> str:
+        return MODES[self.channels]
+
+    @property
+    def grid_shapes(self) -> list[tuple[int, int]]:
+        """Each level's grid ``(rows, columns)``, finest first."""
+        return [level_shape(self.height, self.width, k) for k in range(self.levels)]
+
+    @property
+    def filtered_levels(self) -> list[int]:
+        return [k for k, (_, _, magnitude) in enumerate(self.filters) if magnitude]
+
+    @property
+    def tensor_sizes(self) -> list[int]:
+        """The MLP's tensors' sizes, in the order of :attr:`weights`."""
+        layers = mlp_layers(self.levels * self.channels, self.channels, self.hidden, self.depth)
+        return [size for fan_in, fan_out in layers for size in (fan_in * fan_out, fan_out)]
+
+    @property
+    def num_parameters(self) -> int:
+        """The numbers the file holds: latents, filter taps and MLP weights (as
+        :attr:`Decoded.num_parameters` counts them)."""
+        latents = self.channels * sum(h * w for h, w in self.grid_shapes)
+        taps = len(self.filtered_levels) * self.channels * len(FILTER_OFFSETS)
+        return latents + taps + sum(self.tensor_sizes)
+
+
+def read_header(data: bytes) -> Header:
+    """A compressed file's :class:`Header`, every field and bound checked and nothing decoded;
+    :class:`CodecError` for anything else.  Refused here: an MLP of more than
+    :data:`MAX_MLP_MACS` multiply-adds a pixel, and sections too short for the values their
+    header declares (:func:`least_bits`)."""
     header_bytes, sections = container.unpack(data)
+    version = data[len(container.MAGIC)]
     header = container.Reader(header_bytes)
     height = header.uint(1, MAX_SIDE, "the height")
     width = header.uint(1, MAX_SIDE, "the width")
@@ -584,52 +697,84 @@ def read(data: bytes) -> Decoded:
     depth = header.uint(0, 8, "the MLP's depth")
     if (hidden == 0) != (depth == 0):
         raise _refuse("the header's MLP has a width but no layers, or layers but no width")
-    latent_models = [(header.float32("a grid's step"), header.float32("a grid's scale"),
-                      header.uint(0, entropy.SLOPES - 1, "a grid's slope"),
-                      header.uint(0, MAX_SYMBOL, "a grid's largest value")) for _ in range(levels * channels)]
-    net = synthesis(levels * channels, channels, hidden, depth) if depth else None
-    tensors = [] if net is None else list(net.named_parameters().values())
-    weight_models = [(header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a weight step"),
-                      header.float32("a weight scale"), header.uint(0, MAX_SYMBOL, "a weight's largest value"))
-                     for _ in tensors]
-    version = data[len(container.MAGIC)]
+    layers = mlp_layers(levels * channels, channels, hidden, depth)
+    macs = sum(fan_in * fan_out for fan_in, fan_out in layers)
+    if macs > MAX_MLP_MACS:
+        raise _refuse(f"the header's MLP ({depth} layers of {hidden}) takes {macs:,} multiply-adds a pixel, "
+                      f"over the {MAX_MLP_MACS:,} a decoder accepts")
+    grids = tuple((header.float32("a grid's step"), header.float32("a grid's scale"),
+                   header.uint(0, entropy.SLOPES - 1, "a grid's slope"),
+                   header.uint(0, MAX_SYMBOL, "a grid's largest value")) for _ in range(levels * channels))
+    weights = tuple((header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a weight step"),
+                     header.float32("a weight scale"), header.uint(0, MAX_SYMBOL, "a weight's largest value"))
+                    for _ in range(2 * len(layers)))  # a weight and a bias a layer
     filter_levels = min(levels, FILTER_LEVELS) if version >= 4 else 0  # format 3 had none
-    filter_models = [(header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a filter step"),
-                      header.float32("a filter scale"), header.uint(0, MAX_SYMBOL, "a filter's largest value"))
-                     for _ in range(filter_levels)]
+    filters = tuple((header.sint(STEP_EXPONENTS[0], STEP_EXPONENTS[-1], "a filter step"),
+                     header.float32("a filter scale"), header.uint(0, MAX_SYMBOL, "a filter's largest value"))
+                    for _ in range(filter_levels))
     header.done()
     if len(sections) != 2:
         raise _refuse(f"the file has {len(sections)} sections, not 2")
-    for step, *_ in latent_models:
+    for step, *_ in grids:
         if not STEP_RANGE[0] / 2 ** MAX_LEVELS <= step <= STEP_RANGE[1]:
             raise _refuse("a grid's step in the header is out of range")
-    for log_scale in [m[1] for m in latent_models + weight_models + filter_models]:
+    for log_scale in [m[1] for m in grids + weights + filters]:
         if not LOG_SCALE_RANGE[0] <= log_scale <= LOG_SCALE_RANGE[1]:
             raise _refuse("a scale in the header is out of range")
-    steps = np.array([m[0] for m in latent_models], np.float32).reshape(levels, channels)
-    pyramid = Pyramid(height, width, channels, levels, steps, CUBIC if version >= 5 else CUBIC_BEFORE_5)
+    found = Header(version, height, width, channels, levels, hidden, depth, grids, weights, filters, tuple(sections))
+    shapes = [shape for shape in found.grid_shapes for _ in range(channels)]  # level-major, as grids
+    _check_room(sections[0], [(h * w, grid[3]) for (h, w), grid in zip(shapes, grids)], "latents")
+    _check_room(sections[1], [(size, m) for size, (_, _, m) in zip(found.tensor_sizes, weights)]
+                + [(channels * len(FILTER_OFFSETS), m) for _, _, m in filters], "weights")
+    return found
+
+
+def decode_header(header: Header) -> Decoded:
+    """The picture whose :class:`Header` :func:`read_header` read: its sections decoded, and
+    checked to hold exactly the coding of what they decode to (:class:`CodecError` if not)."""
+    channels, levels = header.channels, header.levels
+    net = synthesis(levels * channels, channels, header.hidden, header.depth) if header.depth else None
+    tensors = [] if net is None else list(net.named_parameters().values())
+    steps = np.array([grid[0] for grid in header.grids], np.float32).reshape(levels, channels)
+    pyramid = Pyramid(header.height, header.width, channels, levels, steps,
+                      CUBIC if header.version >= 5 else CUBIC_BEFORE_5)
     models = {(k, c): (entropy.Model(a, slope), magnitude)
-              for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(levels, channels), latent_models)}
-    _decode_latents(sections[0], pyramid, models)
+              for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(levels, channels), header.grids)}
+    _decode_latents(header.sections[0], pyramid, models)
     taps = channels * len(FILTER_OFFSETS)
-    values = _decode_symbols(sections[1], [(p.size, m, s) for p, (_, s, m) in zip(tensors, weight_models)]
-                             + [(taps, m, s) for _, s, m in filter_models], "weights")
-    for param, q, (exponent, _, _) in zip(tensors, values, weight_models):
+    values = _decode_symbols(header.sections[1], [(p.size, m, s) for p, (_, s, m) in zip(tensors, header.weights)]
+                             + [(taps, m, s) for _, s, m in header.filters], "weights")
+    for param, q, (exponent, _, _) in zip(tensors, values, header.weights):
         param[...] = q.reshape(param.shape) * np.float32(2.0 ** exponent)
-    for k, (q, (exponent, _, magnitude)) in enumerate(zip(values[len(tensors):], filter_models)):
+    for k, (q, (exponent, _, magnitude)) in enumerate(zip(values[len(tensors):], header.filters)):
         if magnitude:
             pyramid.filters[k] = (q.reshape(channels, -1), exponent)
-    return Decoded(height, width, channels, pyramid, net)
+    return Decoded(header.height, header.width, channels, pyramid, net)
+
+
+def read(data: bytes) -> Decoded:
+    """The picture a compressed file holds; :class:`CodecError` for anything else."""
+    return decode_header(read_header(data))
+
+
+def _from_path(path, reader):
+    data = container.read_file(path)  # its messages name the file
+    try:
+        return data, reader(data)
+    except CodecError as exc:
+        raise CodecError(f"{path}: {exc}") from None
 
 
 def read_path(path) -> tuple[bytes, Decoded]:
     """The bytes of the compressed file at ``path`` and the picture they hold; one
     :class:`CodecError` naming the file once for anything that cannot be read."""
-    data = container.read_file(path)  # its messages name the file
-    try:
-        return data, read(data)
-    except CodecError as exc:
-        raise CodecError(f"{path}: {exc}") from None
+    return _from_path(path, read)
+
+
+def read_header_path(path) -> tuple[bytes, Header]:
+    """The bytes of the compressed file at ``path`` and its :class:`Header`, nothing decoded;
+    errors as :func:`read_path`'s."""
+    return _from_path(path, read_header)
 
 
 def decode(data: bytes, height: int | None = None, width: int | None = None) -> np.ndarray:
@@ -637,5 +782,5 @@ def decode(data: bytes, height: int | None = None, width: int | None = None) -> 
     return np.round(read(data).render(height, width) * 255).astype(np.uint8)
 
 
-__all__ = ["Compressed", "Decoded", "CodecError", "compress_array", "encode", "decode", "read", "read_path",
-           "level_shape"]
+__all__ = ["Compressed", "Decoded", "CodecError", "Header", "compress_array", "encode", "decode", "read",
+           "read_header", "read_path", "read_header_path", "level_shape"]

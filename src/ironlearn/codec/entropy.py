@@ -51,16 +51,20 @@ def laplace_bits(values, log_scale) -> np.ndarray:
 
 
 # -- activity -------------------------------------------------------------------------------------
+def _parent_box(parent) -> np.ndarray:
+    """Each cell of ``parent`` ``(h, w)``: its 3x3 neighbourhood's ``|values|`` summed, int64."""
+    padded = np.pad(np.abs(parent).astype(np.int64), 1)
+    h, w = parent.shape
+    return sum(padded[i:i + h, j:j + w] for i in range(3) for j in range(3))
+
+
 def parent_activity(parent, shape) -> np.ndarray:
     """What the coarser level says about a grid of ``shape``: each cell's parent's 3x3
     neighbourhood, ``|values|`` summed, ``(h, w)`` int64 (zeros for the coarsest level,
     ``parent`` None)."""
     if parent is None:
         return np.zeros(shape, np.int64)
-    padded = np.pad(np.abs(parent).astype(np.int64), 1)
-    h, w = parent.shape
-    box = sum(padded[i:i + h, j:j + w] for i in range(3) for j in range(3))
-    return box[np.arange(shape[0]) // 2][:, np.arange(shape[1]) // 2]
+    return _parent_box(parent)[np.arange(shape[0]) // 2][:, np.arange(shape[1]) // 2]
 
 
 def above_activity(above, above2) -> np.ndarray:
@@ -188,15 +192,26 @@ def encode(encoder, q, parent, model: Model, family) -> None:
     encoder.encode(symbols, family, np.zeros_like(scales), scales)
 
 
-def decode(decoder, shape, parent, model: Model, family) -> np.ndarray:
-    """The grid of ``shape`` that :func:`encode` appended: int32 ``(h, w)``."""
+def decode(decoder, shape, parent, model: Model, family, encoder=None) -> np.ndarray:
+    """The grid of ``shape`` that :func:`encode` appended: int32 ``(h, w)``.
+
+    Each row decoded is appended again to ``encoder``, when one is given, under the same scales:
+    the words it ends with are the section's if, and only if, the section held exactly this
+    coding (the range coder writes the same words whether it gets a grid or its rows)."""
     h, w = shape
     q = np.zeros((h, w), np.int32)
     magnitude = np.zeros((h + 2, w), np.int64)  # two rows of zeros above the grid
-    from_parent = parent_activity(parent, shape)
+    # The parent's boxes are read a row at a time: a grid's worth of int64 would be twice the grid.
+    if parent is None:  # the coarsest level: nothing above it
+        box, parent_rows, parent_columns = np.zeros((1, 1), np.int64), np.zeros(h, np.int64), np.zeros(w, np.int64)
+    else:
+        box, parent_rows, parent_columns = _parent_box(parent), np.arange(h) // 2, np.arange(w) // 2
     table, means = model.scale_table(), np.zeros(w)
     for i in range(h):
-        row_activity = from_parent[i] + above_activity(magnitude[i + 1], magnitude[i])
-        q[i] = decoder.decode(family, means, table[classes(row_activity)])
+        from_parent = box[parent_rows[i], parent_columns]
+        scales = table[classes(from_parent + above_activity(magnitude[i + 1], magnitude[i]))]
+        q[i] = decoder.decode(family, means, scales)
+        if encoder is not None:
+            encoder.encode(q[i], family, means, scales)
         magnitude[i + 2] = np.abs(q[i])
     return q

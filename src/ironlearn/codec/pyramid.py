@@ -63,6 +63,12 @@ CUBIC, CUBIC_BEFORE_5 = -0.75, -0.5
 FILTER_FIT_PIXELS = 1 << 19
 
 
+def zeros(shape) -> np.ndarray:
+    """A read-only int32 grid of zeros of ``shape`` that takes no memory (one zero, broadcast):
+    what the decoder holds for a level whose grids the file leaves empty."""
+    return np.broadcast_to(np.zeros((), np.int32), shape)
+
+
 def level_shape(height: int, width: int, level: int) -> tuple[int, int]:
     """The grid of level ``level`` for a ``height x width`` picture: one value per block of
     ``2**level`` pixels a side, rounded up."""
@@ -131,7 +137,8 @@ class Pyramid:
     Attributes
     ----------
     latents : list of int32 arrays
-        Level ``k``'s grids, ``(channels, *level_shape(height, width, k))``, finest first.
+        Level ``k``'s grids, ``(channels, *level_shape(height, width, k))``, finest first; a
+        level not set is :func:`zeros` (read-only, no memory).
     steps : float32 array ``(levels, channels)``
         Each grid's quantisation step: its integers times the step, filtered, are what
         upsampling reads (:meth:`values`).
@@ -146,7 +153,7 @@ class Pyramid:
         if not 1 <= levels <= MAX_LEVELS:
             raise ValueError(f"levels must lie in 1..{MAX_LEVELS} (got {levels})")
         self.height, self.width, self.channels, self.levels = height, width, channels, levels
-        self.latents = [np.zeros((channels, *level_shape(height, width, k)), np.int32) for k in range(levels)]
+        self.latents = [zeros((channels, *level_shape(height, width, k))) for k in range(levels)]  # until set
         self.steps = np.ones((levels, channels), np.float32) if steps is None else np.asarray(steps, np.float32)
         self.filters = [None] * levels
         self.cubic = cubic
@@ -157,9 +164,18 @@ class Pyramid:
         plain.latents = self.latents
         return plain
 
+    def is_empty(self, k: int) -> bool:
+        """Whether level ``k`` is known to be zeros without reading it: held as one broadcast zero
+        (:func:`zeros`), so that renders skip it and a file of empty grids costs no memory."""
+        grids = self.latents[k]
+        return not any(grids.strides) and not grids.flat[0]
+
     def values(self, k: int) -> np.ndarray:
         """Level ``k``'s grids as upsampling reads them: the integers times their steps, through
-        the level's filter if it has one; float32 ``(channels, h, w)``."""
+        the level's filter if it has one; float32 ``(channels, h, w)`` (read-only zeros that take
+        no memory for an empty level)."""
+        if self.is_empty(k):
+            return np.broadcast_to(np.zeros((), np.float32), self.latents[k].shape)
         scaled = self.latents[k] * self.steps[k][:, None, None]
         if self.filters[k] is None:
             return scaled
@@ -180,6 +196,9 @@ class Pyramid:
         row_ids = np.arange(height)[rows]
         out = np.empty((len(row_ids), width, self.levels, self.channels), np.float32)
         for k in range(self.levels):
+            if self.is_empty(k):
+                out[:, :, k] = 0
+                continue
             scaled = self.values(k) if values is None else values[k]
             if k == 0 and (height, width) == (self.height, self.width) and region is None:
                 out[:, :, k] = scaled[:, row_ids].transpose(1, 2, 0)
