@@ -7,6 +7,7 @@ import os
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from .. import npz
 from ..files import atomic_write
 from ..train.callbacks import Callback
 from .io import scaled_size, to_uint8
@@ -72,19 +73,32 @@ class Snapshots(Callback):
     def restore(self, path, upto_step: int) -> bool:
         """Load frames saved by :meth:`save`, keeping those at or before ``upto_step``; False when
         the file is there but unreadable or of another size (a lost time-lapse is not worth
-        stopping a resume for, but worth a note)."""
+        stopping a resume for, but worth a note).
+
+        The file is checked before its frames are read: at most ``max_frames`` frames of this
+        run's frame size, so a crafted file cannot make a resume fill gigabytes."""
         if not os.path.isfile(path):
             return True
         try:
-            with np.load(path) as archive:
-                frames, steps = archive["frames"], archive["steps"]
-            keep = steps <= upto_step
-        except Exception:
+            with npz.open_npz(path, deflated=True) as archive:
+                if not self._fits(archive.members):
+                    return False
+                frames, steps = archive.read("frames"), archive.read("steps")
+        except (npz.ArchiveError, OSError):
             return False
-        if frames.ndim < 3 or frames.shape[1:3] != self.size[::-1] or keep.shape != frames.shape[:1]:
-            return False
+        keep = steps <= upto_step
         self.frames, self.steps = list(frames[keep]), [int(s) for s in steps[keep]]
         return True
+
+    def _fits(self, members: dict) -> bool:
+        """Whether ``members`` (:class:`ironlearn.npz.Member` by name) are frames :meth:`save` wrote
+        for this run: uint8 ``(n, h, w)`` or ``(n, h, w, 3)``, n <= ``max_frames``, and n steps."""
+        frames, steps = members.get("frames"), members.get("steps")
+        if frames is None or steps is None or not frames.shape:
+            return False
+        height_width = self.size[::-1]
+        return (frames.dtype == np.uint8 and frames.shape[1:] in (height_width, (*height_width, 3))
+                and frames.shape[0] <= self.max_frames and steps.dtype.kind in "iu" and steps.shape == frames.shape[:1])
 
     def write_gif(self, path, frame_ms: int = 80, hold_ms: int = 1500) -> None:
         write_gif(path, self.frames, self.steps, frame_ms, hold_ms)

@@ -11,7 +11,7 @@ Layout of the archive:
 Files are written atomically: a temporary file in the same folder, flushed and
 synced, then ``os.replace``; a crash mid-write leaves the previous file intact.
 
-Files are read as untrusted: the archive's array headers, then the metadata's
+Files are read as untrusted: the archive's array headers (:mod:`ironlearn.npz`), then the metadata's
 fields and the architecture's would-be arrays are checked before anything is
 read in full or built (:func:`_check_meta`), so a damaged or crafted file ends
 in one :class:`CheckpointError`, never in another exception or a huge allocation.
@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import reprlib
-import struct
-import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..backend import to_host
+from .. import npz
 from ..files import atomic_write
 from ..nn.model import Sequential
 from ..optim import schedules
@@ -147,10 +145,9 @@ def load(path) -> Checkpoint:
     """
     path = os.fspath(path)
     with _archive(path) as archive:
-        headers = _array_headers(path, archive)
-        meta = _read_meta(path, archive, headers)
-        _check_meta(path, meta, headers)
-        arrays = {name: _read_array(archive, info) for name, (info, _) in headers.items() if name != "meta"}
+        meta = _read_meta(path, archive)
+        _check_meta(path, meta, archive.members)
+        arrays = {name: archive.read(name) for name in archive.members if name != "meta"}
     state = {name[6:]: value for name, value in arrays.items() if name.startswith("model/")}
     bad = [name for name, value in state.items() if not np.isfinite(value).all()]
     if bad:  # save() refuses these; only an edited file holds them, and it would draw black
@@ -174,9 +171,8 @@ def read_meta(path) -> dict:
     """
     path = os.fspath(path)
     with _archive(path) as archive:
-        headers = _array_headers(path, archive)
-        meta = _read_meta(path, archive, headers)
-        _check_meta(path, meta, headers)
+        meta = _read_meta(path, archive)
+        _check_meta(path, meta, archive.members)
     return meta
 
 
@@ -191,69 +187,24 @@ def _unreadable(path: str, why: str = "truncated or corrupt") -> CheckpointError
 
 @contextlib.contextmanager
 def _archive(path: str):
-    """The zip archive at ``path``, open; whatever damage reading it meets becomes a CheckpointError."""
+    """The archive at ``path``, open, its arrays' headers checked (:func:`ironlearn.npz.open_npz`:
+    stored plain, so nothing read is larger than the file); damage becomes a CheckpointError."""
     if not os.path.isfile(path):
         raise CheckpointError(f"{path}: no such file")
     try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError, struct.error):
-        raise _unreadable(path, "not a zip archive: another kind of file, or truncated or corrupt") from None
+        with npz.open_npz(path, deflated=False) as archive:
+            yield archive
+    except npz.ArchiveError as exc:
+        raise _unreadable(path, exc.why) from None
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    try:
-        with archive:
-            yield archive
-    except CheckpointError:
-        raise
-    # Reading a damaged archive raises any of these, from zipfile (bad CRC, an encrypted or oddly
-    # compressed member) or from NumPy (a bad array header).
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, RuntimeError,
-            NotImplementedError, struct.error):
-        raise _unreadable(path) from None
 
 
-_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-
-
-def _array_headers(path: str, archive) -> dict:
-    """``{name: (zip member, shape)}`` of every array in ``archive``, from its header alone.
-
-    An .npy header states a shape, and NumPy allocates that much before it finds the data
-    missing, so a crafted header could ask for terabytes.  Each member must therefore be an
-    uncompressed .npy (as ``np.savez`` writes) of plain numbers whose data fill it exactly, and
-    the members must fit in the file: nothing read later is larger than the file.
-    """
-    headers, room = {}, os.path.getsize(path)
-    for info in archive.infolist():
-        if not info.filename.endswith(".npy"):
-            raise _unreadable(path, f"it holds {reprlib.repr(info.filename)}, which is not an array")
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise _unreadable(path, "its arrays are compressed, as a run's frames.npz is: models are stored plain")
-        room -= info.compress_size
-        if info.file_size != info.compress_size or room < 0:
-            raise _unreadable(path)
-        with archive.open(info) as member:
-            read_header = _HEADER_READERS.get(np.lib.format.read_magic(member))
-            if read_header is None:
-                raise _unreadable(path)
-            shape, _, dtype = read_header(member)
-            if (dtype.kind not in "biuf" or min(shape, default=0) < 0
-                    or member.tell() + dtype.itemsize * math.prod(shape) != info.file_size):
-                raise _unreadable(path)
-        headers[info.filename[:-4]] = (info, tuple(shape))
-    return headers
-
-
-def _read_array(archive, info) -> np.ndarray:
-    with archive.open(info) as member:  # reads to the end, so zipfile checks the CRC
-        return np.lib.format.read_array(member, allow_pickle=False)
-
-
-def _read_meta(path: str, archive, headers: dict):
+def _read_meta(path: str, archive):
     """The decoded JSON of the ``meta`` array (any JSON value: :func:`_check_meta` judges it)."""
-    if "meta" not in headers:
+    if "meta" not in archive.members:
         raise CheckpointError(f"{path}: not an ironlearn checkpoint (it holds no metadata)")
-    array = _read_array(archive, headers["meta"][0])
+    array = archive.read("meta")
     if array.dtype != np.uint8 or array.ndim != 1:
         raise _unreadable(path)
     try:
@@ -272,7 +223,7 @@ def _is_count(value, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
-def _check_meta(path: str, meta, headers: dict) -> None:
+def _check_meta(path: str, meta, members: dict) -> None:
     """Refuse metadata that does not describe a picture model rebuildable from the stored arrays.
 
     Every field the loader and the commands read is checked by type (a newer format is told to
@@ -315,7 +266,7 @@ def _check_meta(path: str, meta, headers: dict) -> None:
         expected = Sequential.shapes(architecture)
     except ValueError as exc:
         raise _edited(path, f"its architecture cannot be built ({exc})") from None
-    stored = {name[6:]: shape for name, (_, shape) in headers.items() if name.startswith("model/")}
+    stored = {name[6:]: member.shape for name, member in members.items() if name.startswith("model/")}
     if stored != expected:  # before the widths: an edited layer is named by the array it no longer fits
         raise _edited(path, f"arrays do not fit the saved architecture ({_difference(expected, stored)})")
     try:
