@@ -12,6 +12,7 @@ import shutil
 import socket
 import struct
 import threading
+import tracemalloc
 
 import pytest
 from PIL import Image
@@ -19,6 +20,7 @@ from PIL import Image
 from helpers import make_picture, rewrite_meta, run_cli
 from ironlearn.cli import main
 from ironlearn.viewer import make_server, payload, render_page
+from ironlearn.viewer.serve import SEND_PIECE
 from models import save_model
 from pages import data_of
 
@@ -266,3 +268,26 @@ def test_a_client_hanging_up_prints_nothing(serving, capfd, how):
     assert get(port, f"127.0.0.1:{port}", path="/elsewhere")[0] == 404  # still answering
     served.stop()
     assert capfd.readouterr().err == ""
+
+
+def test_slow_readers_of_a_large_page_hold_a_piece_each_not_the_page(serving):
+    """The page goes out in pieces of SEND_PIECE: six readers stalled after its first bytes hold six
+    pieces, where reading it whole held six pages (2.85 GB for six of a 455 MB page).  Measured with
+    tracemalloc: the server is this process's threads, and every byte it reads is a Python object."""
+    served = serving(PAGE + b" " * (32 << 20))
+    readers = []
+    tracemalloc.start()
+    try:
+        for _ in range(6):
+            reader = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+            reader.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n\r\n".encode())
+            seen = b""
+            while PAGE not in seen:  # the server is sending the page, then stalls on this reader
+                seen += reader.recv(1024)
+            readers.append(reader)
+        held = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        for reader in readers:
+            _hang_up_hard(reader)
+    assert held < 6 * SEND_PIECE + (4 << 20), f"{held >> 20} MB held"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sys
 import threading
 import webbrowser
@@ -25,6 +26,8 @@ from .plan import ViewerError
 
 DEFAULT_PORT = 8000
 LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the only Host names answered
+#: Bytes of the page read and sent at a time: what each open request holds, whatever the page's size.
+SEND_PIECE = 1 << 20
 
 
 def local_hosts(port: int) -> set[str]:
@@ -61,15 +64,16 @@ def _handler(page_path: str):
             if self.path.split("?")[0] not in ("/", name):
                 self.send_error(HTTPStatus.NOT_FOUND, "only the viewer page is served here")
                 return
-            with open(page_path, "rb") as file:  # read per request: a rewritten page is served fresh
-                body = file.read()
-            self.send_response(HTTPStatus.OK)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            if with_body:
-                self.wfile.write(body)
+            # Opened per request, so a rewritten page is served fresh (os.replace leaves this open
+            # file whole), and sent in pieces: a slow reader of a large page holds one piece.
+            with open(page_path, "rb") as file:
+                self.send_response(HTTPStatus.OK)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(os.fstat(file.fileno()).st_size))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                if with_body:
+                    shutil.copyfileobj(file, self.wfile, SEND_PIECE)
 
         def log_message(self, format, *args):  # one line per request would bury the URL
             pass
