@@ -8,7 +8,8 @@ import pytest
 from ironlearn.fitting import FitOptions, UsageError, make_plan, resume_options
 from ironlearn.fitting.options import validate
 from ironlearn.fitting.plan import DEFAULT_TIME_BUDGET, RETRY_LR_FACTOR, fingerprint
-from ironlearn.fitting.presets import PRESETS, WHOLE_FINEST_LOG2, hashgrid_size
+from ironlearn.fitting.presets import PRESETS
+from ironlearn.fitting.regimes import WHOLE_FINEST_LOG2, hashgrid_size
 from ironlearn.image.io import Picture
 from ironlearn.nn import HashGrid
 from ironlearn.nn.encodings import LOG2_TABLE_SIZES
@@ -225,7 +226,7 @@ def test_past_2_to_the_24_pixels_the_spline_level_keeps_2_to_the_24_vertices_in_
 
 
 def test_the_spline_level_of_a_picture_of_any_shape_stays_within_2_to_the_24_vertices():
-    from ironlearn.fitting.presets import spline_sides
+    from ironlearn.fitting.regimes import spline_sides
 
     for width, height in ((10**8, 1), (4, 25 * 10**6), (100000, 1000), (4096, 4096), (300, 200)):
         across, down = spline_sides(width, height)

@@ -10,7 +10,7 @@ from ironlearn.nn import mse
 from ironlearn.optim import Adam, cosine
 from ironlearn.backend import get_backend
 from ironlearn.fitting import PRESETS
-from ironlearn.fitting.run import START_CLIP, start_from_picture
+from ironlearn.fitting.start import START_CLIP, start_from_picture
 from ironlearn.train import Trainer
 
 # Steps each preset gets (about a second each on 2 cores) and the PSNR it must pass.
@@ -63,11 +63,11 @@ def test_past_the_vertex_cap_the_level_starts_as_the_picture_resized_to_it(photo
     """Past PIXEL_SPLINE_PIXELS (2^24, here made 2^14) the level has fewer vertices than the picture
     has pixels, in its proportions, and starts as the picture resized to them: the model then
     passes through the resized picture at its own size, and draws it as a spline at the picture's."""
-    from ironlearn.fitting import presets
+    from ironlearn.fitting import regimes
     from ironlearn.image.io import resized_channels
 
-    monkeypatch.setattr(presets, "PIXEL_SPLINE_PIXELS", 1 << 14)
-    across, down = presets.spline_sides(photograph.width, photograph.height)
+    monkeypatch.setattr(regimes, "PIXEL_SPLINE_PIXELS", 1 << 14)
+    across, down = regimes.spline_sides(photograph.width, photograph.height)
     assert (across, down) == (156, 104) and across * down <= 1 << 14  # 300x200 scaled by 0.52
     options = PRESETS["hashgrid"].resolve({}, photograph.width, photograph.height, photograph.mode)
     assert (options["finest"], options["finest_y"], options["levels"], options["depth"]) == (156, 104, 1, 0)
@@ -110,11 +110,11 @@ def test_a_fit_starts_as_the_picture_unless_asked_to_start_random(photograph, tm
 
 def test_a_picture_larger_than_a_batch_trains_a_tile_a_step_with_its_head_held(photograph, tmp_path):
     from ironlearn import fit
-    from ironlearn.fitting.run import held_parameters, trains_tiles
+    from ironlearn.fitting.start import held_parameters
     from ironlearn.fitting import FitOptions, make_plan
 
     plan = make_plan(FitOptions(photograph.source, batch_size=4096, steps=10), photograph)
-    assert trains_tiles(plan)  # 60,000 pixels in batches of 4,096: 15 tiles of 80 x 50
+    assert plan.trains_tiles  # 60,000 pixels in batches of 4,096: 15 tiles of 80 x 50
     run = fit(photograph.source, tmp_path / "picture", steps=40, batch_size=4096)
     assert held_parameters(plan, run.model) == ("layers.1.weight", "layers.1.bias")
     head = run.model.layers[1].params

@@ -16,7 +16,7 @@ from .presets import OPTIONS, PRESETS
 SCHEDULES = ("cosine", "constant")
 PROGRESS = ("bar", "plain", "none")
 #: How a new fit's network begins: ``picture`` sets a hash-grid level of a vertex per pixel to the
-#: picture (``fitting.run.start_from_picture``; other models start random), ``random`` starts
+#: picture (``fitting.start.start_from_picture``; other models start random), ``random`` starts
 #: every layer random.
 STARTS = ("picture", "random")
 # Upper bounds that catch typos (an extra zero or three) before they cost hours or all the memory;

@@ -20,6 +20,7 @@ from ..image.timelapse import frame_steps
 from ..optim import constant, cosine, warmup_cosine
 from .options import SCHEDULES, FitOptions, UsageError
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
+from .regimes import PIXEL_SPLINE, Regime, regime_of
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 MIN_STEPS = 10  # a time budget never plans fewer steps than this
@@ -166,6 +167,17 @@ class RunPlan:
     @property
     def preset(self):
         return PRESETS[self.model]
+
+    @property
+    def regime(self) -> Regime | None:
+        """The hash grid's layout (``fitting.regimes``); None for the other presets."""
+        return regime_of(self.model_options) if self.model == "hashgrid" else None
+
+    @property
+    def trains_tiles(self) -> bool:
+        """Whether a step trains one tile of the picture (``image.sampling.TileSampler``): a pixel
+        spline on pixel centres, for a picture larger than one batch."""
+        return self.regime is PIXEL_SPLINE and self.filter == "centres" and not self.every_pixel
 
     # -- derived settings --------------------------------------------------------------------
     @property

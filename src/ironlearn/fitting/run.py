@@ -20,14 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import get_backend, to_host
+from ..backend import get_backend
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
-from ..image.io import MAX_PIXELS, load_picture, resized_channels
+from ..image.io import MAX_PIXELS, load_picture
 from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, EveryPixel, PictureSampler, TileSampler
 from ..image.timelapse import Snapshots
-from ..nn import HashGrid, Linear, Sigmoid, mse
-from ..nn.encodings import bspline_coefficients
+from ..nn import mse
 from ..nn.lattice import Lattice
 from ..optim import Adam
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
@@ -36,7 +35,7 @@ from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
 from .pace import Replan
 from .plan import RunPlan, check_saved, make_plan, resume_options
-from .presets import spline_sides
+from .start import held_parameters, start_from_picture
 
 CALIBRATION_STEPS = 6
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
@@ -203,32 +202,6 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     return job
 
 
-def trains_tiles(plan: RunPlan) -> bool:
-    """Whether a step of ``plan`` trains one tile of the picture (:class:`TileSampler`): a hash grid
-    with a linear head, on pixel centres, for a picture larger than one batch."""
-    return (plan.model == "hashgrid" and plan.filter == "centres" and not plan.every_pixel
-            and plan.model_options.get("depth") == 0)
-
-
-def held_parameters(plan: RunPlan, model) -> tuple:
-    """The parameters a run holds where they start: the head's, when a step trains one tile of a
-    level started as the picture (:func:`start_from_picture`: the head is the identity).
-
-    A head that every pixel shares, trained a tile at a time, drifts: each tile pulls it its own
-    way, and the vertices of the other tiles, trained against an older head, no longer match it.
-    The level has a vertex per pixel and a feature per channel, so the head has nothing to add
-    that the vertices cannot hold.  Measured on the 2048x2048 test photograph, 30 s (7,000
-    steps): trained, it ended 1.8 dB under its start (60.58 dB); held, 0.05 above (62.43).  From
-    a random start the head trains: it grows (to a gain of about 2.4), which speeds the vertices'
-    way from zero to their logits (1024x1024, 15 s: 45.31 dB trained, 32.18 held at the identity,
-    25.51 held as initialised).
-    """
-    if not (trains_tiles(plan) and plan.start == "picture"
-            and pixel_spline_layout(model, plan.width, plan.height, plan.channels)):
-        return ()
-    return tuple(name for name in model.named_parameters() if not name.startswith("layers.0."))
-
-
 def training_data(plan: RunPlan, picture, backend) -> dict:
     """The Trainer's data, as keyword arguments.
 
@@ -243,7 +216,7 @@ def training_data(plan: RunPlan, picture, backend) -> dict:
     """
     values = backend.asarray(picture.values, dtype=picture.values.dtype)
     lattices = plan.model == "hashgrid"  # the presets whose first layer is a HashGrid
-    if trains_tiles(plan):
+    if plan.trains_tiles:
         return {"batches": TileSampler(values, plan.batch_size, plan.seed)}
     if not plan.every_pixel:
         return {"batches": PictureSampler(values, plan.batch_size, plan.seed, plan.filter)}
@@ -265,56 +238,6 @@ def new_model(plan: RunPlan, picture=None):
     if picture is not None and plan.start == "picture":
         start_from_picture(model, picture)
     return model
-
-
-#: A vertex-per-pixel level starts as the picture's logits, the pixels clipped to [START_CLIP,
-#: 1 - START_CLIP]: within half a level of 0 and 1, so they round to the 8-bit pixel (at 0.02,
-#: the 12.6 MP photograph started at 40 dB, its black and white pixels off by up to 5 levels).
-START_CLIP = 0.5 / 255
-
-
-def pixel_spline_layout(model, width: int, height: int, channels: int) -> bool:
-    """Whether ``model`` is a dense level of a vertex per pixel of a ``width x height`` picture (past
-    2^24 pixels, of :func:`~ironlearn.fitting.presets.spline_sides`), a feature per channel, read
-    through one linear layer and a sigmoid: what :func:`start_from_picture` starts as the picture."""
-    layers = model.layers
-    if len(layers) != 3 or not isinstance(layers[0], HashGrid) or not isinstance(layers[1], Linear) \
-            or not isinstance(layers[2], Sigmoid):
-        return False
-    grid = layers[0]
-    return (grid.levels == 1 and grid.centred and not grid.detail and not grid.hashed[0]
-            and (grid.sides[0], grid.sides_y[0]) == spline_sides(width, height) and grid.features == channels)
-
-
-def start_from_picture(model, picture) -> bool:
-    """Start a grid of a vertex per pixel, read through one linear layer and a sigmoid (the layout
-    of ``presets.pixel_spline``), as the picture: the vertices at the B-spline coefficients of the
-    pixels' logits (:func:`~ironlearn.nn.encodings.bspline_coefficients`), the layer the
-    identity.  Returns whether the model has that layout (other models are left as built).
-
-    The untrained model then passes through every pixel (the clipped ones at the clip), and
-    between pixels draws a cubic spline of the picture in logit space; training takes the
-    clipped pixels the rest of the way.  Measured on the four sporco photographs at 384x256
-    (fit / 2x redraw against the 768x512 originals, median; bicubic upscaling 32.82): untrained
-    90.8 dB fit; 1 s 73.37 / 34.24 dB (Adam's first steps stir it), 10 s 90.74 / 34.24.  Each
-    vertex at its own pixel's logit (a blurred start): 10 s 53.91 / 34.10; the tables' usual
-    tiny random start 44.98 / 33.63.
-    """
-    if not pixel_spline_layout(model, picture.width, picture.height, picture.channels):
-        return False
-    grid, head, channels = model.layers[0], model.layers[1], picture.channels
-    across, down = spline_sides(picture.width, picture.height)
-    if (across, down) == (picture.width, picture.height):
-        pixels = to_host(picture.band()).reshape(picture.height, picture.width, channels).astype(np.float32)
-    else:  # fewer vertices than pixels: the picture resized to them, a channel at a time
-        pixels = resized_channels(to_host(picture.values), across, down, in_8_bits=True)
-    logits = np.clip(pixels, START_CLIP, 1 - START_CLIP, out=pixels)
-    logits /= 1 - logits
-    np.log(logits, out=logits)
-    grid.params["table"][...] = bspline_coefficients(logits).reshape(-1, channels)
-    head.params["weight"][...] = np.eye(channels, dtype=np.float32)
-    head.params["bias"][...] = 0
-    return True
 
 
 def _save_trigger(plan: RunPlan) -> Every:
