@@ -138,15 +138,24 @@ def adam_update(param, grad, m, v, scratch, b1: float, b2: float, step_size: flo
         _cuda_adam(param, grad, m, v, b1, b2, step_size, eps_hat, touched)
         return
     xp = get_array_module(param)
-    if touched is not None:
-        _masked_adam(xp, param, grad, m, v, b1, b2, step_size, eps_hat, touched)
+    if touched is None:
+        _adam_step(xp, param, grad, m, v, scratch, b1, b2, step_size, eps_hat)
         return
-    s = scratch
-    # m += (1 - b1) (g - m);  v += (1 - b2) (g^2 - v): one scratch buffer, no temporaries.
-    xp.subtract(grad, m, out=s)
+    # Lazy: step copies, then keep the marked rows' results.
+    stepped = [array.copy() for array in (param, m, v)]
+    _adam_step(xp, *stepped[:1], grad, *stepped[1:], scratch, b1, b2, step_size, eps_hat)
+    mask = touched.reshape((-1,) + (1,) * (param.ndim - 1))
+    for array, new in zip((param, m, v), stepped):
+        xp.copyto(array, new, where=mask)
+
+
+def _adam_step(xp, param, grad, m, v, s, b1, b2, step_size, eps_hat):
+    """Adam's step in NumPy (or CuPy) array operations: the one home of its arithmetic outside
+    :data:`_ADAM_STEP`, through the scratch buffer ``s``, with no temporaries."""
+    xp.subtract(grad, m, out=s)  # m += (1 - b1) (g - m)
     s *= 1.0 - b1
     m += s
-    xp.multiply(grad, grad, out=s)
+    xp.multiply(grad, grad, out=s)  # v += (1 - b2) (g^2 - v)
     s -= v
     s *= 1.0 - b2
     v += s
@@ -155,17 +164,6 @@ def adam_update(param, grad, m, v, scratch, b1: float, b2: float, step_size: flo
     xp.divide(m, s, out=s)
     s *= step_size
     param -= s
-
-
-def _masked_adam(xp, param, grad, m, v, b1, b2, step_size, eps_hat, touched):
-    mask = touched.reshape((-1,) + (1,) * (param.ndim - 1))
-    new_m = m + (grad - m) * (1.0 - b1)
-    new_v = v + (grad * grad - v) * (1.0 - b2)
-    step = new_m / (xp.sqrt(new_v) + eps_hat)
-    step *= step_size
-    xp.copyto(m, new_m, where=mask)
-    xp.copyto(v, new_v, where=mask)
-    xp.copyto(param, param - step, where=mask)
 
 
 # -- CUDA ----------------------------------------------------------------------------------------

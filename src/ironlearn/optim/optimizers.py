@@ -211,47 +211,39 @@ class Adam(Optimizer):
         self.betas = (float(b1), float(b2))
         self.eps = float(eps)
 
-    def _update(self, name, param, grad, lr, touched=None):
+    def _step_arguments(self, lr: float) -> tuple:
+        """``(b1, b2, step_size, eps_hat)`` of this step for :func:`~ironlearn.kernels.adam_update`:
+        the bias correction folded into the step size and epsilon."""
         b1, b2 = self.betas
-        m, v = self._slot("m", name, param), self._slot("v", name, param)
         correction = math.sqrt(1.0 - b2 ** self.step_count)
-        step_size = lr * correction / (1.0 - b1 ** self.step_count)
-        kernels.adam_update(param, grad, m, v, self._buffer(name, param), b1, b2, step_size,
-                            self.eps * correction, touched)
+        return b1, b2, lr * correction / (1.0 - b1 ** self.step_count), self.eps * correction
+
+    def _scratch_for(self, name, param, shape):
+        """A scratch buffer of ``shape``: a view of the start of ``param``'s, never a new one."""
+        return self._buffer(name, param).reshape(-1)[:math.prod(shape)].reshape(shape)
+
+    def _update(self, name, param, grad, lr, touched=None):
+        m, v = self._slot("m", name, param), self._slot("v", name, param)
+        kernels.adam_update(param, grad, m, v, self._buffer(name, param), *self._step_arguments(lr), touched)
 
     def _update_masked(self, name, param, touched, grad, lr):
         self._update(name, param, grad, lr, touched)
 
     def _update_block(self, name, param, grad, lr):
         # Lazy like _update_rows, on the rectangle's views: the same arithmetic as a dense step.
-        b1, b2 = self.betas
         m, v = grad.view(self._slot("m", name, param)), grad.view(self._slot("v", name, param))
-        correction = math.sqrt(1.0 - b2 ** self.step_count)
-        step_size = lr * correction / (1.0 - b1 ** self.step_count)
-        scratch = get_array_module(param).empty_like(grad.values)
-        kernels.adam_update(grad.view(param), grad.values, m, v, scratch, b1, b2, step_size, self.eps * correction)
+        kernels.adam_update(grad.view(param), grad.values, m, v, self._scratch_for(name, param, grad.values.shape),
+                            *self._step_arguments(lr))
 
     def _update_rows(self, name, param, rows, grad, lr):
         # Lazy Adam (as tiny-cuda-nn and sparse PyTorch ports do): the moments of untouched rows do
         # not decay this step and those rows do not move, where dense Adam would keep moving them
         # on their old momentum.  Bias correction still counts every step.
-        xp = get_array_module(param)
-        b1, b2 = self.betas
-        m_all, v_all = self._slot("m", name, param), self._slot("v", name, param)
-        m, v = take_rows(m_all, rows), take_rows(v_all, rows)
-        m += (1.0 - b1) * (grad - m)
-        v += (1.0 - b2) * (grad * grad - v)
-        put_rows(m_all, rows, m)
-        put_rows(v_all, rows, v)
-        correction = math.sqrt(1.0 - b2 ** self.step_count)
-        step_size = lr * correction / (1.0 - b1 ** self.step_count)
-        denominator = xp.sqrt(v)
-        denominator += self.eps * correction
-        m /= denominator
-        m *= step_size
-        moved = take_rows(param, rows)
-        moved -= m
-        put_rows(param, rows, moved)
+        slots = (param, self._slot("m", name, param), self._slot("v", name, param))
+        moved, m, v = (take_rows(array, rows) for array in slots)
+        kernels.adam_update(moved, grad, m, v, self._scratch_for(name, param, grad.shape), *self._step_arguments(lr))
+        for array, rows_of in zip(slots, (moved, m, v)):
+            put_rows(array, rows, rows_of)
 
     def config(self) -> dict:
         return {"type": "Adam", "betas": list(self.betas), "eps": self.eps}
