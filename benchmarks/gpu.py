@@ -725,7 +725,7 @@ def _photo_part(ctx, size, marks):
     notes = []
     values = photo(ctx.backend, *size, notes)
     result = timed_fit(ctx, values, "rgb", max(marks), marks=marks)
-    peak = result.get("pool_peak_bytes")
+    peak = result.get("pool_total_bytes")  # the pool keeps what it frees: its total is its peak
     ctx.save(notes=notes, **result, headline=", ".join(f"{v['psnr_db']} dB at {k} s" for k, v in
                                                       result["marks"].items())
              + (f"; pool peak {peak / 2**30:.2f} GiB" if peak else ""))

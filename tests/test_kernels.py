@@ -223,3 +223,17 @@ def test_cuda_step_copies_nothing_and_never_syncs(mode, batch):
                 trainer.train_step()
         assert be.crossings() == before
         assert np.isfinite(trainer.loss)
+
+
+@pytest.mark.parametrize("value, expected", [("portable", "portable"), ("off", "portable"), ("kernels", "kernels"),
+                                             ("portabel", None)])
+def test_the_kernel_mode_comes_from_the_environment_and_a_typo_is_refused(monkeypatch, value, expected):
+    from ironlearn.backend import BackendError
+
+    monkeypatch.setenv("IRONLEARN_KERNELS", value)
+    monkeypatch.setattr(kernels, "_mode", None)
+    if expected is None:
+        with pytest.raises(BackendError, match="IRONLEARN_KERNELS='portabel' is not a kernel mode"):
+            kernels.mode()
+    else:
+        assert kernels.mode() == expected

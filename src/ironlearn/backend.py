@@ -275,8 +275,7 @@ class Backend:
         if self.device != "cuda":
             return {}
         pool = self.xp.get_default_memory_pool()
-        stats = {"pool_used_bytes": int(pool.used_bytes()), "pool_total_bytes": int(pool.total_bytes()),
-                 "pool_peak_bytes": int(pool.total_bytes())}
+        stats = {"pool_used_bytes": int(pool.used_bytes()), "pool_total_bytes": int(pool.total_bytes())}
         if self._peak is not None:
             stats["pool_peak_used_bytes"] = int(self._peak.peak)
         return stats

@@ -33,16 +33,23 @@ import os
 
 import numpy as np
 
-from .backend import cuda_module, get_array_module, on_device, scatter_add, take_rows
+from .backend import BackendError, cuda_module, get_array_module, on_device, scatter_add, take_rows
 
 MODES = ("kernels", "portable")
-_mode = os.environ.get("IRONLEARN_KERNELS", "kernels")
-if _mode not in MODES:
-    _mode = "portable" if _mode in ("0", "off", "no") else "kernels"
+_OFF = ("0", "off", "no")  # IRONLEARN_KERNELS values that also mean portable
+_mode = None  # read from the environment at first use
 
 
 def mode() -> str:
-    """The mode CuPy arrays run in now: ``kernels`` or ``portable``."""
+    """The mode CuPy arrays run in now: ``kernels`` or ``portable``.  BackendError when
+    ``IRONLEARN_KERNELS`` holds anything else (a typo must not run the mode it tried to avoid)."""
+    global _mode
+    if _mode is None:
+        value = os.environ.get("IRONLEARN_KERNELS", "kernels")
+        if value not in MODES + _OFF:
+            raise BackendError(f"IRONLEARN_KERNELS={value!r} is not a kernel mode; set it to one of "
+                               f"{', '.join(MODES)}, or unset it")
+        _mode = "portable" if value in _OFF else value
     return _mode
 
 
@@ -52,7 +59,7 @@ def use(name: str):
     global _mode
     if name not in MODES:
         raise ValueError(f"unknown kernel mode {name!r}: use one of {', '.join(MODES)}")
-    before, _mode = _mode, name
+    before, _mode = mode(), name
     try:
         yield
     finally:
@@ -62,7 +69,7 @@ def use(name: str):
 def _compiled(*arrays) -> bool:
     """Whether these arrays take the hand-written kernels: CuPy float32 in ``kernels`` mode."""
     first = arrays[0]
-    return (_mode == "kernels" and on_device(first) and all(a.dtype == np.float32 for a in arrays)
+    return (on_device(first) and mode() == "kernels" and all(a.dtype == np.float32 for a in arrays)
             and hasattr(get_array_module(first), "RawModule"))
 
 
