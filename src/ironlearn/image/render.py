@@ -45,12 +45,16 @@ def render_size(trained, size=None, scale=None, view=None) -> tuple[int, int]:
                          "give a size")
     trained_w, trained_h = region_size(trained or (1, 1), view)
     if scale is not None:
-        width, height = max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
-    else:
-        width, height = scaled_size(trained_w, trained_h, size)
-    if max(width, height) > MAX_RENDER_SIDE:
-        raise ValueError(f"render size {width}x{height} is above the limit of {MAX_RENDER_SIDE} pixels a side")
-    return width, height
+        # Checked before rounding: a scale of 1e308 makes a side inf, which round() cannot take.
+        if max(trained_w, trained_h) * scale >= MAX_RENDER_SIDE + 0.5:
+            raise ValueError(f"scale {scale:g} makes a render more than {MAX_RENDER_SIDE} pixels a side, the limit; "
+                             "give a smaller one")
+        return max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
+    # Checked before scaling: a size of 10**400 is past what a float division takes.
+    if max(size if isinstance(size, tuple) else (size,)) > MAX_RENDER_SIDE:
+        shown = "x".join(map(str, size)) if isinstance(size, tuple) else size
+        raise ValueError(f"render size {shown} is above the limit of {MAX_RENDER_SIDE} pixels a side")
+    return scaled_size(trained_w, trained_h, size)
 
 
 def bands(model, width: int, height: int, backend, tile_points: int = TILE_POINTS, view=None):
