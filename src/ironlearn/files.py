@@ -85,14 +85,20 @@ def remove_stale_temporaries(folder, names) -> list[str]:
 #: The mark every HTML page ironlearn writes carries in its head: such a page in a run folder is
 #: ironlearn's to rewrite, while any other file there is the user's.
 PAGE_GENERATOR = '<meta name="generator" content="ironlearn">'
+#: The second mark of a page written at a path the user named (``view -o``): the page is theirs,
+#: and no later command rewrites it without ``--force``, even where it would put its own page.
+NAMED_PAGE = '<meta name="ironlearn-page" content="named by the user">'
 
 
 def is_generated_page(path) -> bool:
-    """Whether ``path`` is an HTML page that ironlearn wrote (its head carries :data:`PAGE_GENERATOR`,
-    or, for pages written before the mark, the viewer's title)."""
+    """Whether ``path`` is an HTML page that ironlearn wrote at a place of its own choosing, and so
+    may rewrite: its head carries :data:`PAGE_GENERATOR` (or, for pages written before the mark, the
+    viewer's title) and not :data:`NAMED_PAGE`."""
     try:
         with open(path, "rb") as file:
             head = file.read(4096).decode("utf-8", "replace")
     except OSError:
+        return False
+    if NAMED_PAGE in head:
         return False
     return PAGE_GENERATOR in head or re.search(r"<title>[^<]*: ironlearn viewer</title>", head) is not None

@@ -63,12 +63,14 @@ def cmd_view(args) -> int:
     if compressed and args.with_picture:
         raise UsageError("a compressed file holds no training picture to embed; leave out --with-picture")
     output = args.output or _default_page(model_path, compressed)
-    # The page ironlearn made beside the model is ironlearn's to rewrite; a path the user named is theirs.
+    # The page ironlearn made beside the model is ironlearn's to rewrite; a page at a path the user
+    # named is theirs, and is marked so, for the day it lies where another page would go.
     check_output(output, args.force or (args.output is None and is_generated_page(output)), reads=[model_path])
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
     notes = []
-    write_viewer(model_path, output, with_picture=args.with_picture, log=notes.append)
+    write_viewer(model_path, output, with_picture=args.with_picture, named=args.output is not None,
+                 log=notes.append)
     say(f"wrote {output} ({os.path.getsize(output) / 2**20:.1f} MB): open it in a browser, no server needed")
     for note in notes:  # the page says them too; here, before someone shares or serves it
         say(f"note: {note}")

@@ -16,7 +16,7 @@ import re
 from importlib import resources
 
 from .. import __version__, codec
-from ..files import write_bytes
+from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..train import load_checkpoint
 from .plan import Plan, ViewerError, build_picture_plan, build_plan, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
@@ -138,7 +138,7 @@ def render_page(data: dict) -> str:
 
 
 def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE,
-                 with_picture: bool | None = None, log=None) -> str:
+                 with_picture: bool | None = None, named: bool = False, log=None) -> str:
     """Write the viewer page for ``source`` (a run folder or a model .npz) to ``out_html``, atomically.
 
     Parameters
@@ -152,6 +152,9 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
         The training picture is embedded downscaled to at most this many pixels a side.
     with_picture : bool or None
         Embed the training picture: None for a run's model only (see :func:`payload`).
+    named : bool
+        ``out_html`` is a path the user named: the page is marked as theirs
+        (:data:`~ironlearn.files.NAMED_PAGE`), so no later command rewrites it unasked.
     log : callable or None
         Called with each note about what the page leaves out (the training picture not found, a
         time-lapse too large), which the page shows too.
@@ -162,7 +165,10 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
         ``out_html``.
     """
     data = payload(source, max_original_side, with_picture=with_picture)
-    write_bytes(out_html, render_page(data).encode("utf-8"))
+    page = render_page(data)
+    if named:
+        page = page.replace(PAGE_GENERATOR, f"{PAGE_GENERATOR}\n{NAMED_PAGE}", 1)
+    write_bytes(out_html, page.encode("utf-8"))
     for note in data["notes"] if log is not None else []:
         log(note)
     return os.fspath(out_html)
