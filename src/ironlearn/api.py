@@ -38,6 +38,16 @@ from .viewer.run import locate_model
 
 #: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
 FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
+#: fit()'s on/off options: the command's flags (``resume``, ``force``, ``quiet``).
+FIT_FLAGS = {f.name for f in dataclasses.fields(FitOptions) if f.type == "bool"}
+
+
+def _check_flags(**flags) -> None:
+    """TypeError for an on/off argument that is not a bool: ``force='False'`` is a true string, and
+    replaced a run."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False (got {value!r})")
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,7 @@ def fit(picture, out: str | None = None, *, progress: bool = False, **options) -
     UsageError, InputError, CheckpointError, BackendError
         Bad options or files, with the command's one-line messages.
     """
+    _check_flags(progress=progress, **{name: options[name] for name in FIT_FLAGS & set(options)})
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
     if isinstance(options.get("size"), list):
         options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
@@ -219,22 +230,54 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
         result = ironlearn.compress("photo.png", "photo.ilc", bpp=0.5)
         pixels = ironlearn.decompress("photo.ilc", scale=2)    # (2H, 2W, C) float32 in [0, 1]
 
+    An array is ``(H, W)`` or ``(H, W, C)``, ``C`` 1 or 3: uint8 (255 white), uint16 (65535
+    white) or floats in [0, 1]; ``mode`` ("gray" or "rgb") converts it as it converts a file.
+
     Raises UsageError for an ``out`` that exists (without ``force``), is the picture, or lies in
-    a missing or unwritable folder; before any work.
+    a missing or unwritable folder, and ValueError for an array that is empty, not finite or of
+    another type: before any work.
     """
     from .cli.common import check_output
     from .files import write_bytes
     from .image.io import load_picture
 
+    _check_flags(force=force)
     is_path = isinstance(picture, (str, os.PathLike))
     if out is not None:
         check_output(os.fspath(out), force, reads=[os.fspath(picture)] if is_path else [])
     values = load_picture(picture, mode=mode, max_pixels=codec.codec.MAX_PIXELS, flag=None).values if is_path \
-        else picture
+        else _picture_array(picture, mode)
     result = codec.compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds)
     if out is not None:
         write_bytes(out, result.data)
     return result
+
+
+def _picture_array(values, mode: str | None) -> np.ndarray:
+    """An array given to :func:`compress`, checked and as a picture file would be read:
+    ``(H, W, C)``, uint8 or float32 in [0, 1], converted to ``mode``.  ValueError for an array the
+    codec would fail on deep inside (empty, NaN) or draw wrong (a 16-bit one came out white)."""
+    from .image.io import MODES, to_mode
+
+    values = np.asarray(values)
+    if values.ndim == 2:
+        values = values[:, :, None]
+    if values.ndim != 3 or values.shape[2] not in (1, 3):
+        raise ValueError(f"need a picture (H, W), (H, W, 1) or (H, W, 3) (got shape {values.shape})")
+    if values.size == 0:
+        raise ValueError(f"the picture is empty (shape {values.shape}); give one of at least 1x1 pixels")
+    if values.dtype == np.uint16:  # as a 16-bit file is read: 65535 is white
+        values = values.astype(np.float32) / np.float32(65535)
+    elif values.dtype.kind == "f":
+        if not np.isfinite(values).all():
+            raise ValueError("the picture holds NaN or infinite values; give finite ones in [0, 1]")
+        values = values.astype(np.float32, copy=False)
+    elif values.dtype != np.uint8:
+        raise ValueError(f"pixels of type {values.dtype} have no known white; give uint8 (0-255), uint16 "
+                         "(0-65535) or floats in [0, 1]")
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    return values if mode is None else to_mode(values, mode)
 
 
 def _checked_size(size, scale, view):
