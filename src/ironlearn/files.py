@@ -3,15 +3,26 @@
 Every file ironlearn writes goes through :func:`atomic_write`: a temporary file
 in the same folder (``.<name>.<random>.tmp``), flushed and synced, then moved
 into place with ``os.replace``.  A process killed mid-write leaves the previous
-file intact and, at worst, a temporary that :func:`remove_stale_temporaries`
-clears later.
+file intact and, at worst, its temporary, which the next write to that name
+removes (:func:`remove_stale_temporaries`).
+
+A writer holds an advisory lock on its temporary until the file is in place, and
+the operating system drops the lock when the process ends, however it ends: an
+unlocked temporary is a killed writer's, a locked one a live writer's, left alone.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import tempfile
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: no locks, so no temporary is ever taken for stale
+    fcntl = None
 
 TMP_SUFFIX = ".tmp"
 
@@ -26,16 +37,54 @@ def _umask() -> int:
     return mask
 
 
+def _lock(fd: int) -> bool | None:
+    """Take an exclusive advisory lock on the open file ``fd`` without waiting: True when taken,
+    False when another process holds it, None where there are no locks to take."""
+    if fcntl is None:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without locks
+        return None
+
+
+def _is_at(fd: int, path: str) -> bool:
+    """Whether the open file ``fd`` is still the file at ``path``."""
+    try:
+        here, there = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _new_temporary(folder: str, name: str) -> tuple[int, str]:
+    """A new temporary for ``name`` in ``folder``, open and locked: ``(fd, path)``."""
+    for _ in range(10):
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_tmp_prefix(name), suffix=TMP_SUFFIX)
+        locked = _lock(fd)
+        # Until it is locked, another write to this name may take it for a killed writer's and
+        # remove it: then make another.
+        if locked is None or (locked and _is_at(fd, tmp)):
+            return fd, tmp
+        os.close(fd)
+    raise OSError(errno.EAGAIN, "other writes to this name kept removing its temporary file")
+
+
 def atomic_write(path, write) -> None:
     """Call ``write(file)`` on a temporary file beside ``path``, then move it into place.
 
     On any failure the temporary file is removed and ``path`` is untouched; an
-    ``OSError`` names ``path`` (the file the user knows), not the temporary.
+    ``OSError`` names ``path`` (the file the user knows), not the temporary.  The
+    temporaries of ``path`` that killed writers left are removed first.
     """
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
+    folder, name = os.path.split(os.path.abspath(path))
+    remove_stale_temporaries(folder, [name])
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_tmp_prefix(os.path.basename(path)), suffix=TMP_SUFFIX)
+        fd, tmp = _new_temporary(folder, name)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, path) from None
     try:
@@ -43,8 +92,8 @@ def atomic_write(path, write) -> None:
             write(file)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+            os.replace(tmp, path)  # while the file, and so its lock, is still open
     except BaseException as exc:
         try:
             os.unlink(tmp)
@@ -61,25 +110,41 @@ def write_bytes(path, data: bytes) -> None:
 
 
 def is_stale_temporary(entry: str, names) -> bool:
-    """Whether the file name ``entry`` is a temporary :func:`atomic_write` makes for one of ``names``."""
-    return entry.endswith(TMP_SUFFIX) and entry.startswith(tuple(_tmp_prefix(name) for name in names))
+    """Whether the file name ``entry`` is a temporary :func:`atomic_write` makes for one of ``names``
+    (stale, unless its writer is still at it: see :func:`remove_stale_temporaries`)."""
+    return any(re.fullmatch(rf"{re.escape(_tmp_prefix(name))}[^.]+{re.escape(TMP_SUFFIX)}", entry) for name in names)
+
+
+def _remove_if_stale(path: str) -> bool:
+    """Remove the temporary at ``path`` unless a live writer holds its lock; whether it was removed."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # gone already, a link, or not ours to open
+        return False
+    try:
+        if not (stat.S_ISREG(os.fstat(fd).st_mode) and _lock(fd) and _is_at(fd, path)):
+            return False
+        os.unlink(path)  # under its lock, so no writer is using it
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def remove_stale_temporaries(folder, names) -> list[str]:
-    """Delete the temporaries of ``names`` that a killed process left in ``folder``.
+    """Delete the temporaries of ``names`` that killed processes left in ``folder``.
 
     Only files :func:`atomic_write` could have made for one of ``names`` are
-    touched; returns the names removed.
+    touched, and only those no live writer holds; returns the names removed.
+    A folder that cannot be listed has none to remove.
     """
-    removed = []
-    for entry in os.listdir(folder):
-        if is_stale_temporary(entry, names):
-            try:
-                os.unlink(os.path.join(folder, entry))
-                removed.append(entry)
-            except OSError:
-                pass
-    return removed
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return []
+    return [entry for entry in entries
+            if is_stale_temporary(entry, names) and _remove_if_stale(os.path.join(folder, entry))]
 
 
 #: The mark every HTML page ironlearn writes carries in its head: such a page in a run folder is
