@@ -1,18 +1,17 @@
-"""How ``ironlearn`` ends: :class:`ExitCode`, SIGTERM as :class:`Terminated`, and :func:`run`, the one
-place that maps exceptions to exit codes (each with one line on stderr)."""
+"""How ``ironlearn`` ends: :class:`ExitCode`, and :func:`run`, the one place that maps exceptions to exit
+codes (each with one line on stderr), SIGTERM among them as :class:`~ironlearn.signals.Terminated`."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import enum
 import signal
-import threading
 
 from ..backend import BackendError
 from ..fitting import Interrupted, UsageError
 from ..fitting.many import ManyInterrupted
 from ..image.io import InputError
+from ..signals import Terminated, terminate_cleanly
 from ..train import CheckpointError, DivergenceError
 from ..viewer import ViewerError
 from .common import say
@@ -26,27 +25,6 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # bad input: options, files, devices; nothing the user had was changed
     INTERRUPTED = 130  # Ctrl-C; a fit saved its checkpoint and printed how to resume
     TERMINATED = 143  # SIGTERM (preemption by Ray, Slurm, Kubernetes, timeout): as Ctrl-C, checkpoint saved
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM outside a fit's training loop (which handles it itself): unwinds like Ctrl-C, so
-    locks are released and half-written files removed on the way out."""
-
-
-@contextlib.contextmanager
-def terminate_cleanly():
-    """While inside: SIGTERM raises :class:`Terminated` in the main thread instead of killing the process."""
-    def on_sigterm(signum, frame):
-        raise Terminated
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 #: What to try when a command runs out of memory.
@@ -90,6 +68,6 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         what = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"
         kept = "the last checkpoint written is kept" if args.command in CHECKPOINTING else \
-            "the file it was writing was not written (nothing half-written is left)"
+            "a file it had not finished was not written (nothing half-written is left)"
         say(f"{what}; {kept}")
         return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED

@@ -14,7 +14,6 @@ import shlex
 import signal
 import statistics
 import sys
-import threading
 import time
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..nn.lattice import Lattice
 from ..optim import Adam
+from ..signals import handling, stop_now
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
@@ -325,19 +325,12 @@ def stop_on_signals(trainer):
 
     def on_signal(signum, frame):
         if interrupted:
-            raise KeyboardInterrupt
+            raise stop_now(signum)  # a second SIGTERM is still a SIGTERM (exit 143, not Ctrl-C's 130)
         interrupted.append(signum)
         trainer.request_stop()
 
-    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+    with handling(STOP_SIGNALS, on_signal):
         yield interrupted
-        return
-    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
-    try:
-        yield interrupted
-    finally:
-        for signum, handler in previous.items():  # None: a handler not set from Python; the default then
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 # -- what the user reads -----------------------------------------------------------------------

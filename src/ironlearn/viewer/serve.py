@@ -22,6 +22,7 @@ import webbrowser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..signals import Terminated
 from .plan import ViewerError
 
 DEFAULT_PORT = 8000
@@ -128,6 +129,8 @@ def serve(page_path, port: int | None = None, *, open_browser: bool = True, log=
     try:
         while thread.is_alive():
             thread.join(0.5)
+    except Terminated:
+        raise  # SIGTERM stops the command as it stops any other (exit 143), not as Ctrl-C's normal end
     except KeyboardInterrupt:
         log("stopped serving")
     finally:
