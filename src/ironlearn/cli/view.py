@@ -7,7 +7,7 @@ import os
 from .. import codec
 from ..files import is_generated_page
 from ..fitting import UsageError
-from ..viewer import serve, write_viewer
+from ..viewer import make_server, serve, write_viewer
 from ..viewer.run import locate_model
 from .argtypes import port_arg
 from .common import check_output, say
@@ -68,6 +68,8 @@ def cmd_view(args) -> int:
     check_output(output, args.force or (args.output is None and is_generated_page(output)), reads=[model_path])
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
+    if args.serve:  # a port in use is refused before anything is written; serve() binds it again at once
+        make_server(output, args.port).server_close()
     notes = []
     write_viewer(model_path, output, with_picture=args.with_picture, named=args.output is not None,
                  log=notes.append)

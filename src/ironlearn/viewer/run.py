@@ -60,6 +60,9 @@ def locate_model(source) -> str:
                           "'ironlearn fit' or a model file")
     if not os.path.exists(source):
         raise ViewerError(f"{source}: no such file or folder")
+    if not os.path.isfile(source):  # a device or a pipe: reading it would never end, or hang
+        raise ViewerError(f"{source} is not a regular file (a device or pipe); give a run folder of "
+                          "'ironlearn fit', a model file or a file 'ironlearn compress' wrote")
     return source
 
 
