@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from helpers import check_layer_gradients
 from ironlearn.nn import LOG2_TABLE_SIZES, FourierFeatures, HashGrid, Linear, Sequential
 from ironlearn.optim import Adam
-from ironlearn.nn.encodings import bspline_coefficients
+from ironlearn.nn.splines import bspline_coefficients
 
 
 def test_fourier_features_gradient(rng):

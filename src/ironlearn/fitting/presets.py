@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..nn import presets as nets
-from ..nn.encodings import INTERPOLATIONS, LOG2_TABLE_SIZES
+from ..nn.encodings import LOG2_TABLE_SIZES
+from ..nn.splines import INTERPOLATIONS
 from .regimes import (COLOUR_DETAIL, GRAY_SPLINE, PIXEL_SPLINE, PIXEL_SPLINE_PIXELS, WHOLE_FINEST_LOG2,
                       WHOLE_FINEST_SIDE, grid_filter, hashgrid_size)
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..backend import to_host
 from ..image.io import resized_channels
 from ..nn import HashGrid, Linear, Sigmoid
-from ..nn.encodings import bspline_coefficients
+from ..nn.splines import bspline_coefficients
 from .regimes import spline_sides
 
 #: A vertex-per-pixel level starts as the picture's logits, the pixels clipped to [START_CLIP,
@@ -41,7 +41,7 @@ def pixel_spline_layout(model, width: int, height: int, channels: int) -> bool:
 def start_from_picture(model, picture) -> bool:
     """Start a grid of a vertex per pixel, read through one linear layer and a sigmoid (the layout
     of the pixel spline regime), as the picture: the vertices at the B-spline coefficients of the
-    pixels' logits (:func:`~ironlearn.nn.encodings.bspline_coefficients`), the layer the
+    pixels' logits (:func:`~ironlearn.nn.splines.bspline_coefficients`), the layer the
     identity.  Returns whether the model has that layout (other models are left as built).
 
     The untrained model then passes through every pixel (the clipped ones at the clip), and
@@ -69,7 +69,7 @@ def start_from_picture(model, picture) -> bool:
     return True
 
 
-def held_parameters(plan: RunPlan, model) -> tuple:
+def held_parameters(plan, model) -> tuple:
     """The parameters a run holds where they start: the head's, when a step trains one tile of a
     level started as the picture (:func:`start_from_picture`: the head is the identity).
 

@@ -1,6 +1,7 @@
 """Layers, losses, the Sequential container and model presets."""
 
-from .encodings import LOG2_TABLE_SIZES, FourierFeatures, HashGrid
+from .encodings import LOG2_TABLE_SIZES, HashGrid
+from .fourier import FourierFeatures
 from .layers import ACTIVATIONS, LAYERS, Layer, Linear, ReLU, Sigmoid, Sine, Tanh, register
 from .losses import bce, mse
 from .model import Sequential

@@ -1,102 +1,28 @@
-"""Input encodings for coordinate networks, as layers with forward and backward passes.
-
-Both take ``(n, 2)`` coordinates in [-1, 1] and return features that a small
-MLP turns into pixels:
-
-* :class:`FourierFeatures` (Tancik et al. 2020): a fixed random Gaussian
-  projection ``z = 2 pi x B`` encoded as ``[sin z, cos z]``;
-* :class:`HashGrid` (Mueller et al. 2022, "Instant-NGP"): trainable feature
-  tables on a pyramid of grids, read by bilinear interpolation or a cubic B-spline.
+"""The hash grid encoding (Mueller et al. 2022, "Instant-NGP"), as a layer with forward and backward
+passes: trainable feature tables on a pyramid of grids, read by bilinear interpolation or a cubic
+B-spline (:mod:`~ironlearn.nn.splines`).  It takes ``(n, 2)`` coordinates in [-1, 1] (or a
+:class:`~ironlearn.nn.lattice.Lattice` of them) and returns features that a small MLP turns
+into pixels.  The other encoding, :class:`~ironlearn.nn.fourier.FourierFeatures`, has its own module.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
 from .. import kernels
 from ..arrays import join_columns, take_columns
 from ..backend import get_array_module, take_rows
-from .lattice import AxisRead, Lattice
-from .layers import Layer, bound_arguments, check_count, check_positive, register
+from .lattice import AxisRead, Lattice, Reads
+from .layers import Layer, bound_arguments, check_count, register
+from .splines import INTERPOLATIONS
 from .sparse import BlockGrad, MaskedGrad, RowGrad, rectangle, sparse_gradient
-
-
-@register
-class FourierFeatures(Layer):
-    """Random Fourier features: ``[sin(2 pi x B), cos(2 pi x B)]``.
-
-    Parameters
-    ----------
-    in_features : int
-        Coordinate dimension (2 for images).
-    frequencies : int
-        Columns of ``B``; the output has ``2 * frequencies`` features.
-    sigma : float
-        Standard deviation of ``B``'s entries, in cycles per unit of input:
-        larger sigma, finer detail (and more noise when too large).
-    rng : numpy.random.Generator
-
-    ``B`` is a buffer: saved and loaded with the model, never trained.
-    """
-
-    _cached = ("_out",)
-
-    def __init__(self, in_features: int = 2, frequencies: int = 128, sigma: float = 10.0, *, rng):
-        super().__init__()
-        if frequencies < 1 or not sigma > 0:
-            raise ValueError(f"need frequencies >= 1 and sigma > 0 (got {frequencies}, {sigma})")
-        self.in_features, self.frequencies, self.sigma = in_features, frequencies, float(sigma)
-        projection = rng.normal(0.0, self.sigma, size=(in_features, frequencies)) * (2 * math.pi)
-        self.buffers = {"projection": projection.astype(np.float32)}
-
-    def config(self) -> dict:
-        return {"in_features": self.in_features, "frequencies": self.frequencies, "sigma": self.sigma}
-
-    @classmethod
-    def shapes(cls, config: dict) -> tuple[dict, int, int]:
-        arguments = bound_arguments(cls, config)
-        n_in = check_count(arguments["in_features"], "in_features")
-        frequencies = check_count(arguments["frequencies"], "frequencies")
-        check_positive(arguments["sigma"], "sigma")
-        return {"projection": (n_in, frequencies)}, n_in, 2 * frequencies
-
-    def forward(self, x):
-        xp = get_array_module(x)
-        z = x @ self.buffers["projection"]
-        m = self.frequencies
-        out = xp.empty((len(x), 2 * m), dtype=z.dtype)
-        xp.sin(z, out=out[:, :m])
-        xp.cos(z, out=out[:, m:])
-        self._out = out  # holds sin z and cos z: all that backward needs
-        return out
-
-    def backward(self, grad_out, need_grad_in: bool = True):
-        if not need_grad_in:
-            return None
-        m = self.frequencies
-        sin_z, cos_z = self._out[:, :m], self._out[:, m:]
-        # d sin z = cos z dz, d cos z = -sin z dz
-        grad_z = grad_out[:, :m] * cos_z - grad_out[:, m:] * sin_z
-        return grad_z @ self.buffers["projection"].T
 
 
 LOOKUP_CACHE = 3  # the pixel grid, and a batch between pixels or a time-lapse frame's tile
 AXIS_CACHE = 1024  # a level's reads along the axes of recent lattices (tiles recur every epoch)
 
-
-class Reads(NamedTuple):
-    """Where a batch of points reads a :class:`HashGrid` (``K`` vertices a point and level)."""
-
-    indices: object  # (K, n, L) table rows
-    weights: object  # (K, n, L)
-    fractions: object  # (2, n, L) positions within the cell, along x and y
-    # The weights repeated for each feature, (K, n, L, F): forward then weighs the gathered
-    # features in one contiguous product, where broadcasting over F (a loop of 2) took 2.4x as
-    # long (4.7 -> 2.0 ms for 65,536 points, 4 levels).
-    spread: object
 
 #: The hash-table sizes :class:`HashGrid` accepts, as ``log2`` of the rows per level: 6..24.
 #: Fewer than 64 rows cannot hold even an 8x8-vertex level; 2**24 rows of two float32 features
@@ -111,60 +37,6 @@ def dense_log2_table_size(vertices: int) -> int:
 
 # Primes from Instant-NGP's spatial hash; the first dimension is not multiplied.
 _HASH_PRIMES = (1, 2654435761)
-
-
-def _linear_weights(t):
-    """Bilinear reads along one axis: weights of the vertices at offsets 0 and 1 from the cell's
-    first, and their derivatives in ``t`` (the position within the cell, in [0, 1])."""
-    return (1 - t, t), (-1.0, 1.0)
-
-
-def _bspline_weights(t):
-    """Uniform cubic B-spline along one axis: weights of the vertices at offsets -1, 0, 1, 2 from
-    the cell's first, and their derivatives in ``t``.  Every weight is non-negative, they sum to 1,
-    and the curve they make is twice continuously differentiable across vertices."""
-    s = 1 - t
-    t2, t3 = t * t, t * t * t
-    weights = (s * s * s / 6, (3 * t3 - 6 * t2 + 4) / 6, (-3 * t3 + 3 * t2 + 3 * t + 1) / 6, t3 / 6)
-    slopes = (-s * s / 2, (3 * t2 - 4 * t) / 2, (-3 * t2 + 2 * t + 1) / 2, t2 / 2)
-    return weights, slopes
-
-
-def bspline_coefficients(samples: np.ndarray, axes=(0, 1)) -> np.ndarray:
-    """Vertex values whose cubic B-spline passes through ``samples`` at the vertices, along each
-    of ``axes`` (a new array shaped as ``samples``, float32 for float32 samples, else float64).
-
-    At a vertex the B-spline weighs it and its two neighbours 1/6, 4/6, 1/6, and
-    :class:`HashGrid` repeats the edge vertex past an edge (5/6 and 1/6 there): inverting that
-    tridiagonal system along an axis (the Thomas algorithm, vectorised across the other axes) is
-    what ``scipy.ndimage.spline_filter`` does for its own edge rule.
-    """
-    values = np.array(samples, dtype=np.result_type(samples, np.float32))  # one copy, solved in place
-    for axis in axes:
-        right = np.moveaxis(values, axis, 0)
-        n = len(right)
-        if n == 1:
-            continue
-        diagonal = np.full(n, 4.0)
-        diagonal[[0, -1]] = 5.0
-        # Forward sweep: eliminate the sub-diagonal (all ones), then substitute back.
-        right *= 6
-        scaled = np.empty(n)
-        scaled[0] = diagonal[0]
-        for i in range(1, n):
-            ratio = 1.0 / scaled[i - 1]
-            scaled[i] = diagonal[i] - ratio
-            right[i] -= ratio * right[i - 1]
-        right[-1] /= scaled[-1]
-        for i in range(n - 2, -1, -1):
-            right[i] -= right[i + 1]
-            right[i] /= scaled[i]
-    return values
-
-
-#: How :class:`HashGrid` reads a level between its vertices: the vertex offsets along each axis
-#: and the 1-D weights (with their derivatives) that make the read separable.
-INTERPOLATIONS = {"linear": ((0, 1), _linear_weights), "bspline": ((-1, 0, 1, 2), _bspline_weights)}
 
 
 @register

@@ -8,6 +8,8 @@ as two small matrix products (the read is separable), where reading point by poi
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 
@@ -119,3 +121,15 @@ class AxisRead:
         for p0, p1, v0, v1, _, spread in self.blocks:
             out[:, v0 * f:v1 * f] += grad[:, p0 * f:p1 * f] @ spread.T
         return out
+
+
+class Reads(NamedTuple):
+    """Where a batch of points reads a :class:`~ironlearn.nn.HashGrid` (``K`` vertices a point and level)."""
+
+    indices: object  # (K, n, L) table rows
+    weights: object  # (K, n, L)
+    fractions: object  # (2, n, L) positions within the cell, along x and y
+    # The weights repeated for each feature, (K, n, L, F): forward then weighs the gathered
+    # features in one contiguous product, where broadcasting over F (a loop of 2) took 2.4x as
+    # long (4.7 -> 2.0 ms for 65,536 points, 4 levels).
+    spread: object

@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from .encodings import FourierFeatures, HashGrid
+from .encodings import HashGrid
+from .fourier import FourierFeatures
 from .init import generator
 from .layers import ACTIVATIONS, Linear, Sine
 from .model import Sequential
