@@ -69,9 +69,8 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     Returns
     -------
     list of dict
-        The rows of ``summary.csv`` (:data:`summary.COLUMNS`) of these pictures, in the order of
-        the inputs.  The file also keeps the rows of pictures earlier runs fitted into ``out``, so
-        that each picture keeps its run folder's name from run to run.
+        The rows of ``summary.csv`` (:data:`summary.COLUMNS`) of these pictures, in the inputs'
+        order.  The file keeps earlier runs' rows too, so a picture keeps its folder's name.
 
     Raises
     ------
