@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..fitting.options import LIMITS as FIT_LIMITS
 from ..image.metrics import psnr_from_mse
 from ..image.render import render_size
 from ..optim import Adam
@@ -35,7 +36,7 @@ from . import container, entropy
 from .container import CodecError
 from .entropy import laplace_bits
 from .pyramid import (COLOURS, CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, Pyramid, analyse,
-                      fit_filters, level_shape, synthesis)
+                      fit_filters, level_shape, prepare_analysis, synthesis)
 
 #: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
 WIDTH, DEPTH, NETWORK_LR = 16, 2, 1e-2
@@ -50,6 +51,20 @@ MLP_BATCH = 1 << 13
 FEATURE_GAIN = 10.0
 #: Where rate control searches the quantisation step (of the coarsest level, in [0, 1] units).
 STEP_RANGE = (2.0 ** -12, 4.0)
+#: Analyses of rate control at most; after the MLP, rate control searches again only this far
+#: either side of the first search's log-step, in at most this many (the weights move the target
+#: by a few per cent).
+RATE_ITERATIONS, REFINE_SPAN, REFINE_ITERATIONS = 14, 0.5, 6
+#: Rate control's first log-step (a step of 1/64), and how far under the target is close enough.
+RATE_START, RATE_TOLERANCE = math.log(2.0 ** -6), 0.01
+#: The encode's phases priced in analyses (one :func:`.pyramid.analyse` and its rate, as timed
+#: during rate control), so that it can tell what still fits in its time: the slope of distortion
+#: against rate, the filters' fit, the MLP's problem and its weights' rounding together, and
+#: writing and checking a candidate file.  Measured at 768x512 on a busy machine: 3, 5 to 12
+#: (the filters' fit then stops reading the picture when its time is up), 2.5 and 1.4.
+SLOPE_COST, FILTER_COST, MLP_OVERHEAD_COST, FINISH_COST = 3.0, 5.0, 3.0, 2.0
+#: The longest encode ``seconds`` may ask for: ``fit --time-budget``'s cap.
+MAX_SECONDS = FIT_LIMITS["time_budget"]
 #: Pictures the decoder accepts: sides and pixels (bounds every allocation a header can ask for).
 MAX_SIDE, MAX_PIXELS = 1 << 15, 1 << 26
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
@@ -107,6 +122,30 @@ def _as_unit(values) -> np.ndarray:
     return np.clip(values, 0, 1).astype(np.float32)
 
 
+class _Clock:
+    """The encode's deadline, and the price of its unit of work: one analysis with its rate, as
+    last timed, by which the phases still to come are priced (:data:`FINISH_COST`, ...)."""
+
+    def __init__(self, seconds: float):
+        self.started = time.perf_counter()
+        self.deadline = self.started + seconds
+        self.analysis = 0.0
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def affords(self, analyses: float) -> bool:
+        """Whether ``analyses`` analyses' worth of work ends before the deadline."""
+        return self.left() >= analyses * self.analysis
+
+    @contextmanager
+    def timing(self):
+        """Time one analysis and its rate, the block inside."""
+        started = time.perf_counter()
+        yield
+        self.analysis = time.perf_counter() - started
+
+
 def compress_array(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
                    levels: int = MAX_LEVELS, seed: int = 0, progress=None) -> Compressed:
     """Compress a picture: ``values`` ``(H, W)`` or ``(H, W, C)``, ``C`` 1 or 3, uint8 or floats
@@ -114,10 +153,12 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
 
     Give a rate target ``bpp`` (bits per pixel of the whole file) or a rate-distortion weight
     ``lmbda`` (distortion in [0, 1] units plus ``lmbda`` times bits per pixel; higher: smaller
-    files), not both; neither means ``bpp=0.5``.  ``seconds`` bounds the MLP's training (the
-    analysis takes a few seconds more at 768x512, minutes at 12 megapixels).  ``progress``, if
-    given, is called as ``progress(what, done, total, psnr)``: after each analysis of rate
-    control (``psnr`` None), and about every second while the MLP trains.
+    files), not both; neither means ``bpp=0.5``.  ``seconds`` (at most :data:`MAX_SECONDS`)
+    bounds the whole encode, wall clock: rate control stops bisecting, and the filters and the
+    MLP are left out, where they would not fit in it; only the first analysis and one file
+    written and checked are done whatever it says.  ``progress``, if given, is called as
+    ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
+    and about every second while the MLP trains.
     """
     if bpp is not None and lmbda is not None:
         raise ValueError("give a rate target (bpp) or a rate-distortion weight (lmbda), not both")
@@ -127,52 +168,66 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         raise ValueError(f"bpp must lie in (0, {MAX_BPP}] (got {bpp})")
     if lmbda is not None and not lmbda > 0:
         raise ValueError(f"lmbda must be above 0 (got {lmbda})")
-    if not seconds > 0:
-        raise ValueError(f"seconds must be above 0 (got {seconds})")
+    if not 0 < seconds <= MAX_SECONDS:
+        raise ValueError(f"seconds must lie in (0, {MAX_SECONDS}], 30 days (got {seconds})")
+    clock = _Clock(seconds)
     target = _as_unit(values)
     height, width, channels = target.shape
     if max(height, width) > MAX_SIDE or height * width > MAX_PIXELS:
         raise ValueError(f"pictures up to {MAX_SIDE} pixels a side and {MAX_PIXELS} pixels compress "
                          f"(got {width}x{height})")
     levels = max(1, min(levels, MAX_LEVELS))
-    started = time.perf_counter()
     picture = target @ COLOURS[channels].T  # decorrelated colours
     pixels = height * width
     filter_levels = min(levels, FILTER_LEVELS)
     # The container, the header, the coder's last words; and about 5 bits a filter tap.
     header_bits = 8 * (64 + 11 * levels * channels + 7 * filter_levels)
     filter_bits = 5 * filter_levels * channels * len(FILTER_OFFSETS)
+    # What follows rate control: the filters (with the slope they trade at) and two files checked.
+    after_rate = SLOPE_COST + FILTER_COST + 2 * FINISH_COST
 
-    def pyramid_for(bits_left):
-        """The pyramid at the rate ``bits_left`` (a target) or at lambda's best trade, its
-        filters fitted, and lambda there (what the filters and the weights trade bits at)."""
-        if bpp is not None:
-            pyramid = _analyse_at_rate(picture, levels, bits_left - filter_bits, progress)
+    def pyramid_for(bits_left, around=None):
+        """The pyramid at the rate ``bits_left`` (a target; searched ``around`` a log-step when
+        given) or at lambda's best trade, its filters fitted if they fit in the time, and lambda
+        there (what the filters and the weights trade bits at; None without the filters)."""
+        if bpp is not None:  # the filters are left out, rather than rate control cut short
+            pyramid = _analyse_at_rate(picture, levels, bits_left - filter_bits, clock, 2 * FINISH_COST, around,
+                                       progress)
         else:
-            pyramid = _analyse_at_lambda(picture, levels, lmbda, progress)
+            pyramid = _analyse_at_lambda(picture, levels, lmbda, clock, 2 * FINISH_COST, progress)
+        if not clock.affords(after_rate):
+            return pyramid, lmbda
         lam = lmbda if lmbda is not None else _slope(picture, levels, pyramid)
-        _fit_filters(picture, pyramid, lam)
+        _fit_filters(picture, pyramid, lam, until=clock.deadline - (2 * FINISH_COST + 1) * clock.analysis)
         return pyramid, lam
 
+    prepare_analysis(height, width, levels)
     plain, lam = pyramid_for(bpp * pixels - header_bits if bpp is not None else None)
     candidates = [(plain.unfiltered(), None, 0), (plain, None, 0)]  # the first: a fallback
-    spent = time.perf_counter() - started
-    if seconds > spent and pixels >= 64:
+    # The MLP's part: rate control again around the first's step (with a target), the MLP's
+    # problem and its weights' rounding, rate control once more, and two more files checked.
+    refit = REFINE_ITERATIONS + after_rate - 2 * FINISH_COST if bpp is not None else 0
+    if pixels >= 64 and lam is not None and clock.affords(2 * refit + MLP_OVERHEAD_COST + 4 * FINISH_COST):
         pyramid = plain  # lambda's best step does not depend on the MLP
+        around = math.log(float(plain.steps[0, 0]))
         if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
             net_bits = 8 * WIDTH * (levels * channels + WIDTH * (DEPTH - 1) + channels)
-            pyramid, lam = pyramid_for(bpp * pixels - header_bits - net_bits)
+            pyramid, lam = pyramid_for(bpp * pixels - header_bits - net_bits, around)
         inputs, residual = _mlp_problem(pyramid, picture)
-        net, steps = _train(inputs, residual, seconds - spent, seed, progress)
-        weights = _quantise_weights(net, inputs, residual, lam)
-        candidates.append((pyramid, (net, weights), steps))
-        if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
-            spent_on_weights = sum(_laplace_size(q, log_scale) for q, _, log_scale in weights)
-            if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
-                refitted, _ = pyramid_for(bpp * pixels - header_bits - spent_on_weights)
-                candidates.append((refitted, (net, weights), steps))
+        training = clock.left() - (refit + MLP_OVERHEAD_COST + 4 * FINISH_COST) * clock.analysis
+        if lam is not None and training > 0:
+            net, steps = _train(inputs, residual, training, seed, progress)
+            weights = _quantise_weights(net, inputs, residual, lam)
+            candidates.append((pyramid, (net, weights), steps))
+            if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
+                spent_on_weights = sum(_laplace_size(q, log_scale) for q, _, log_scale in weights)
+                if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
+                    refitted, _ = pyramid_for(bpp * pixels - header_bits - spent_on_weights, around)
+                    candidates.append((refitted, (net, weights), steps))
     best = None
-    for pyramid, network, steps in candidates:
+    for pyramid, network, steps in reversed(candidates):  # the most refined first, while time is left
+        if best is not None and not clock.affords(FINISH_COST):
+            break
         data = _write(pyramid, network)
         decoded = np.round(read(data).render() * 255)
         mse = float(np.mean((decoded / 255 - np.round(target * 255) / 255) ** 2))
@@ -181,7 +236,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         if best is None or cost < best[0]:
             best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, steps))
     result = best[1]
-    return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - started, result.steps)
+    return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - clock.started, result.steps)
 
 
 def _cost(rate: float, mse: float, bpp: float | None, lmbda: float | None) -> tuple:
@@ -227,45 +282,72 @@ def _distortion(picture, pyramid) -> float:
     return float(np.mean((rendered - picture.reshape(rendered.shape)) ** 2))
 
 
-def _analyse_at_rate(picture, levels, bits, progress=None) -> Pyramid:
-    """The pyramid with the finest step whose latents fit in ``bits``: bisection on the log-step."""
-    low, high = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1])  # low: too many bits; high: fits
-    fits = None  # the pyramid at high, once one has fitted
-    for done in range(1, 15):
-        middle = (low + high) / 2
-        pyramid = analyse(picture, math.exp(middle), levels)
-        if _latent_bits(pyramid) > bits:
-            low = middle
-        else:
-            high, fits = middle, pyramid
+def _analyse_at_rate(picture, levels, bits, clock: _Clock, reserve: float = 0.0, around: float | None = None,
+                     progress=None) -> Pyramid:
+    """The pyramid with the finest step whose latents fit in ``bits``, searched on the log-step
+    over :data:`STEP_RANGE` (or :data:`REFINE_SPAN` either side of ``around``) by the secant
+    method on log-bits through the last two steps tried (a slope of -1 assumed after the first),
+    bisecting instead when that leaves the bracket the steps tried make (or all but its edges); done
+    within :data:`RATE_TOLERANCE` under the target.  It stops early where one more analysis and
+    ``reserve`` more would pass the ``clock``'s deadline."""
+    low, high, iterations = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1]), RATE_ITERATIONS
+    if around is not None:
+        low, high, iterations = max(low, around - REFINE_SPAN), min(high, around + REFINE_SPAN), REFINE_ITERATIONS
+    target = math.log(max(bits, 1.0))
+    tried = []  # (log-step, log-bits)
+    fits = None  # the pyramid at high, once one has fitted; low: too many bits
+    step = around if around is not None else RATE_START
+    for done in range(1, iterations + 1):
+        if done > 1 and not clock.affords(1 + reserve):
+            break
+        with clock.timing():
+            pyramid = analyse(picture, math.exp(step), levels)
+            spent = _latent_bits(pyramid)
         if progress is not None:
-            progress("rate control", done, 14, None)
-    return fits if fits is not None else analyse(picture, math.exp(high), levels)
+            progress("rate control", done, iterations, None)
+        if spent > bits:
+            low = step
+        else:
+            high, fits = step, pyramid
+            if spent >= (1 - RATE_TOLERANCE) * bits:
+                break
+        tried.append((step, math.log(max(spent, 1.0))))
+        (x0, y0), (x1, y1) = tried[-2] if len(tried) > 1 else (step - 1, tried[-1][1] + 1), tried[-1]
+        step = x1 + (y1 - target) * (x1 - x0) / (y0 - y1) if y0 != y1 else (low + high) / 2
+        if not low + 0.01 * (high - low) <= step <= high - 0.01 * (high - low):
+            step = (low + high) / 2
+    if fits is not None:
+        return fits
+    return analyse(picture, math.exp(high if step <= low else step), levels)  # time is up: the next guess
 
 
-def _analyse_at_lambda(picture, levels, lmbda, progress=None) -> Pyramid:
+def _analyse_at_lambda(picture, levels, lmbda, clock: _Clock, reserve: float = 0.0, progress=None) -> Pyramid:
     """The pyramid whose step minimises ``distortion + lmbda * bits per pixel``: golden-section
-    search on the log-step."""
+    search on the log-step, stopped early where one more analysis (two, with the last) and
+    ``reserve`` more would pass the ``clock``'s deadline."""
     pixels = picture.shape[0] * picture.shape[1]
     done = [0]
 
     def cost(log_step):
-        pyramid = analyse(picture, math.exp(log_step), levels)
+        with clock.timing():
+            pyramid = analyse(picture, math.exp(log_step), levels)
+            value = _distortion(picture, pyramid) + lmbda * _latent_bits(pyramid) / pixels
         done[0] += 1
         if progress is not None:
             progress("rate-distortion search", done[0], 18, None)
-        return _distortion(picture, pyramid) + lmbda * _latent_bits(pyramid) / pixels
+        return value
 
-    log_step = entropy.golden_section(cost, math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1]), iterations=16)
+    log_step = entropy.golden_section(cost, math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1]), iterations=16,
+                                      keep_going=lambda: clock.affords(2 + reserve))
     return analyse(picture, math.exp(float(log_step)), levels)
 
 
-def _fit_filters(picture, pyramid: Pyramid, lam: float) -> None:
-    """Give the pyramid's finest levels the filters that :func:`.pyramid.fit_filters` finds,
-    each level's rounded to the step ``2**e`` that minimises distortion + ``lam`` * rate (the
-    others held at their least-squares values); a level whose filter does not pay for its bits
-    gets none."""
-    fit = fit_filters(picture, pyramid)
+def _fit_filters(picture, pyramid: Pyramid, lam: float, until: float | None = None) -> None:
+    """Give the pyramid's finest levels the filters that :func:`.pyramid.fit_filters` finds
+    (reading the picture until ``until``), each level's rounded to the step ``2**e`` that
+    minimises distortion + ``lam`` * rate (the others held at their least-squares values); a
+    level whose filter does not pay for its bits gets none."""
+    fit = fit_filters(picture, pyramid, until)
     levels, gram, moment = fit["levels"], fit["gram"], fit["moment"]
     if not levels:
         return

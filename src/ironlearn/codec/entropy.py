@@ -165,13 +165,16 @@ def fit(q, parent) -> tuple[Model, float]:
     return models[best], costs[best]
 
 
-def golden_section(f, low, high, iterations: int = 20):
+def golden_section(f, low, high, iterations: int = 20, keep_going=None):
     """The minimum of ``f`` on ``[low, high]`` (unimodal) by golden-section search, for arrays of
-    independent problems at once (``f`` maps an array of points to an array of values)."""
+    independent problems at once (``f`` maps an array of points to an array of values); it stops
+    early, the bracket as it stands, when ``keep_going()`` (if given) says False."""
     ratio = (math.sqrt(5) - 1) / 2
     a, b = high - ratio * (high - low), low + ratio * (high - low)
     fa, fb = f(a), f(b)
     for _ in range(iterations):
+        if keep_going is not None and not keep_going():
+            break
         left = fa < fb  # the minimum lies in [low, b], else in [a, high]; one point is kept
         low, high = np.where(left, low, a), np.where(left, b, high)
         kept, f_kept = np.where(left, a, b), np.where(left, fa, fb)
