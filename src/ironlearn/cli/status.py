@@ -33,6 +33,9 @@ MEMORY_ADVICE = {
            "or free memory",
     "render": "render a smaller --size, or free memory",
     "view": "free memory, or view a smaller model",
+    "compress": "compress a smaller picture, or free memory",
+    "decompress": "decompress to a smaller --size, or free memory",
+    "info": "free memory",
 }
 MEMORY_ADVICE["fit-many"] = MEMORY_ADVICE["fit"] + "; or run fewer at once (--workers)"
 

@@ -142,6 +142,11 @@ def build_picture_plan(decoded) -> Plan:
     packer = _Packer()
     levels = []
     for k, grids in enumerate(pyramid.latents):
+        if pyramid.is_empty(k):  # one zero cell: reads clamp to it, so it draws what a grid of zeros does
+            cells = np.zeros((1, 1, TEXEL), np.float32)
+            levels.append({"cells": [1, 1], "scale": [pyramid.width / 2 ** k, pyramid.height / 2 ** k],
+                           "table": packer.add(cells)})
+            continue
         values = pyramid.values(k) * np.float32(FEATURE_GAIN)  # (channels, rows, columns), filtered
         cells = np.zeros((*grids.shape[1:], TEXEL), np.float32)
         cells[..., :channels] = values.transpose(1, 2, 0)
