@@ -112,7 +112,10 @@ def write_bytes(path, data: bytes) -> None:
 def is_stale_temporary(entry: str, names) -> bool:
     """Whether the file name ``entry`` is a temporary :func:`atomic_write` makes for one of ``names``
     (stale, unless its writer is still at it: see :func:`remove_stale_temporaries`)."""
-    return any(re.fullmatch(rf"{re.escape(_tmp_prefix(name))}[^.]+{re.escape(TMP_SUFFIX)}", entry) for name in names)
+    if not (entry.startswith(".") and entry.endswith(TMP_SUFFIX)):
+        return False
+    name, dot, random = entry[1:-len(TMP_SUFFIX)].rpartition(".")  # mkstemp's random part holds no dot
+    return bool(dot and random) and name in names
 
 
 def _remove_if_stale(path: str) -> bool:
