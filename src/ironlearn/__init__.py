@@ -13,14 +13,12 @@ optimizers ``SGD`` and ``Adam`` with their schedules, ``Trainer``, checkpoints, 
 the one seam between NumPy and CuPy.
 """
 
+from .api import Run, compress, decompress, fit, load, render
 from .backend import Backend, BackendError, get_backend
 from .nn import FourierFeatures, HashGrid, Sequential, classic, fourier, hashgrid, mlp, siren
 from .optim import SGD, Adam, constant, cosine, warmup_cosine
 from .train import Trainer, load_checkpoint, save_checkpoint
-
-__version__ = "0.1.0"
-
-from .api import Run, compress, decompress, fit, load, render  # noqa: E402  (the command's modules read __version__)
+from .version import __version__
 
 __all__ = ["Adam", "Run", "compress", "decompress", "fit", "load", "render", "Backend", "BackendError", "FourierFeatures", "HashGrid", "SGD", "Sequential", "Trainer",
            "classic", "constant", "cosine", "fourier", "get_backend", "hashgrid", "load_checkpoint", "mlp",

@@ -12,7 +12,7 @@ types and :class:`Parser`, ``status`` the exit codes, ``common`` what several co
 
 from __future__ import annotations
 
-from .. import __version__
+from ..version import __version__
 from . import compress, demo, fit, info, many, pixels, render, view
 from .argtypes import Parser
 from .fit import add_fit_options, fit_options

@@ -15,9 +15,10 @@ import os
 import re
 from importlib import resources
 
-from .. import __version__, codec
+from .. import codec
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..train import load_checkpoint
+from ..version import __version__
 from .plan import Plan, ViewerError, build_picture_plan, build_plan, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
 from .shader import fragment_shader
