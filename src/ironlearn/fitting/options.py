@@ -105,7 +105,7 @@ def _check_limits(options: FitOptions) -> None:
 def plain_numbers(options: FitOptions) -> FitOptions:
     """``options`` with NumPy scalars (``np.int64(2000)``, ``np.float32(0.01)``) as the Python
     numbers they hold: a run's settings are saved as JSON, which has no NumPy types (a fit given
-    them used to train, then fail at its first checkpoint)."""
+    them would train, then fail at its first checkpoint)."""
     def plain(value):
         if isinstance(value, tuple):  # a size (W, H)
             return tuple(map(plain, value))

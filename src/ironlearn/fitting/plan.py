@@ -162,7 +162,7 @@ class RunPlan:
     force: bool = False
     quiet: bool = False
     progress: str | None = None  # as FitOptions.progress
-    start: str = "picture"  # as FitOptions.start; a resumed run keeps its own (saved since b5bf34a's tiles)
+    start: str = "picture"  # as FitOptions.start; a resumed run keeps its own (runs saved without one: picture)
 
     @property
     def preset(self):
@@ -194,8 +194,8 @@ class RunPlan:
     def nothing_left(self) -> bool:
         """A resumed run that already reached its steps or its time budget.  A timed run that
         reached the steps its budget was planned into is done too when its clock stopped within
-        :data:`TIMED_SLACK` of the budget (0.998 s of 1): the same command again used to train a
-        step or three more and rewrite every output.  With more of its budget left it trains on."""
+        :data:`TIMED_SLACK` of the budget (0.998 s of 1), so that the same command again does not
+        train a step or three more and rewrite every output.  With more of its budget left it trains on."""
         if self.remaining_seconds == 0.0:
             return True
         if self.steps is None or self.start_step < self.steps:
