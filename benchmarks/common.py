@@ -1,4 +1,12 @@
-"""Shared pieces of the benchmarks: the test pictures and a timed fit with PSNR marks."""
+"""Shared pieces of the benchmarks: the test pictures, the fit job as ``ironlearn fit`` builds it,
+its timed run with PSNR marks, and step timing.
+
+Every benchmark that trains a preset builds its job with :func:`job_for`, which calls the fit
+job's own :func:`~ironlearn.fitting.run.build`: the same model (started as the picture where
+``fit`` starts it so), data, held parameters, loss guard, counted callbacks and checkpoints (in
+a folder of the benchmark's), so that its figures are the command's.  A test checks that the
+two take the same first steps bit for bit (tests/test_benchmark_jobs.py).
+"""
 
 from __future__ import annotations
 
@@ -6,23 +14,26 @@ import glob
 import io
 import os
 import platform
+import statistics
 import subprocess
 import sys
+import tempfile
+import time
 import zipfile
+from dataclasses import dataclass
 from importlib import resources
+from typing import Callable
 
 import numpy as np
 from PIL import Image
 
 from ironlearn.backend import Backend
-from ironlearn.fitting import FitOptions, calibrate, make_plan
+from ironlearn.fitting import FitOptions, make_plan
 from ironlearn.fitting.pace import Replan
-from ironlearn.fitting.run import new_model, training_data
+from ironlearn.fitting.run import Job, build
 from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.io import Picture
-from ironlearn.nn import mse
-from ironlearn.optim import Adam
-from ironlearn.train import Callback, Trainer
+from ironlearn.train import Callback
 
 
 def machine() -> str:
@@ -72,51 +83,167 @@ def sample_picture() -> Picture:
         return load_picture(path, mode="binary")
 
 
-class Marks(Callback):
-    """Full-image PSNR each time the training clock passes a mark (evaluation time is not counted)."""
+# -- the fit job --------------------------------------------------------------------------------
+class _Shape(Picture):
+    """A picture's size and mode without its pixels: all a plan needs (its fingerprint is of nothing)."""
 
-    def __init__(self, marks, picture, backend):
+    def band(self, rows=slice(None)):
+        return np.zeros((0, self.width, self.channels), np.float32)
+
+
+def shape_of(width: int, height: int, mode: str) -> Picture:
+    """A stand-in of a ``width`` x ``height`` picture in ``mode`` for :func:`make_plan`."""
+    channels = 3 if mode == "rgb" else 1
+    return _Shape(np.broadcast_to(np.zeros((1, 1, channels), np.uint8), (height, width, channels)), mode, "shape")
+
+
+def job_for(picture: Picture, backend, folder: str, **settings) -> Job:
+    """What ``ironlearn fit`` builds for ``picture`` (its values on ``backend``'s device, or the
+    host: copied once), given ``settings`` (FitOptions fields: ``model``, ``steps``,
+    ``time_budget``, ``batch_size``, ...), with its run folder at ``folder`` (an existing,
+    empty folder: the checkpoints go there).  A plan with only a time budget is calibrated.
+
+    The plan reads the picture's size and mode only: fingerprinting a picture on a device would
+    copy it to the host, and the fingerprint changes nothing in training.
+    """
+    options = FitOptions(picture.source, out=folder, device=backend.device, quiet=True, progress="none", **settings)
+    plan = make_plan(options, shape_of(picture.width, picture.height, picture.mode))
+    return build(plan, picture, None, backend)
+
+
+class Watch(Callback):
+    """The whole picture's PSNR, from ``evaluate(model) -> dB``, when the training clock passes
+    each of ``marks`` (seconds), and every ``probe`` seconds until ``target`` dB (then the run
+    stops).  The work the device still has queued is waited for and counted as training, as a
+    checkpoint's would be; the evaluation is not (the job counts its callbacks' time, so this
+    takes it back off).  Put it after the callbacks that read the clock (Replan)."""
+
+    def __init__(self, evaluate, backend, marks=(), target=None, probe=None):
         super().__init__(1)
-        self.pending, self.picture, self.backend = sorted(marks), picture, backend
-        self.reached = {}
+        self.evaluate, self.backend = evaluate, backend
+        self.pending, self.target, self.probe = sorted(marks), target, probe
+        self.next_probe = probe or float("inf")
+        self.reached, self.curve, self.hit = {}, [], None
 
-    def evaluate(self, model) -> float:
-        return psnr(render(model, self.picture.width, self.picture.height, self.backend), self.picture.pixels)
+    def _due(self, seconds: float) -> bool:
+        return bool(self.pending and seconds >= self.pending[0]) or seconds >= self.next_probe
 
-    def step(self, trainer):
-        while self.pending and trainer.train_seconds >= self.pending[0]:
-            self.reached[self.pending.pop(0)] = (self.evaluate(trainer.model), trainer.step)
+    def step(self, trainer) -> None:
+        if not self._due(trainer.train_seconds):
+            return
+        t0 = time.perf_counter()
+        self.backend.synchronize()
+        synced = time.perf_counter()
+        seconds = trainer.train_seconds + (synced - t0)
+        value = self.evaluate(trainer.model)
+        trainer.train_seconds -= time.perf_counter() - synced
+        self._record(trainer, seconds, value)
+
+    def _record(self, trainer, seconds: float, value: float) -> None:
+        point = {"psnr_db": value, "step": trainer.step, "seconds": round(seconds, 3)}
+        while self.pending and seconds >= self.pending[0]:
+            self.reached[self.pending.pop(0)] = point
+        if seconds >= self.next_probe:
+            self.curve.append([point["seconds"], trainer.step, value])
+            self.next_probe = seconds + self.probe
+            if self.target is not None and value >= self.target and self.hit is None:
+                self.hit = point
+                trainer.request_stop()
+
+    def finish(self, trainer) -> None:
+        """Marks the run ended before: its last state holds there."""
+        if self.pending:
+            self.backend.synchronize()
+            point = {"psnr_db": self.evaluate(trainer.model), "step": trainer.step,
+                     "seconds": round(trainer.train_seconds, 3)}
+            self.reached.update(dict.fromkeys(self.pending, point))
+            self.pending = []
 
 
-class _TimedRun:
-    """What :class:`~ironlearn.fitting.pace.Replan` needs of a fit job: its plan, and the schedule
-    following a new one."""
-
-    def __init__(self, plan, optimizer):
-        self.plan, self.optimizer = plan, optimizer
-        self.stalled_seconds = 0.0
-
-    def replan(self, plan) -> None:
-        self.plan = plan
-        self.optimizer.schedule = plan.make_schedule()
+def timed_run(job: Job, watch: Watch | None = None) -> Job:
+    """Train ``job`` as ``ironlearn fit`` trains it (fitting.run.train): to its steps, or, timed,
+    through its budget with the schedule re-planned to the pace (Replan); ``watch`` reads the
+    PSNR on the way.  Unlike ``fit`` it does not retry after divergence: a benchmark that
+    diverges says so."""
+    trainer = job.trainer
+    if job.plan.timed:
+        trainer.callbacks.append(Replan(job))
+    if watch is not None:
+        trainer.callbacks.append(watch)
+    trainer.run(None if job.plan.timed else job.plan.steps, time_budget=job.plan.remaining_seconds)
+    if watch is not None:
+        watch.finish(trainer)
+    return job
 
 
 def timed_fit(preset_name: str, picture: Picture, seconds: float, marks, seed: int = 0, options=None, **settings):
-    """Fit as ``ironlearn fit --model NAME --time-budget SECONDS`` does (the same plan, data and
-    calibrated schedule); returns (model, {mark: (psnr, step)}, steps, train seconds).
+    """Fit on the CPU as ``ironlearn fit --model NAME --time-budget SECONDS`` does; returns
+    (model, {mark: {"psnr_db", "step", "seconds"}}, steps, train seconds).
 
     ``settings`` are further FitOptions (``filter="centres"``, ``batch_size=0``, ...)."""
     backend = Backend("cpu")
-    plan = make_plan(FitOptions("benchmark", model=preset_name, model_options=options or {}, seed=seed,
-                                time_budget=seconds, **settings), picture)
-    model = new_model(plan).to(backend)
-    data = training_data(plan, picture, backend)
-    plan = plan.calibrated(calibrate(model, data))
-    optimizer = Adam(model.named_parameters(), lr=plan.make_schedule())
-    recorder = Marks(marks, picture, backend)
-    trainer = Trainer(model, optimizer, mse, **data, callbacks=[recorder], check_every=100, backend=backend)
-    trainer.callbacks.append(Replan(_TimedRun(plan, optimizer)))
-    trainer.run(time_budget=seconds)
-    for mark in recorder.pending:  # finished before the mark: its final quality holds there
-        recorder.reached[mark] = (recorder.evaluate(trainer.model), trainer.step)
-    return trainer.model, recorder.reached, trainer.step, trainer.train_seconds
+
+    def evaluate(model) -> float:
+        return psnr(render(model, picture.width, picture.height, backend), picture.pixels)
+
+    watch = Watch(evaluate, backend, marks)
+    with tempfile.TemporaryDirectory(prefix="ironlearn-benchmark-") as folder:
+        job = job_for(picture, backend, folder, model=preset_name, model_options=options or {}, seed=seed,
+                      time_budget=seconds, **settings)
+        timed_run(job, watch)
+    trainer = job.trainer
+    return trainer.model, watch.reached, trainer.step, trainer.train_seconds
+
+
+# -- timing -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Clock:
+    """How a benchmark waits for a device and marks time: ``mark()`` records a point (a CUDA
+    event on a GPU, which costs no sync until read), ``elapsed_ms(a, b)`` reads two back."""
+
+    sync: Callable[[], None]
+    mark: Callable[[], object]
+    elapsed_ms: Callable[[object, object], float]
+
+
+def wall_clock(sync=lambda: None) -> Clock:
+    return Clock(sync, time.perf_counter, lambda a, b: (b - a) * 1000)
+
+
+def backend_clock(backend) -> Clock:
+    """CUDA events on ``backend``'s GPU; the wall clock on the CPU."""
+    if backend.device != "cuda":
+        return wall_clock(backend.synchronize)
+    cuda = backend.xp.cuda
+
+    def mark():
+        event = cuda.Event()
+        event.record()
+        return event
+
+    return Clock(backend.synchronize, mark, cuda.get_elapsed_time)
+
+
+def time_steps(step, clock: Clock, warmup: int, steps: int) -> dict:
+    """Cold (the first step, compilation included) and warm (the median of ``steps`` after
+    ``warmup``, each between two of ``clock``'s marks) milliseconds a ``step()``; and the wall
+    time a step over the timed ones, which also counts the host's launch overhead."""
+    clock.sync()
+    t0 = time.perf_counter()
+    step()
+    clock.sync()
+    cold = (time.perf_counter() - t0) * 1000
+    for _ in range(warmup):
+        step()
+    clock.sync()
+    t0, marks = time.perf_counter(), []
+    for _ in range(steps):
+        start = clock.mark()
+        step()
+        marks.append((start, clock.mark()))
+    clock.sync()
+    wall = (time.perf_counter() - t0) * 1000 / max(steps, 1)
+    times = sorted(clock.elapsed_ms(a, b) for a, b in marks)
+    return {"cold_ms": round(cold, 3), "warm_median_ms": round(statistics.median(times), 4),
+            "warm_p90_ms": round(times[int(0.9 * (len(times) - 1))], 4), "wall_ms_per_step": round(wall, 4),
+            "warmup": warmup, "steps": steps}

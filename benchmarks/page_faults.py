@@ -17,16 +17,12 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
-from common import machine, skimage_picture
+from common import job_for, machine, skimage_picture
 
 import ironlearn.backend
-from ironlearn.fitting import FitOptions, make_plan
-from ironlearn.fitting.run import new_model, training_data
-from ironlearn.nn import mse
-from ironlearn.optim import Adam
-from ironlearn.train import Trainer
 
 TRAININGS = {"pixels only": "centres", "pixels + between": None}
 
@@ -46,11 +42,9 @@ def child(kept: bool) -> dict:
     picture = skimage_picture("camera", 256, "gray")
     blocks = {}
     for name, filter_ in TRAININGS.items():
-        plan = make_plan(FitOptions("benchmark", steps=10_000, filter=filter_), picture)
-        model = new_model(plan).to(backend)
-        trainer = Trainer(model, Adam(model.named_parameters(), lr=1e-3), mse,
-                          **training_data(plan, picture, backend), check_every=0).run(3)
-        blocks[name] = [five_steps(trainer) for _ in range(3)]
+        with tempfile.TemporaryDirectory(prefix="ironlearn-benchmark-") as folder:
+            trainer = job_for(picture, backend, folder, steps=10_000, filter=filter_).trainer.run(3)
+            blocks[name] = [five_steps(trainer) for _ in range(3)]
     return blocks
 
 

@@ -40,7 +40,7 @@ def main():
         picture = pictures[picture_name]()
         for preset in args.presets:
             model, reached, steps, _ = timed_fit(preset, picture, args.seconds, marks, **settings)
-            cells = " | ".join(f"{reached[m][0]:.2f}" for m in marks)
+            cells = " | ".join(f"{reached[m]['psnr_db']:.2f}" for m in marks)
             label = " ".join([preset] + args.setting)
             print(f"| {picture_name} {picture.width}x{picture.height} {picture.mode} | {label} | "
                   f"{model.num_parameters:,} | {picture.width * picture.height:,} | {cells} | {steps:,} |",

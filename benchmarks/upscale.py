@@ -65,7 +65,7 @@ def main():
         model, reached, steps, _ = timed_fit(preset, small, args.seconds, [args.seconds], options=options, **settings)
         big = render(model, 512, 512, Backend("cpu"))
         label = " ".join([preset] + args.option + args.setting)
-        print(f"| ironlearn {label}, {args.seconds:g} s, {steps:,} steps | {reached[args.seconds][0]:.2f} | "
+        print(f"| ironlearn {label}, {args.seconds:g} s, {steps:,} steps | {reached[args.seconds]['psnr_db']:.2f} | "
               f"{psnr(big, truth):.2f} |", flush=True)
 
 
