@@ -46,11 +46,8 @@ def start_from_picture(model, picture) -> bool:
 
     The untrained model then passes through every pixel (the clipped ones at the clip), and
     between pixels draws a cubic spline of the picture in logit space; training takes the
-    clipped pixels the rest of the way.  Measured on the four sporco photographs at 384x256
-    (fit / 2x redraw against the 768x512 originals, median; bicubic upscaling 32.82): untrained
-    90.8 dB fit; 1 s 73.37 / 34.24 dB (Adam's first steps stir it), 10 s 90.74 / 34.24.  Each
-    vertex at its own pixel's logit (a blurred start): 10 s 53.91 / 34.10; the tables' usual
-    tiny random start 44.98 / 33.63.
+    clipped pixels the rest of the way.  It beats a blurred start (each vertex at its own pixel's
+    logit) and a random one in fit and redraw alike (docs/benchmark-log.md, "Why the defaults").
     """
     if not pixel_spline_layout(model, picture.width, picture.height, picture.channels):
         return False
@@ -76,11 +73,9 @@ def held_parameters(plan, model) -> tuple:
     A head that every pixel shares, trained a tile at a time, drifts: each tile pulls it its own
     way, and the vertices of the other tiles, trained against an older head, no longer match it.
     The level has a vertex per pixel and a feature per channel, so the head has nothing to add
-    that the vertices cannot hold.  Measured on the 2048x2048 test photograph, 30 s (7,000
-    steps): trained, it ended 1.8 dB under its start (60.58 dB); held, 0.05 above (62.43).  From
-    a random start the head trains: it grows (to a gain of about 2.4), which speeds the vertices'
-    way from zero to their logits (1024x1024, 15 s: 45.31 dB trained, 32.18 held at the identity,
-    25.51 held as initialised).
+    that the vertices cannot hold: trained, it ends under its start; held, it stays above.  From a
+    random start the head trains: it grows, which speeds the vertices' way from zero to their
+    logits (docs/benchmark-log.md, "Why the defaults").
     """
     if not (plan.trains_tiles and plan.start == "picture"
             and pixel_spline_layout(model, plan.width, plan.height, plan.channels)):
