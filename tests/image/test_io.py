@@ -7,9 +7,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
 
+from ironlearn.image import io as io_module
 from ironlearn.image.coords import axis, pixel_grid
 from ironlearn.image.io import (MODES, InputError, Picture, load_picture, parse_size, read_pixel_csv,
-                                write_pixel_csv)
+                                read_pixel_levels, write_pixel_csv)
 
 
 def test_pixel_centres_span_minus_one_to_one():
@@ -144,3 +145,66 @@ def test_pixel_csv_round_trips(tmp_path_factory, picture):
     pixels, mode = read_pixel_csv(path)
     assert mode == picture.mode
     np.testing.assert_array_equal(pixels, picture.pixels)
+
+
+# -- pixel CSVs in pieces, float pictures ------------------------------------------------------------
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Pieces of 7 rows, so that a small CSV spans several."""
+    monkeypatch.setattr(io_module, "PIECE_PIXELS", 7)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_csv_in_many_pieces_round_trips(tmp_path, small_pieces, mode):
+    levels = np.random.default_rng(1).integers(0, 256, (9, 5, 3 if mode == "rgb" else 1)).astype(np.uint8)
+    if mode == "binary":
+        levels = np.where(levels >= 128, 255, 0).astype(np.uint8)
+    picture = Picture(levels, mode, "drawn")
+    write_pixel_csv(tmp_path / "p.csv", picture)
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert len(lines) == 1 + 45 and lines[1].startswith("0,0,") and lines[-1].startswith("4,8,")
+    pixels, read_mode = read_pixel_csv(tmp_path / "p.csv")
+    assert read_mode == mode
+    np.testing.assert_array_equal(pixels, picture.pixels)
+
+
+def _rows(width, height, skip=()):
+    return [f"{x},{y},{(x + y) % 256}" for y in range(height) for x in range(width) if (x, y) not in skip]
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda rows: rows.__setitem__(17, "1,3,oops"), "line 19: a non-numeric"),
+    (lambda rows: rows.__setitem__(17, "1,3"), "line 19: expected 3 values"),
+    (lambda rows: rows.__setitem__(17, "1,3,nan"), "line 19: NaN"),
+    (lambda rows: rows.__setitem__(17, "1.5,3,0"), "line 19: coordinates must be whole"),
+    (lambda rows: rows.insert(15, "") or rows.__setitem__(17, "-1,3,0"), "line 19: coordinates must be whole"),
+    (lambda rows: rows.__setitem__(17, rows[2]), "pixel x=2, y=0 appears more than once"),
+    (lambda rows: rows.pop(17), "1 pixel(s) of the 4x5 grid are missing (first: x=1, y=4)"),
+])
+def test_a_bad_row_is_named_by_its_line_across_pieces(tmp_path, small_pieces, change, message):
+    rows = _rows(4, 5)
+    change(rows)
+    (tmp_path / "p.csv").write_text("\n".join(["x,y,pixel_value", *rows]) + "\n")
+    with pytest.raises(InputError, match=re.escape(message)):
+        read_pixel_csv(tmp_path / "p.csv")
+
+
+def test_decimals_blank_lines_and_any_order_read_as_before(tmp_path, small_pieces):
+    rows = _rows(3, 4)[::-1]
+    rows[5] = rows[5].rsplit(",", 1)[0] + ",7.6"  # a decimal level is rounded to the nearest
+    (tmp_path / "p.csv").write_text("x,y,pixel_value\r\n" + "\r\n".join(rows[:6] + [""] + rows[6:]) + "\r\n")
+    levels, mode = read_pixel_levels(tmp_path / "p.csv")
+    expected = (np.arange(3)[None, :] + np.arange(4)[:, None]).astype(np.uint8)
+    x, y = map(int, rows[5].split(",")[:2])
+    expected[y, x] = 8
+    assert mode == "gray" and levels.dtype == np.uint8
+    np.testing.assert_array_equal(levels[..., 0], expected)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_float_picture_spanning_float32_is_stretched_without_overflow(tmp_path):
+    values = np.array([[-3.4e38, -1.0, 0.0, 3.4e38]] * 4, np.float32)
+    Image.fromarray(values, "F").save(tmp_path / "f.tif")
+    picture = load_picture(tmp_path / "f.tif")
+    np.testing.assert_allclose(picture.pixels[0, :, 0], [0, 0.5, 0.5, 1], atol=1e-6)
+    assert "stretched" in picture.notes[0]

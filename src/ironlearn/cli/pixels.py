@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..fitting import UsageError
-from ..image.io import CSV_SUFFIXES, MAX_PIXELS, MODES, image_format, load_picture, read_pixel_csv, save_image, write_pixel_csv
+from ..image.io import (CSV_SUFFIXES, MAX_PIXELS, MODES, image_format, load_picture, read_pixel_levels, save_image,
+                        write_pixel_csv)
 from .argtypes import add_max_pixels, size_arg
 from .common import check_output, say
 from .status import ExitCode
@@ -48,7 +49,7 @@ def cmd_decode(args) -> int:
     if not image_format(args.output):
         raise UsageError(f"{args.output}: decode writes an image in the format its name ends in; give a name "
                          "ending in .png (or .bmp, .tif, .webp, ...)")
-    pixels, mode = read_pixel_csv(args.csv)
-    save_image(args.output, pixels)
-    say(f"wrote {args.output}: {pixels.shape[1]}x{pixels.shape[0]} {mode}")
+    levels, mode = read_pixel_levels(args.csv)
+    save_image(args.output, levels)
+    say(f"wrote {args.output}: {levels.shape[1]}x{levels.shape[0]} {mode}")
     return ExitCode.OK

@@ -10,7 +10,8 @@ intensity; rgb files have ``r,g,b`` columns (0-255).
 from __future__ import annotations
 
 import csv
-import io
+import itertools
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ MIN_SIDE = 4
 #: Declared sizes above this are refused before decoding (decompression bombs); ``--max-pixels`` raises it.
 MAX_PIXELS = 100_000_000
 CSV_SUFFIXES = (".csv", ".txt")
+#: Pixels worked on at a time where temporaries of the whole picture would cost several times the
+#: picture (a pixel CSV's text is about 20 bytes a pixel, read and written this many rows at a time).
+PIECE_PIXELS = 1 << 16
 
 
 class InputError(ValueError):
@@ -91,6 +95,13 @@ def scaled_size(width: int, height: int, size, *, enlarge: bool = True) -> tuple
     if not enlarge:
         scale = min(scale, 1.0)
     return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def row_bands(height: int, width: int):
+    """Slices of whole rows of a ``height x width`` picture, about :data:`PIECE_PIXELS` pixels each
+    (one row at least), top to bottom."""
+    step = max(1, PIECE_PIXELS // max(width, 1))
+    return (slice(top, min(top + step, height)) for top in range(0, height, step))
 
 
 # -- images ------------------------------------------------------------------------------
@@ -161,17 +172,16 @@ def _notes(path: str, image: Image.Image) -> list[str]:
 def _decode(image: Image.Image, notes: list) -> np.ndarray:
     """Any Pillow image (palette, alpha, CMYK, 16-bit, animated) -> (h, w, 1 or 3): uint8 0-255
     for 8-bit images, float32 in [0, 1] for 16-bit and float ones (their precision kept)."""
-    image = ImageOps.exif_transpose(image)  # upright as the camera meant; frame 0 of an animation
+    ImageOps.exif_transpose(image, in_place=True)  # upright as the camera meant, without a copy
     if image.mode == "F":
-        values = np.array(image, dtype=np.float32)  # a copy: Pillow's buffer is read-only
+        values = _array(image, np.float32)
         low, high = _float_range(values)
         if not (low >= 0 and high <= 1):  # a float file has no fixed white, as 255 is for 8 bits
             notes.append(f"float values from {low:.4g} to {high:.4g}, stretched to black..white")
-            values -= np.float32(low)
-            values /= np.float32(high - low if high > low else 1.0)
+            _stretch(values, low, high)
         return values[..., None]
     if image.mode in ("I;16", "I;16B", "I;16L", "I"):
-        values = np.array(image, dtype=np.float32)  # a copy: Pillow's buffer is read-only
+        values = _array(image, np.float32)
         peak = 65535.0 if image.mode.startswith("I;16") or values.max(initial=0) > 255 else 255.0
         values /= np.float32(peak)
         return np.clip(values, 0, 1, out=values)[..., None]
@@ -181,19 +191,39 @@ def _decode(image: Image.Image, notes: list) -> np.ndarray:
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         image = Image.alpha_composite(background, rgba).convert("RGB")
     elif image.mode in ("1", "L"):
-        return np.asarray(image.convert("L"))[..., None]
-    else:
+        return _array(image if image.mode == "L" else image.convert("L"))[..., None]
+    elif image.mode != "RGB":
         image = image.convert("RGB")
-    rgb = np.asarray(image)
-    if np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 1], rgb[..., 2]):
+    rgb = _array(image)
+    if all(np.array_equal(band[..., 0], band[..., 1]) and np.array_equal(band[..., 1], band[..., 2])
+           for band in map(rgb.__getitem__, row_bands(*rgb.shape[:2]))):
         return rgb[..., :1].copy()
     return rgb
+
+
+def _array(image: Image.Image, dtype=None) -> np.ndarray:
+    """``np.array(image, dtype)`` made a band of rows at a time: Pillow's own conversion of a whole
+    picture holds the picture's bytes twice over, beside the image itself."""
+    first = np.asarray(image.crop((0, 0, image.width, min(1, image.height))), dtype)
+    values = np.empty((image.height, *first.shape[1:]), first.dtype)
+    for rows in row_bands(image.height, image.width):
+        values[rows] = np.asarray(image.crop((0, rows.start, image.width, rows.stop)), dtype)
+    return values
 
 
 def _float_range(values: np.ndarray) -> tuple[float, float]:
     if not np.isfinite(values).all():
         raise ValueError("the float picture holds NaN or infinite values")
     return float(values.min()), float(values.max())
+
+
+def _stretch(values: np.ndarray, low: float, high: float) -> None:
+    """Map finite float32 ``values`` from ``low..high`` to 0..1, in place.  The arithmetic is float64,
+    a band of rows at a time: the span of a float32 picture can pass float32's largest value
+    (3e38 - -3e38 is inf, and the picture came out NaN)."""
+    span = high - low if high > low else 1.0  # Python floats: float64
+    for rows in row_bands(*values.shape[:2]):
+        values[rows] = (values[rows].astype(np.float64) - low) / span
 
 
 def as_float(values: np.ndarray) -> np.ndarray:
@@ -248,7 +278,7 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     notes = []
     if path.lower().endswith(CSV_SUFFIXES):
-        values, csv_mode = read_pixel_csv(path)
+        values, csv_mode = read_pixel_levels(path)
         mode = mode or csv_mode
     else:
         image, notes = _open(path, max_pixels, flag)
@@ -256,6 +286,8 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
             values = _decode(image, notes)
         except ValueError as exc:
             raise InputError(f"{path}: {exc}; re-export it with finite values") from None
+        finally:
+            image.close()  # frees Pillow's copy of the picture: only ``values`` is kept
         mode = mode or ("rgb" if values.shape[2] == 3 else "gray")
     height, width = values.shape[:2]
     if min(width, height) < MIN_SIDE:
@@ -287,104 +319,215 @@ def save_image(path, pixels: np.ndarray) -> None:
     """Write ``(h, w, c)`` [0, 1] pixels (or uint8) atomically; the format follows the suffix
     (PNG for a suffix no format has)."""
     array = pixels if pixels.dtype == np.uint8 else to_uint8(pixels)
-    image = Image.fromarray(array)
+    image = Image.fromarray(array[..., 0] if array.ndim == 3 and array.shape[2] == 1 else array)
     fmt = image_format(path) or "PNG"
     atomic_write(path, lambda file: image.save(file, format=fmt))
 
 
 # -- the pixel CSV -------------------------------------------------------------------------
+# A CSV row costs about 20 bytes of text and a picture's pixel 1 to 3, so both directions work
+# PIECE_PIXELS rows at a time: what they hold beyond the picture does not grow with it.
+
 def write_pixel_csv(path, picture: Picture) -> None:
     """Write one row per pixel, row-major: ``x,y,pixel_value`` (binary: 1 = black; gray: 0-255)
     or ``x,y,r,g,b`` (rgb, 0-255)."""
-    height, width = picture.height, picture.width
-    ys, xs = np.divmod(np.arange(height * width), width)
+    header = b"x,y,r,g,b\n" if picture.mode == "rgb" else b"x,y,pixel_value\n"
+
+    def write(file):
+        file.write(header)
+        for rows in row_bands(picture.height, picture.width):
+            file.write(_csv_rows(picture, rows))
+
+    atomic_write(path, write)
+
+
+def _csv_rows(picture: Picture, rows: slice) -> bytes:
+    """The CSV text of the pixels in ``rows`` of ``picture``."""
+    band = picture.values[rows]
+    levels = (band if band.dtype == np.uint8 else to_uint8(band)).reshape(-1, picture.channels)
     if picture.mode == "binary":
-        header, values = "x,y,pixel_value", (picture.band()[..., 0] < 0.5).astype(np.int64).reshape(-1, 1)
-    elif picture.mode == "gray":
-        header, values = "x,y,pixel_value", to_uint8(picture.pixels).astype(np.int64).reshape(-1, 1)
-    else:
-        header, values = "x,y,r,g,b", to_uint8(picture.pixels).astype(np.int64).reshape(-1, 3)
-    table = np.column_stack([xs, ys, values])
-    buffer = io.StringIO()
-    np.savetxt(buffer, table, fmt="%d", delimiter=",", header=header, comments="")
-    atomic_write(path, lambda file: file.write(buffer.getvalue().encode()))
+        levels = (levels < 128).view(np.uint8)  # 1 = black; as band() < 0.5, level for level
+    ys, xs = np.divmod(np.arange(rows.start * picture.width, rows.stop * picture.width), picture.width)
+    columns = [xs, ys, *levels.T]
+    text = np.concatenate([_decimal(column, b"," if k < len(columns) - 1 else b"\n")
+                           for k, column in enumerate(columns)], axis=1)
+    return text[text != 0].tobytes()
+
+
+def _decimal(numbers: np.ndarray, end: bytes) -> np.ndarray:
+    """``(n,)`` whole numbers >= 0 -> ``(n, k)`` uint8: each one's decimal digits, then ``end``, with
+    NUL bytes in place of its leading zeros (for the caller to drop).  The digits of each number
+    in the range are worked out once, then looked up: a piece's columns span few numbers."""
+    low, high = (int(numbers.min()), int(numbers.max())) if numbers.size else (0, 0)
+    span = np.arange(low, high + 1, dtype=np.int64)[:, None]
+    powers = 10 ** np.arange(len(str(high)) - 1, -1, -1, dtype=np.int64)
+    digits = (span // powers % 10 + ord("0")).astype(np.uint8)
+    digits[(span < powers) & (powers > 1)] = 0
+    table = np.column_stack([digits, np.full(len(digits), ord(end), np.uint8)])
+    return table[numbers - low]
 
 
 def read_pixel_csv(path) -> tuple[np.ndarray, str]:
     """Read a pixel CSV; returns ``(pixels (h, w, c) in [0, 1], mode)``.
 
     A ``pixel_value`` column holding only 0 and 1 is binary (1 = black);
-    otherwise gray 0-255.  Every pixel of the ``(max x + 1) x (max y + 1)``
-    grid must appear exactly once.
+    otherwise gray 0-255, rounded to whole levels.  Every pixel of the
+    ``(max x + 1) x (max y + 1)`` grid must appear exactly once.
+    """
+    levels, mode = read_pixel_levels(path)
+    return as_float(levels), mode
+
+
+def read_pixel_levels(path) -> tuple[np.ndarray, str]:
+    """:func:`read_pixel_csv`'s picture as levels: ``(h, w, c)`` uint8, 0-255 (255 = white).
+
+    The file is read twice, :data:`PIECE_PIXELS` rows at a time: once to check it and find the
+    picture's size and mode, then to fill the picture.  Besides the picture it holds one byte a
+    pixel (which pixels were seen) and one piece; rows too few or too many for the grid their
+    coordinates span are refused holding no more than the rows (a file of two rows can declare
+    a 10000x10000 grid).
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
     try:
         with open(path, newline="", encoding="utf-8-sig") as file:
-            rows = list(csv.reader(file))
+            columns = _csv_columns(path, file.readline())
+            width, height, rows, mode = _survey_csv(path, file, len(columns))
+            file.seek(0)
+            file.readline()
+            if rows != width * height:
+                raise _misfit_rows(path, file, width, height, len(columns))
+            return _fill_grid(path, file, width, height, len(columns) - 2, mode), mode
     except PermissionError:
         raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or copy it") from None
     except (UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{path} is not a text CSV ({exc}); give a pixel CSV with header x,y,pixel_value") from None
-    if not rows:
+
+
+def _csv_columns(path: str, first_line: str) -> list[str]:
+    """The columns the header ``first_line`` names, checked."""
+    if not first_line:
         raise InputError(f"{path} is empty; a pixel CSV starts with the header x,y,pixel_value")
-    header = [name.strip().lower() for name in rows[0]]
-    if header[:3] == ["x", "y", "pixel_value"] and len(header) == 3:
-        value_columns = ["pixel_value"]
-    elif header == ["x", "y", "r", "g", "b"]:
-        value_columns = ["r", "g", "b"]
-    else:
-        missing = [c for c in ("x", "y", "pixel_value") if c not in header]
-        what = f"missing column(s) {', '.join(missing)}" if missing and len(header) >= 2 else f"header is {','.join(header)}"
-        raise InputError(f"{path}: {what}; a pixel CSV needs the header x,y,pixel_value (or x,y,r,g,b)")
-    body = rows[1:]
-    if not body:
-        raise InputError(f"{path} has a header but no pixels")
-    ncols = len(header)
-    ragged = next((i for i, row in enumerate(body, start=2) if row and len(row) != ncols), None)
-    if ragged is not None:
-        raise InputError(f"{path}, line {ragged}: expected {ncols} values per row")
+    header = [name.strip().lower() for name in next(csv.reader([first_line]), [])]
+    if header in (["x", "y", "pixel_value"], ["x", "y", "r", "g", "b"]):
+        return header
+    missing = [c for c in ("x", "y", "pixel_value") if c not in header]
+    what = f"missing column(s) {', '.join(missing)}" if missing and len(header) >= 2 else f"header is {','.join(header)}"
+    raise InputError(f"{path}: {what}; a pixel CSV needs the header x,y,pixel_value (or x,y,r,g,b)")
+
+
+def _csv_pieces(path: str, file, ncols: int):
+    """``(lines, first line's number, numbers (n, ncols))`` for each piece of the rows after the header."""
+    number = 2
+    while lines := list(itertools.islice(file, PIECE_PIXELS)):
+        yield lines, number, _parse_rows(path, lines, number, ncols)
+        number += len(lines)
+
+
+def _blank(line: str) -> bool:
+    return not line.strip("\r\n")
+
+
+def _parse_rows(path: str, lines: list, first: int, ncols: int) -> np.ndarray:
+    """The numbers of the rows in ``lines`` (blank lines skipped) as ``(n, ncols)``: int64 for whole
+    numbers written as such (NumPy parses those 4x as fast as floats), else float64."""
+    filled = [line for line in lines if not _blank(line)]
+    if not filled:
+        return np.empty((0, ncols), np.int64)
     try:
-        table = np.array([[float(v) for v in row] for row in body if row], np.float64).reshape(-1, ncols)
+        table = np.loadtxt(filled, delimiter=",", dtype=np.int64, comments=None, ndmin=2)
+        if table.shape == (len(filled), ncols):
+            return table
     except ValueError:
-        line = next(i for i, row in enumerate(body, start=2) if row and not _all_numeric(row))
-        raise InputError(f"{path}, line {line}: a non-numeric value; every cell must be a number") from None
-    if not np.isfinite(table).all():
-        line = int(np.argmax(~np.isfinite(table).all(axis=1))) + 2
-        raise InputError(f"{path}, line {line}: NaN or infinite value; every cell must be a finite number")
-    coords = table[:, :2]
-    if (coords < 0).any() or (coords != np.round(coords)).any():
-        line = int(np.argmax(((coords < 0) | (coords != np.round(coords))).any(axis=1))) + 2
-        raise InputError(f"{path}, line {line}: coordinates must be whole numbers from 0")
-    width, height = coords.max(axis=0) + 1  # still floats: 1e20 must not overflow an integer
-    if width * height > MAX_PIXELS:
+        pass
+    rows = []  # what loadtxt does not take as it is: decimals, or an error to name by its line
+    for number, row in enumerate(csv.reader(lines), start=first):
+        if not row:
+            continue
+        if len(row) != ncols:
+            raise InputError(f"{path}, line {number}: expected {ncols} values per row")
+        try:
+            rows.append([float(value) for value in row])
+        except ValueError:
+            raise InputError(f"{path}, line {number}: a non-numeric value; every cell must be a number") from None
+    return np.array(rows, np.float64).reshape(-1, ncols)
+
+
+def _line_number(lines: list, first: int, row: int) -> int:
+    """The file's line number of the ``row``-th row (blank lines skipped) of the piece ``lines``."""
+    return first + [i for i, line in enumerate(lines) if not _blank(line)][row]
+
+
+def _survey_csv(path: str, file, ncols: int) -> tuple[int, int, int, str]:
+    """The first reading: every row checked; returns the picture's ``(width, height, rows, mode)``."""
+    rows, width, height, binary, low, high = 0, 0, 0, ncols == 3, math.inf, -math.inf
+    for lines, first, table in _csv_pieces(path, file, ncols):
+        if not len(table):
+            continue
+        bad = ~np.isfinite(table).all(axis=1)
+        if bad.any():
+            raise InputError(f"{path}, line {_line_number(lines, first, int(np.argmax(bad)))}: NaN or infinite "
+                             "value; every cell must be a finite number")
+        coords, values = table[:, :2], table[:, 2:]
+        bad = ((coords < 0) | (coords != np.round(coords))).any(axis=1)
+        if bad.any():
+            raise InputError(f"{path}, line {_line_number(lines, first, int(np.argmax(bad)))}: coordinates must "
+                             "be whole numbers from 0")
+        rows += len(table)
+        width, height = max(width, coords[:, 0].max() + 1), max(height, coords[:, 1].max() + 1)
+        binary = binary and bool(np.isin(values, (0, 1)).all())
+        low, high = min(low, values.min()), max(high, values.max())
+    if not rows:
+        raise InputError(f"{path} has a header but no pixels")
+    if float(width) * float(height) > MAX_PIXELS:  # floats: 1e20 must not overflow an integer
         raise InputError(f"{path}: coordinates reach {width:.0f}x{height:.0f} pixels, more than ironlearn reads "
                          f"({_megapixels(MAX_PIXELS)}); check the x and y columns")
-    xs, ys = coords[:, 0].astype(np.int64), coords[:, 1].astype(np.int64)
-    width, height = int(width), int(height)
-    counts = np.bincount(ys * width + xs, minlength=width * height)
-    if (counts > 1).any():
-        flat = int(np.argmax(counts > 1))
-        raise InputError(f"{path}: pixel x={flat % width}, y={flat // width} appears more than once")
-    if (counts == 0).any():
-        flat = int(np.argmax(counts == 0))
-        raise InputError(f"{path}: {int((counts == 0).sum())} pixel(s) of the {width}x{height} grid are missing "
-                         f"(first: x={flat % width}, y={flat // width}); every pixel needs a row")
-    values = table[:, 2:]
-    grid = np.empty((height, width, len(value_columns)), np.float32)
-    if value_columns == ["pixel_value"] and np.isin(values, (0, 1)).all():
-        grid[ys, xs] = 1.0 - values  # 1 = black in the file, 1 = white inside
-        return grid, "binary"
-    if values.min() < 0 or values.max() > 255:
+    if not binary and (low < 0 or high > 255):
         raise InputError(f"{path}: pixel values must lie in 0-255 (or be 0/1 for a binary drawing)")
-    grid[ys, xs] = values / 255.0
-    return grid, ("gray" if len(value_columns) == 1 else "rgb")
+    return int(width), int(height), rows, "binary" if binary else ("gray" if ncols == 3 else "rgb")
 
 
-def _all_numeric(row) -> bool:
-    try:
-        [float(v) for v in row]
-    except ValueError:
-        return False
-    return True
+def _fill_grid(path: str, file, width: int, height: int, channels: int, mode: str) -> np.ndarray:
+    """The second reading: the picture ``(height, width, channels)`` as levels, every pixel once."""
+    grid = np.empty((height, width, channels), np.uint8)
+    seen = np.zeros(height * width, bool)
+    for _, _, table in _csv_pieces(path, file, channels + 2):
+        xs, ys = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
+        if len(table) and (xs.max() >= width or ys.max() >= height):
+            raise InputError(f"{path} changed while it was read; read it again once it is written")
+        flat = ys * width + xs
+        twice = _first_repeat(flat, seen)
+        if twice is not None:
+            raise InputError(f"{path}: pixel x={twice % width}, y={twice // width} appears more than once")
+        seen[flat] = True
+        values = table[:, 2:]
+        grid.reshape(-1, channels)[flat] = (1 - values) * 255 if mode == "binary" else np.floor(values + 0.5)
+    if not seen.all():  # as many rows as pixels, none twice: only a file changed since the first reading
+        raise InputError(f"{path} changed while it was read; read it again once it is written")
+    return grid
+
+
+def _misfit_rows(path: str, file, width: int, height: int, ncols: int) -> InputError:
+    """The error for rows that cannot cover the grid once each (there are not ``width x height``),
+    naming the first pixel given twice, else the first missing; it holds 8 bytes a row."""
+    flat = np.sort(np.concatenate([table[:, 1].astype(np.int64) * width + table[:, 0].astype(np.int64)
+                                   for _, _, table in _csv_pieces(path, file, ncols)]))
+    twice = flat[1:] == flat[:-1]
+    if twice.any():
+        pixel = int(flat[1:][np.argmax(twice)])
+        return InputError(f"{path}: pixel x={pixel % width}, y={pixel // width} appears more than once")
+    gaps = flat != np.arange(len(flat))
+    pixel = int(np.argmax(gaps)) if gaps.any() else len(flat)
+    return InputError(f"{path}: {width * height - len(flat)} pixel(s) of the {width}x{height} grid are missing "
+                      f"(first: x={pixel % width}, y={pixel // width}); every pixel needs a row")
+
+
+def _first_repeat(flat: np.ndarray, seen: np.ndarray) -> int | None:
+    """A pixel index of ``flat`` already ``seen`` or twice in ``flat``; None when there is none."""
+    again = seen[flat]
+    if again.any():
+        return int(flat[np.argmax(again)])
+    ordered = np.sort(flat)
+    twice = ordered[1:] == ordered[:-1]
+    return int(ordered[1:][np.argmax(twice)]) if twice.any() else None
