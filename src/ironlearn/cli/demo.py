@@ -7,7 +7,7 @@ from importlib import resources
 
 from ..backend import DEVICES, get_backend
 from ..fitting import FitOptions, UsageError, fit
-from ..fitting.plan import fingerprint
+from ..image.fingerprint import fingerprint
 from ..image.io import load_picture
 from ..image.render import render_png
 from ..train import CheckpointError, load_checkpoint

@@ -1,16 +1,5 @@
-"""The run folder: what ``ironlearn fit`` writes there, the checks before it does, and its lock.
-
-| file | what it holds |
-| --- | --- |
-| ``checkpoint.npz`` | the latest state, written atomically; ``--resume`` continues from it |
-| ``model.npz`` | the final model with its architecture and metrics (for ``render``, ``info``, ``view``) |
-| ``reconstruction.png`` | the model redrawn at the training size |
-| ``timelapse.gif`` | the network learning, from static to the final picture |
-| ``frames.npz`` | the time-lapse frames so far, kept beside the checkpoint so a resume continues them |
-| ``loss.png``, ``history.csv`` | loss and PSNR against step |
-| ``metrics.json`` | PSNR, steps, seconds, parameters, ... |
-| ``.lock`` | held while a fit runs in the folder, removed when it ends (an advisory lock: a killed process leaves none) |
-"""
+"""The run folder: the checks before ``ironlearn fit`` writes there, and its lock (its files are
+named in :mod:`ironlearn.run_files`)."""
 
 from __future__ import annotations
 
@@ -19,13 +8,11 @@ import stat
 import tempfile
 
 from ..files import TMP_SUFFIX, is_generated_page, is_stale_temporary, remove_stale_temporaries
+# The fitting layer names the run folder's files through this module.
+from ..run_files import (CHECKPOINT, FILES, FRAMES, HISTORY, LOCK, LOSS_PLOT, METRICS, MODEL,  # noqa: F401
+                         RECONSTRUCTION, TIMELAPSE, VIEWER)
 from .options import UsageError
 
-CHECKPOINT, MODEL, FRAMES, HISTORY = "checkpoint.npz", "model.npz", "frames.npz", "history.csv"
-RECONSTRUCTION, TIMELAPSE, LOSS_PLOT, METRICS = "reconstruction.png", "timelapse.gif", "loss.png", "metrics.json"
-LOCK = ".lock"
-VIEWER = "viewer.html"  # written by `ironlearn view`, not by the fit: the run's while ironlearn made it
-FILES = (CHECKPOINT, MODEL, RECONSTRUCTION, TIMELAPSE, FRAMES, LOSS_PLOT, HISTORY, METRICS)
 
 
 def check_resumable(out: str) -> str:

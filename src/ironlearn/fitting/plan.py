@@ -9,11 +9,11 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import os
 from dataclasses import dataclass
 
+from ..image.fingerprint import fingerprint
 from ..image.io import MODES
 from ..image.sampling import FILTERS
 from ..image.timelapse import frame_steps
@@ -33,19 +33,6 @@ _BEFORE = {"filter": "centres"}
 _BEFORE_MODEL = {"hashgrid": {"vertices": "corners", "interpolation": "linear", "detail": 0, "finest_y": 0}}
 # Settings a resumed run takes from the run unless given again.
 _INHERITED = ("lr", "lr_min", "checkpoint_every", "snapshot_every")
-
-
-FINGERPRINT_ROWS = 256  # rows hashed at a time: a band of float32, never the whole picture
-
-
-def fingerprint(picture) -> str:
-    """A digest of the pixels actually trained on (after resizing and mode conversion), as float32
-    intensities, so that it does not depend on how the picture is stored."""
-    digest = hashlib.sha256()
-    for start in range(0, picture.height, FINGERPRINT_ROWS):
-        digest.update(picture.band(slice(start, start + FINGERPRINT_ROWS)).tobytes())
-    digest.update(f"{(picture.height, picture.width, picture.channels)}{picture.mode}".encode())
-    return digest.hexdigest()[:16]
 
 
 def _whole(low, none=False):

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from ..fitting import folder as run_folder
-from ..fitting.plan import fingerprint
+from .. import run_files as run_folder
+from ..image.fingerprint import fingerprint
 from ..image.io import InputError, load_picture, scaled_size, to_uint8
 from .plan import ViewerError
 
