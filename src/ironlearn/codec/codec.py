@@ -190,11 +190,11 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         """The pyramid at the rate ``bits_left`` (a target; searched ``around`` a log-step when
         given) or at lambda's best trade, its filters fitted if they fit in the time, and lambda
         there (what the filters and the weights trade bits at; None without the filters)."""
-        if bpp is not None:  # the filters are left out, rather than rate control cut short
-            pyramid = _analyse_at_rate(picture, levels, bits_left - filter_bits, clock, 2 * FINISH_COST, around,
-                                       progress)
+        # Rate control keeps time for one file checked: the filters are left out first.
+        if bpp is not None:
+            pyramid = _analyse_at_rate(picture, levels, bits_left - filter_bits, clock, FINISH_COST, around, progress)
         else:
-            pyramid = _analyse_at_lambda(picture, levels, lmbda, clock, 2 * FINISH_COST, progress)
+            pyramid = _analyse_at_lambda(picture, levels, lmbda, clock, FINISH_COST, progress)
         if not clock.affords(after_rate):
             return pyramid, lmbda
         lam = lmbda if lmbda is not None else _slope(picture, levels, pyramid)
