@@ -106,16 +106,23 @@ def torch_peer(photo: str, seconds: float, run_folder: str) -> dict:
         scheduler.step()
         trained += time.perf_counter() - t0
         step += 1
-    squared = 0.0
+    return {"psnr_db": _peer_psnr(model, flat, width, height), "steps": step, "seconds": trained}
+
+
+def _peer_psnr(model, flat, width: int, height: int) -> float:
+    """The PSNR of the peer ``model`` at every pixel centre against ``flat`` (``(h * w, c)`` uint8),
+    in bands of 65,536 pixels."""
+    import torch
+
+    squared, rows = 0.0, max(1, 65536 // width)
     with torch.no_grad():
-        for start in range(0, height, max(1, 65536 // width)):
-            stop = min(height, start + max(1, 65536 // width))
+        for start in range(0, height, rows):
+            stop = min(height, start + rows)
             ys, xs = torch.meshgrid(torch.arange(start, stop), torch.arange(width), indexing="ij")
             x = torch.stack([(2 * xs.reshape(-1) + 1) / width - 1, (2 * ys.reshape(-1) + 1) / height - 1], 1).float()
             pred = model(x).clamp(0, 1).double()
             squared += float(((pred - flat[start * width:stop * width].double() / 255) ** 2).sum())
-    mse = squared / (height * width * channels)
-    return {"psnr_db": -10 * math.log10(mse), "steps": step, "seconds": trained}
+    return -10 * math.log10(squared / flat.numel())
 
 
 def main():

@@ -97,6 +97,12 @@ def shape_of(width: int, height: int, mode: str) -> Picture:
     return _Shape(np.broadcast_to(np.zeros((1, 1, channels), np.uint8), (height, width, channels)), mode, "shape")
 
 
+def pyramid(width: int, height: int) -> dict:
+    """The fit settings that force the hash-grid pyramid on a ``width`` x ``height`` picture, at
+    its own default sizing: ``--finest`` at the longest side (a layout option given)."""
+    return {"model_options": {"finest": max(width, height)}}
+
+
 def job_for(picture: Picture, backend, folder: str, **settings) -> Job:
     """What ``ironlearn fit`` builds for ``picture`` (its values on ``backend``'s device, or the
     host: copied once), given ``settings`` (FitOptions fields: ``model``, ``steps``,

@@ -9,9 +9,10 @@ imports PyTorch).
   their own size across and down, no detail level: what the default preset gives any picture
   larger than 256 px a side.
 * :func:`siren_peer`: a SIREN with ironlearn's SIREN's arrays.
-* :func:`time_hashgrid` trains the peer on random whole pixels of a picture kept on the device,
-  with Adam on ironlearn's warm-up cosine schedule, eager or under ``torch.compile``, and times
-  each step with CUDA events (``perf_counter`` on the CPU).
+* :func:`hashgrid_stepper` trains the peer on random whole pixels of a picture kept on the device,
+  with Adam on ironlearn's warm-up cosine schedule, eager or under ``torch.compile``;
+  :func:`clock` times each step with CUDA events (``perf_counter`` on the CPU) for
+  ``common.time_steps``.
 
     python benchmarks/torch_peer.py [--device cuda] [--size 4096x3072] [--batch 65536] [--compile]
 """
@@ -20,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
+import tempfile
 
 import numpy as np
 import torch
+from common import Clock, job_for, pyramid, time_steps, wall_clock
 
 from ironlearn.backend import to_host
 from ironlearn.nn import HashGrid, Linear, ReLU, Sigmoid, Sine
@@ -130,45 +131,17 @@ siren_peer = peer_of
 
 
 # -- timing ----------------------------------------------------------------------------------------
-def _clock(device: str):
-    """``(mark, elapsed_ms)``: CUDA events on a GPU (no sync until read), wall time on the CPU."""
-    if device == "cuda":
-        def mark():
-            event = torch.cuda.Event(enable_timing=True)
-            event.record()
-            return event
-        return mark, lambda a, b: a.elapsed_time(b)
-    return time.perf_counter, lambda a, b: (b - a) * 1000
+def clock(device: str) -> Clock:
+    """CUDA events on a GPU (no sync until read), the wall clock on the CPU: for common.time_steps."""
+    if device != "cuda":
+        return wall_clock()
 
+    def mark():
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
 
-def _sync(device: str):
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def time_steps(step, device: str, warmup: int, steps: int) -> dict:
-    """Cold (the first step, compilation included) and warm (median over ``steps`` after
-    ``warmup``) milliseconds a step of ``step()``."""
-    _sync(device)
-    t0 = time.perf_counter()
-    step()
-    _sync(device)
-    cold = (time.perf_counter() - t0) * 1000
-    for _ in range(warmup):
-        step()
-    mark, elapsed = _clock(device)
-    _sync(device)
-    marks, t0 = [], time.perf_counter()
-    for _ in range(steps):
-        start = mark()
-        step()
-        marks.append((start, mark()))
-    _sync(device)
-    wall = (time.perf_counter() - t0) * 1000 / max(steps, 1)
-    times = sorted(elapsed(a, b) for a, b in marks)
-    return {"cold_ms": round(cold, 3), "warm_median_ms": round(statistics.median(times), 4),
-            "warm_p90_ms": round(times[int(0.9 * (len(times) - 1))], 4), "wall_ms_per_step": round(wall, 4),
-            "warmup": warmup, "steps": steps}
+    return Clock(torch.cuda.synchronize, mark, lambda a, b: a.elapsed_time(b))
 
 
 def hashgrid_stepper(model, pixels, width: int, height: int, batch: int, total_steps: int, device: str,
@@ -223,10 +196,8 @@ def versions() -> dict:
 
 
 def main():
-    from ironlearn.fitting import FitOptions, make_plan
-    from ironlearn.fitting.run import new_model
-
-    from gpu import shape_of
+    from ironlearn.backend import Backend
+    from ironlearn.image.io import Picture
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -237,12 +208,15 @@ def main():
     parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
-    plan = make_plan(FitOptions("peer", batch_size=args.batch, steps=args.warmup + args.steps + 1),
-                     shape_of(width, height, "rgb"))
+    blank = Picture(np.zeros((height, width, 3), np.uint8), "rgb", "peer")
+    with tempfile.TemporaryDirectory(prefix="ironlearn-peer-") as folder:  # the pyramid fit builds, on the host
+        job = job_for(blank, Backend("cpu"), folder, batch_size=args.batch, steps=args.warmup + args.steps + 1,
+                      **pyramid(width, height))
     pixels = torch.randint(0, 256, (width * height, 3), dtype=torch.uint8, device=args.device)
-    step = hashgrid_stepper(new_model(plan), pixels, width, height, args.batch, plan.steps, args.device, args.compile)
-    print(json.dumps({**versions(), "model_options": plan.model_options,
-                      **time_steps(step, args.device, args.warmup, args.steps)}))
+    step = hashgrid_stepper(job.trainer.model, pixels, width, height, args.batch, job.plan.steps, args.device,
+                            args.compile)
+    print(json.dumps({**versions(), "model_options": job.plan.model_options,
+                      **time_steps(step, clock(args.device), args.warmup, args.steps)}))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """benchmarks/gpu.py, the one command a GPU machine runs, runs here on the CPU at tiny sizes, so
-that it cannot rot before a GPU comes; and its PyTorch peer is the same model as ironlearn's."""
+that it cannot rot before a GPU comes; it measures the models ``fit`` trains (the pixel spline a
+tile a step, the pyramid, SIREN); and its PyTorch peer is the same model as ironlearn's."""
 
 import argparse
 import json
@@ -11,11 +12,17 @@ import numpy as np
 import pytest
 from strict_device import strict_device
 
+from ironlearn import kernels
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 sys.path.insert(0, BENCHMARKS)
 
+import common  # noqa: E402
 import gpu  # noqa: E402
+import gpu_device  # noqa: E402
+import gpu_report  # noqa: E402
+import gpu_speed  # noqa: E402
 
 
 def _torch_importable() -> bool:
@@ -48,13 +55,18 @@ def test_the_gpu_check_runs_every_part_on_the_cpu(tmp_path):
     assert result["tests"]["exit_code"] == 0 and result["tests"]["counts"].get("passed", 0) > 0
     assert result["syncs"]["clean"] is True
     assert all(row["copies"] == 0 and row["sync or copy error"] is None for row in result["syncs"]["rows"])
-    assert [row["batch"] for row in result["step"]["rows"]] == list(gpu.TINY.batches)
+    assert [(row["model"], row["batch"]) for row in result["step"]["rows"]] == [
+        (model, batch) for model in gpu_speed.MODELS for batch in gpu.TINY.batches]
     for row in result["step"]["rows"]:
         assert row["cold_ms"] > 0 and row["warm_median_ms"] > 0 and row["steps"] == gpu.TINY.steps
+        assert row["tiles"] is (row["model"] == "pixel spline") and row["fit loop ms/step"] > 0
+    spline = result["syncs"]["rows"][0]
+    assert "pixel spline" in spline["step"] and spline["held"] != "-"  # the head held, as fit holds it
     assert {"gather numpy ms", "scatter numpy ms"} <= set(result["kernels"]["rows"][0])
     assert result["siren"]["rows"][-1]["framework"].startswith("ironlearn")
     assert result["camera"]["final_psnr_db"] > 15 and "target_hit" in result["camera"]
     assert set(result["photo12"]["marks"]) == {str(m) for m in gpu.TINY.photo_marks}
+    assert result["photo12"]["tiles"] and result["photo12"]["start"] == "picture" and result["photo12"]["held"]
     assert set(result["photo100"]["marks"]) == {str(m) for m in gpu.TINY.big_marks}
     assert result["parity"]["psnr_difference_db"] == 0  # NumPy against NumPy, same seed
     markdown = (tmp_path / "report.md").read_text()
@@ -69,15 +81,15 @@ def test_the_gpu_parts_run_their_device_code_on_a_pretend_gpu(monkeypatch, tmp_p
     with strict_device(monkeypatch):
         for name in ("env", "syncs", "kernels", "step", "siren", "camera", "photo12", "parity"):
             ctx = gpu.Context(name, args)
-            gpu.RUNNERS[name](ctx)
+            gpu.PARTS[name].run(ctx)
             assert ctx.result.get("headline"), name
             assert (tmp_path / "parts" / f"{name}.json").is_file()
             if name == "syncs":  # no copy, no sync; a pretend GPU is never busy, so that check fails
                 assert all(r["copies"] == 0 and r["sync or copy error"] is None for r in ctx.result["rows"])
-                assert {r["mode"] for r in ctx.result["rows"]} == set(gpu.kernels.MODES)
+                assert {r["mode"] for r in ctx.result["rows"]} == set(kernels.MODES)
             if name == "step":
-                assert {(r["batch"], r["mode"]) for r in ctx.result["rows"]} == {
-                    (b, m) for b in gpu.TINY.batches for m in gpu.kernels.MODES}
+                assert {(r["model"], r["batch"], r["mode"]) for r in ctx.result["rows"]} == {
+                    (model, b, m) for model in gpu_speed.MODELS for b in gpu.TINY.batches for m in kernels.MODES}
             if name == "parity":
                 assert [r["device"] for r in ctx.result["rows"]] == ["cpu", "cuda"]
                 assert abs(ctx.result["psnr_difference_db"]) < 0.5
@@ -97,15 +109,15 @@ def test_the_report_keeps_a_failed_part(tmp_path):
                        "finished_parts": 1, "seconds": 3.0},
               "parts": {"step": {"status": "error", "seconds": 1.0, "result": {"rows": [{"batch": 1, "x": None}]},
                                  "error": "Traceback: CompileException"}}}
-    gpu.write_report(str(tmp_path), report)
+    gpu_report.write_report(str(tmp_path), report)
     markdown = (tmp_path / "report.md").read_text()
     assert "| step | error |" in markdown and "CompileException" in markdown and "| batch | x |" in markdown
 
 
 def test_the_synthetic_photograph_has_detail_at_every_scale():
-    picture = gpu.synthetic_photo(np, 300, 200, 3)
+    picture = gpu_device.synthetic_photo(np, 300, 200, 3)
     assert picture.shape == (200, 300, 3) and picture.dtype == np.uint8
-    np.testing.assert_array_equal(picture, gpu.synthetic_photo(np, 300, 200, 3))
+    np.testing.assert_array_equal(picture, gpu_device.synthetic_photo(np, 300, 200, 3))
     fine = np.abs(np.diff(picture.astype(np.int16), axis=1)).mean()
     coarse = picture.reshape(10, 20, 20, 15, 3).mean(axis=(1, 3)).std()
     assert fine > 2 and coarse > 10
@@ -139,5 +151,5 @@ def test_the_torch_peer_is_ironlearns_model():
         np.testing.assert_allclose(peer[0].table.grad.numpy(), model.layers[0].grads["table"], atol=1e-7)
     pixels = torch.randint(0, 256, (64 * 48, 3), dtype=torch.uint8)
     step = torch_peer.hashgrid_stepper(model, pixels, 64, 48, 256, 20, "cpu")
-    timing = torch_peer.time_steps(step, "cpu", 1, 2)
+    timing = common.time_steps(step, torch_peer.clock("cpu"), 1, 2)
     assert timing["warm_median_ms"] > 0 and timing["steps"] == 2
