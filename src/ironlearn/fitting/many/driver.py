@@ -7,10 +7,10 @@ import dataclasses
 import os
 import signal
 import sys
-import threading
 import time
 
 from ...backend import cuda_module
+from ...signals import handling
 from .. import folder
 from ..options import FitOptions, UsageError, validate
 from ..outputs import describe_result
@@ -227,18 +227,11 @@ def _stop_requests():
     killing, so the engine can stop its workers cleanly.  Signals reach the main thread only;
     elsewhere nothing changes."""
     stop = _Stop()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
 
     def on_signal(signum, frame):
         if not stop.count:
             stop.signal = signal.Signals(signum)
         stop.count += 1
 
-    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
-    try:
+    with handling(STOP_SIGNALS, on_signal):
         yield stop
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)

@@ -8,17 +8,16 @@ whatever machine, runs :func:`run_task`, which turns every way a fit can end int
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import signal
-import threading
 import time
 from dataclasses import dataclass
 
 from ...backend import BackendError
 from ...image.io import MAX_PIXELS, InputError, load_picture
+from ...signals import terminate_cleanly
 from ...train import CheckpointError, DivergenceError
 from ...train.checkpoint import read_meta
 from .. import folder
@@ -83,7 +82,7 @@ def run_task(options: FitOptions, *, log=None) -> Outcome:
     with the last checkpoint written kept.
     """
     try:
-        with _sigterm_as_ctrl_c():
+        with terminate_cleanly():
             _wait_for_lock(options.run_folder)
             return Outcome(DONE, metrics=fit(options, log=log or (lambda message: None)))
     except Interrupted as exc:
@@ -93,21 +92,6 @@ def run_task(options: FitOptions, *, log=None) -> Outcome:
         return Outcome(INTERRUPTED, error="stopped; the last checkpoint written is kept")
     except Exception as exc:  # noqa: BLE001  (every failure is this picture's alone)
         return Outcome(FAILED, error=failure(exc))
-
-
-@contextlib.contextmanager
-def _sigterm_as_ctrl_c():
-    """While inside: SIGTERM raises KeyboardInterrupt, as Ctrl-C does, where fit's training loop (which
-    stops cleanly on either) does not catch it; a worker would otherwise die without its outcome (a
-    local one by default, a Ray one by Ray's handler).  Signals reach the main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _wait_for_lock(out: str) -> None:
