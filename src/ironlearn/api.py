@@ -24,6 +24,7 @@ import numpy as np
 
 from . import codec
 from .backend import get_backend
+from .files import check_output, write_bytes
 from .fitting import OPTIONS, FitOptions, UsageError
 from .fitting.options import is_whole
 from .fitting import fit as fit_job
@@ -32,6 +33,7 @@ from .image.render import render as render_bands
 from .image.render import render_size
 from .nn.model import Sequential
 from .image.coords import check_view
+from .image.io import load_picture
 from .train import CheckpointError, load_checkpoint
 from .viewer import ViewerError
 from .viewer.run import locate_model
@@ -237,10 +239,6 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     a missing or unwritable folder, and ValueError for an array that is empty, not finite or of
     another type: before any work.
     """
-    from .cli.common import check_output
-    from .files import write_bytes
-    from .image.io import load_picture
-
     _check_flags(force=force)
     is_path = isinstance(picture, (str, os.PathLike))
     if out is not None:

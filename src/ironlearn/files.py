@@ -19,6 +19,8 @@ import re
 import stat
 import tempfile
 
+from .errors import UsageError
+
 try:
     import fcntl
 except ImportError:  # not a POSIX system: no locks, so no temporary is ever taken for stale
@@ -170,3 +172,27 @@ def is_generated_page(path) -> bool:
     if NAMED_PAGE in head:
         return False
     return PAGE_GENERATOR in head or re.search(r"<title>[^<]*: ironlearn viewer</title>", head) is not None
+
+
+def check_output(path: str, force: bool, reads=()) -> None:
+    """UsageError unless the file ``path`` may be written: a new name in a writable folder, or, with
+    ``force``, a plain file (or link) that is none of the files the command ``reads``.
+
+    ``force`` replaces what is at the name, never what a link there points at, and never a
+    device, pipe or socket (``-o /dev/stdout`` would be swapped for a plain file).
+    """
+    if os.path.isdir(path):
+        raise UsageError(f"output {path} is a folder; give a file name")
+    for source in reads:
+        if os.path.isfile(source) and os.path.exists(path) and os.path.samefile(path, source):
+            raise UsageError(f"{path} is the input {source}; choose another output name")
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        raise UsageError(f"{path} is not a plain file (a device, pipe or socket); ironlearn writes files "
+                         "only: give a file name")
+    if os.path.lexists(path) and not force:  # a link to nowhere exists too: it is the user's
+        raise UsageError(f"{path} already exists; use --force to replace it or choose another name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write to {folder}; choose another output path")

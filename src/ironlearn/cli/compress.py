@@ -13,7 +13,8 @@ from ..files import write_bytes
 from ..image.io import load_picture
 from ..image.render import save_bands
 from .argtypes import positive_float, size_arg, view_arg
-from .common import check_output, say
+from ..files import check_output
+from .common import say
 from .status import ExitCode
 
 

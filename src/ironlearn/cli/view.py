@@ -10,7 +10,8 @@ from ..fitting import UsageError
 from ..viewer import make_server, serve, write_viewer
 from ..viewer.run import locate_model
 from .argtypes import port_arg
-from .common import check_output, say
+from ..files import check_output
+from .common import say
 from .status import ExitCode
 
 

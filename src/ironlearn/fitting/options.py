@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..image.sampling import FILTERS
+from ..errors import UsageError  # noqa: F401  (the fitting package's callers name it here)
 from .presets import OPTIONS, PRESETS
 
 SCHEDULES = ("cosine", "constant")
@@ -23,10 +24,6 @@ STARTS = ("picture", "random")
 # the model options carry their own (presets.OPTIONS).
 LIMITS = {"steps": 10**9, "checkpoint_every": 10**9, "snapshot_every": 10**9, "time_budget": 30 * 86400,
           "lr": 10.0}
-
-
-class UsageError(ValueError):
-    """Options that cannot work together; the message says which and what to do."""
 
 
 @dataclass(frozen=True)
