@@ -8,12 +8,11 @@ import time
 from .. import codec
 from ..codec.codec import DEFAULT_BPP, MAX_BPP, MAX_SECONDS
 from ..codec.codec import MAX_PIXELS as CODEC_MAX_PIXELS
+from ..files import check_output, write_bytes
 from ..fitting import UsageError
-from ..files import write_bytes
 from ..image.io import load_picture
 from ..image.render import save_bands
 from .argtypes import positive_float, size_arg, view_arg
-from ..files import check_output
 from .common import say
 from .status import ExitCode
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ..files import check_output
 from ..fitting import UsageError
 from ..image.io import (CSV_SUFFIXES, MAX_PIXELS, MODES, image_format, load_picture, read_pixel_levels, save_image,
                         write_pixel_csv)
 from .argtypes import add_max_pixels, size_arg
-from ..files import check_output
 from .common import say
 from .status import ExitCode
 

@@ -6,12 +6,12 @@ import sys
 
 from .. import codec
 from ..backend import DEVICES, get_backend
+from ..files import check_output
 from ..fitting import UsageError
 from ..image.render import region_size, render_png, render_size
 from ..train import load_checkpoint
 from ..viewer.run import locate_model
 from .argtypes import positive_float, size_arg, view_arg
-from ..files import check_output
 from .common import add_model_argument, say
 from .compress import check_view, read_compressed, save_drawing
 from .status import ExitCode

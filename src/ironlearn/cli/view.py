@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 
 from .. import codec
+from ..files import check_output
 from ..files import is_generated_page
 from ..fitting import UsageError
 from ..viewer import make_server, serve, write_viewer
 from ..viewer.run import locate_model
 from .argtypes import port_arg
-from ..files import check_output
 from .common import say
 from .status import ExitCode
 
