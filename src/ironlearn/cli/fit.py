@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import textwrap
 
 from ..backend import DEVICES
 from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, fit
 from ..fitting.options import PROGRESS, SCHEDULES, STARTS
 from ..fitting.presets import option_help
+from ..fitting.regimes import REGIMES
 from ..image.io import MODES
 from ..image.sampling import FILTERS
 from .argtypes import add_max_pixels, count, non_negative_float, positive_float, positive_int, size_arg
@@ -87,6 +89,16 @@ def fit_options(args: argparse.Namespace, **fields) -> FitOptions:
     return FitOptions(**{**given, **fields}, model_options=model_options)
 
 
+def _default_models() -> str:
+    """--help's account of what the default model is for each kind of picture (fitting.regimes)."""
+    lines = ["The default model (hashgrid) is sized to the picture:"]
+    for regime in REGIMES:
+        lines += textwrap.wrap(f"{regime.when}: {regime.layout}", 96, initial_indent="  - ", subsequent_indent="    ")
+    lines += textwrap.wrap("To watch a network learn from nothing, give --start random (or another --model); for a "
+                           "small file of the picture, use `ironlearn compress`.", 96)
+    return "\n".join(lines)
+
+
 def add_parser(commands) -> None:
     fit_p = commands.add_parser(
         "fit", help="fit a network to an image or pixel CSV", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -99,7 +111,7 @@ def add_parser(commands) -> None:
                "  ironlearn fit photo.jpg --size 256 --steps 3000   # resized first; a fixed number of steps\n"
                "  ironlearn fit drawing.png --mode binary --time-budget 120\n"
                "  ironlearn fit photo.jpg --resume --steps 6000     # continue runs/photo/ to step 6000\n"
-               "  ironlearn fit photo.jpg --model siren --out runs/siren")
+               "  ironlearn fit photo.jpg --model siren --out runs/siren\n\n" + _default_models())
     fit_p.add_argument("input", help="image file or pixel CSV")
     fit_p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<input name>)")
     add_fit_options(fit_p)

@@ -56,13 +56,15 @@ WHOLE_FINEST_SIDE = math.isqrt(1 << WHOLE_FINEST_LOG2) - 1  # a corner grid of t
 class Regime:
     """One default layout of the hash grid.
 
-    ``when`` says which pictures get it (for ``--help``); ``size(width_px, height_px, mode, options)``
+    ``when`` says which pictures get it and ``layout`` what it builds (both for ``--help``);
+    ``size(width_px, height_px, mode, options)``
     returns the options filled in, or None where the regime does not fit the picture; ``filter``
     is the default way it trains between pixels, for resolved options.
     """
 
     name: str
     when: str
+    layout: str
     size: Callable
     filter: Callable = lambda o: "lanczos"
 
@@ -187,16 +189,22 @@ def _pyramid(width_px: int, height_px: int, mode: str, o: dict) -> dict:
 
 
 # -- the regimes ---------------------------------------------------------------------------------
-GRAY_SPLINE = Regime("gray spline", f"gray pictures up to {THUMBNAIL} px a side", _gray_spline,
+GRAY_SPLINE = Regime("gray spline", f"gray pictures up to {THUMBNAIL} px a side",
+                     "a dense level read by a B-spline, and a small MLP", _gray_spline,
                      # A level of several features is pinned by the pixels alone.
                      filter=lambda o: "centres" if o.get("features", 1) > 1 else "lanczos")
-PIXEL_SPLINE = Regime("pixel spline", f"colour and gray pictures past {THUMBNAIL} px", _pixel_spline,
+PIXEL_SPLINE = Regime("pixel spline", f"colour and gray pictures past {THUMBNAIL} px",
+                      "the picture itself, as B-spline coefficients (a value a pixel and channel: model.npz "
+                      "takes about 4 bytes a pixel value, the checkpoint 12), read by a linear layer and a "
+                      "sigmoid; it starts where training would end", _pixel_spline,
                       filter=lambda o: "centres")
 # The detail level and the pyramid's cell for every 4 x 4 pixels are pinned by the pixels alone:
 # samples between them have no freedom left to constrain, and cost a sixth of the step.
-COLOUR_DETAIL = Regime("colour detail", f"colour pictures up to {THUMBNAIL} px a side and 2:1", _colour_detail,
+COLOUR_DETAIL = Regime("colour detail", f"colour pictures up to {THUMBNAIL} px a side and 2:1",
+                       "a coarse pyramid of two levels and a dense detail level, and a small MLP", _colour_detail,
                        filter=lambda o: "centres")
 PYRAMID = Regime("pyramid", "the rest, binary drawings included, and any picture whose layout is given",
+                 "Instant-NGP's multiresolution levels, hashed where a level outgrows its table, and a small MLP",
                  _pyramid)
 #: Tried in this order; the pyramid fits every picture.
 REGIMES = (GRAY_SPLINE, PIXEL_SPLINE, COLOUR_DETAIL, PYRAMID)
