@@ -25,14 +25,14 @@ def run(tmp_path_factory):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"steps": "10"}, "--steps must be a whole number (got '10')"),
-    ({"steps": 1.5}, "--steps must be a whole number"),
-    ({"steps": True}, "--steps must be a whole number"),
-    ({"lr": "0.1"}, "--lr must be a number"),
-    ({"size": "64"}, "--size must be N"),
-    ({"size": 0}, "--size must be at least 1"),
-    ({"seed": "a"}, "--seed must be a whole number"),
-    ({"width": "16"}, "--width must be a whole number"),
+    ({"steps": "10"}, "steps must be a whole number (got '10')"),
+    ({"steps": 1.5}, "steps must be a whole number"),
+    ({"steps": True}, "steps must be a whole number"),
+    ({"lr": "0.1"}, "lr must be a number"),
+    ({"size": "64"}, "size must be N"),
+    ({"size": 0}, "size must be at least 1"),
+    ({"seed": "a"}, "seed must be a whole number"),
+    ({"width": "16"}, "width must be a whole number"),
     ({"table_log2": 12}, "(--table-log2 is log2_table_size)"),
     ({"bogus": 1}, "fit() takes no option 'bogus'"),
 ])
@@ -41,6 +41,7 @@ def test_fit_refuses_what_the_command_would(tmp_path, options, message):
     with pytest.raises(UsageError) as refused:
         ironlearn.fit(picture, out=tmp_path / "run", **{**QUICK, **options})
     assert message in str(refused.value)
+    assert not str(refused.value).startswith("--")  # Python names its arguments, the command its flags
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
@@ -63,7 +64,7 @@ def test_render_draws_a_run_at_its_own_size_unless_told_otherwise(run):
     assert ironlearn.render(run, view=(0, 0, 1, 1)).shape == (12, 12, 1)  # the region at the training pitch
     with pytest.raises(TypeError, match="not NoneType"):
         ironlearn.render(None, size=8)
-    with pytest.raises(ValueError, match="give a size"):
+    with pytest.raises(ValueError, match="give size or scale"):
         ironlearn.render(run.model)  # a bare network knows no size
 
 

@@ -4,3 +4,28 @@
 class UsageError(ValueError):
     """Options that cannot work together, or a file that may not be written; the message says
     which and what to do."""
+
+
+class OptionError(UsageError):
+    """A value given for an option that cannot work.  The message names each option in
+    ``options`` through a ``{name}`` placeholder in ``template``: by its Python name where Python
+    raises it (``time_budget must be a number``), by its flag where the command words it
+    (:meth:`worded`: ``--time-budget must be a number``), so the two never disagree.
+
+    Examples
+    --------
+    >>> error = OptionError("give {size} or {scale} (one of the two)", "size", "scale")
+    >>> str(error), error.worded(lambda name: "--" + name)
+    ('give size or scale (one of the two)', 'give --size or --scale (one of the two)')
+    """
+
+    def __init__(self, template: str, *options: str):
+        self.template, self.options = template, options
+        super().__init__(self.worded(str))
+
+    def worded(self, name_of) -> str:
+        """The message with each option named by ``name_of(option)``."""
+        message = self.template
+        for option in self.options:
+            message = message.replace("{" + option + "}", name_of(option))
+        return message

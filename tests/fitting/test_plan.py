@@ -266,15 +266,22 @@ def test_options_a_preset_does_not_take_are_refused():
         make_plan(FitOptions("p.png", model_options={"w0": 3.0}), picture())
 
 
-def test_validate_checks_ranges_with_the_flag_names():
-    for options, message in ((FitOptions("p", model_options={"log2_table_size": 40}), "--table-log2 must lie in 6..24"),
-                             (FitOptions("p", steps=0), "--steps must be at least 1"),
-                             (FitOptions("p", model_options={"width": 10**5}), "beyond what makes sense"),
-                             (FitOptions("p", model_options={"detail": -1}), "--detail must be at least 0"),
-                             (FitOptions("p", model_options={"width": 0}), "--width must be at least 1"),
-                             (FitOptions("p", resume=True, force=True), "contradict")):
-        with pytest.raises(UsageError, match=message):
+def test_validate_names_each_option_by_its_python_name_and_the_command_by_its_flag():
+    from ironlearn.fitting.options import flag
+
+    for options, python, command in (
+            (FitOptions("p", model_options={"log2_table_size": 40}), "log2_table_size must lie in 6..24",
+             "--table-log2 must lie in 6..24"),
+            (FitOptions("p", steps=0), "steps must be at least 1", "--steps must be at least 1"),
+            (FitOptions("p", model_options={"width": 10**5}), "width 100000 is beyond what makes sense",
+             "--width 100000 is beyond"),
+            (FitOptions("p", model_options={"detail": -1}), "detail must be at least 0", "--detail must be at least 0"),
+            (FitOptions("p", model_options={"width": 0}), "width must be at least 1", "--width must be at least 1")):
+        with pytest.raises(UsageError) as refused:
             validate(options)
+        assert str(refused.value).startswith(python) and refused.value.worded(flag).startswith(command)
+    with pytest.raises(UsageError, match="contradict"):
+        validate(FitOptions("p", resume=True, force=True))
     validate(FitOptions("p", model_options={"detail": 0}))  # 0: no detail level
 
 

@@ -130,9 +130,6 @@ def cmd_decompress(args) -> int:
         raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
     _, decoded = read_compressed(args.file)
     check_view(decoded, args.view)
-    try:
-        width, height = decoded.draw_size(args.size, args.scale, args.view)
-    except ValueError as exc:
-        raise UsageError(str(exc).replace("a scale", "--scale").replace("give a size", "give --size")) from None
+    width, height = decoded.draw_size(args.size, args.scale, args.view)
     save_drawing(decoded, args.output, width, height, args.view)
     return ExitCode.OK

@@ -42,10 +42,7 @@ def add_parser(commands) -> None:
 
 def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]:
     trained = tuple(settings["size"]) if "size" in settings else None
-    try:
-        width, height = render_size(trained, size, scale, view)
-    except ValueError as exc:
-        raise UsageError(str(exc).replace("a scale", "--scale").replace("give a size", "give --size")) from None
+    width, height = render_size(trained, size, scale, view)
     if isinstance(size, tuple) and trained is not None:
         trained_w, trained_h = region_size(trained, view)
         if abs(width / height - trained_w / trained_h) > 0.01 * (trained_w / trained_h):

@@ -8,8 +8,10 @@ import enum
 import signal
 
 from ..backend import BackendError
+from ..errors import OptionError
 from ..fitting import Interrupted, UsageError
 from ..fitting.many import ManyInterrupted
+from ..fitting.options import flag
 from ..image.io import InputError
 from ..signals import Terminated, terminate_cleanly
 from ..train import CheckpointError, DivergenceError
@@ -50,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
         with terminate_cleanly():
             return args.func(args)
     except (InputError, UsageError, CheckpointError, BackendError, ViewerError) as exc:
-        say(f"ironlearn {args.command}: error: {exc}")
+        # The library names an option by its Python name; the command names it by its flag.
+        message = exc.worded(flag) if isinstance(exc, OptionError) else exc
+        say(f"ironlearn {args.command}: error: {message}")
         return ExitCode.USAGE
     except (Interrupted, ManyInterrupted) as exc:
         say(str(exc))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..image.sampling import FILTERS
-from ..errors import UsageError  # noqa: F401  (the fitting package's callers name it here)
+from ..errors import OptionError, UsageError
 from .presets import OPTIONS, PRESETS
 
 SCHEDULES = ("cosine", "constant")
@@ -65,7 +65,8 @@ class FitOptions:
         return self.out or os.path.join("runs", os.path.splitext(os.path.basename(self.input))[0])
 
 
-def _flag(name: str) -> str:
+def flag(name: str) -> str:
+    """The command's flag for option ``name`` (``time_budget`` -> ``--time-budget``)."""
     return OPTIONS[name].flag if name in OPTIONS else "--" + name.replace("_", "-")
 
 
@@ -79,13 +80,13 @@ def _check_positive(name: str, value, integer: bool, low: int = 1) -> None:
         return
     # Python callers pass values the command line would have parsed: "10", 1.5 or True.
     if integer and not is_whole(value):
-        raise UsageError(f"{_flag(name)} must be a whole number (got {value!r})")
+        raise OptionError(f"{{{name}}} must be a whole number (got {value!r})", name)
     if not integer and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
-        raise UsageError(f"{_flag(name)} must be a number (got {value!r})")
+        raise OptionError(f"{{{name}}} must be a number (got {value!r})", name)
     if integer and value < low:
-        raise UsageError(f"{_flag(name)} must be at least {low} (got {value})")
+        raise OptionError(f"{{{name}}} must be at least {low} (got {value})", name)
     if not integer and not (value > 0 and math.isfinite(value)):
-        raise UsageError(f"{_flag(name)} must be a positive number (got {value})")
+        raise OptionError(f"{{{name}}} must be a positive number (got {value})", name)
 
 
 def _check_limits(options: FitOptions) -> None:
@@ -95,8 +96,8 @@ def _check_limits(options: FitOptions) -> None:
         given[name], limits[name] = value, OPTIONS[name].limit
     for name, value in given.items():
         if value is not None and limits[name] is not None and value > limits[name]:
-            raise UsageError(f"{_flag(name)} {value:g} is beyond what makes sense "
-                             f"(at most {limits[name]:g}); check the value")
+            raise OptionError(f"{{{name}}} {value:g} is beyond what makes sense (at most {limits[name]:g}); "
+                              "check the value", name)
 
 
 def plain_numbers(options: FitOptions) -> FitOptions:
@@ -128,9 +129,10 @@ def validate(options: FitOptions) -> None:
     size = options.size
     if size is not None and not (is_whole(size) or (isinstance(size, tuple) and len(size) == 2
                                                     and all(is_whole(side) for side in size))):
-        raise UsageError(f"--size must be N (the longest side) or a tuple (width, height), whole numbers (got {size!r})")
+        raise OptionError("{size} must be N (the longest side) or a tuple (width, height), whole numbers "
+                          f"(got {size!r})", "size")
     if size is not None and min(size if isinstance(size, tuple) else [size]) < 1:
-        raise UsageError(f"--size must be at least 1 (got {size!r})")
+        raise OptionError(f"{{size}} must be at least 1 (got {size!r})", "size")
     for name, value in options.model_options.items():
         if OPTIONS[name].type is not str:
             _check_positive(name, value, integer=OPTIONS[name].type is int, low=0 if OPTIONS[name].zero else 1)
@@ -139,11 +141,11 @@ def validate(options: FitOptions) -> None:
         valid = OPTIONS[name].choices
         if value is not None and valid is not None and value not in valid:
             allowed = f"lie in {valid[0]}..{valid[-1]}" if isinstance(valid, range) else f"be one of {', '.join(valid)}"
-            raise UsageError(f"{_flag(name)} must {allowed} (got {value})")
+            raise OptionError(f"{{{name}}} must {allowed} (got {value})", name)
     lr_min = options.lr_min
     if lr_min is not None and (isinstance(lr_min, bool) or not isinstance(lr_min, numbers.Real)
                                or not (lr_min >= 0 and math.isfinite(lr_min))):
-        raise UsageError(f"--lr-min must be zero or a positive number (got {lr_min!r})")
+        raise OptionError(f"{{lr_min}} must be zero or a positive number (got {lr_min!r})", "lr_min")
     if options.model is not None and options.model not in PRESETS:
         raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")
     if options.filter not in (None, *FILTERS):

@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 from tqdm import tqdm
 
+from ..errors import OptionError
 from ..files import atomic_write
 from .coords import pixel_grid
 from .io import InputError, scaled_size, to_uint8
@@ -36,24 +37,25 @@ def render_size(trained, size=None, scale=None, view=None) -> tuple[int, int]:
 
     ``size`` is N (the longest side, the aspect kept) or ``(W, H)``; ``scale`` multiplies the
     training size instead; ``view`` ``(x0, y0, x1, y1)`` sizes that region of the picture.
-    Raises ValueError when neither or both are given, or the result is beyond MAX_RENDER_SIDE.
+    Raises :class:`~ironlearn.errors.OptionError` (a ValueError) when neither or both are given,
+    or the result is beyond MAX_RENDER_SIDE.
     """
     if (size is None) == (scale is None):
-        raise ValueError("give a size or a scale (one of the two)")
+        raise OptionError("give {size} or {scale} (one of the two)", "size", "scale")
     if scale is not None and trained is None:
-        raise ValueError("this model does not record its training size, so a scale has nothing to scale; "
-                         "give a size")
+        raise OptionError("this model does not record its training size, so {scale} has nothing to scale; "
+                          "give {size}", "size", "scale")
     trained_w, trained_h = region_size(trained or (1, 1), view)
     if scale is not None:
         # Checked before rounding: a scale of 1e308 makes a side inf, which round() cannot take.
         if max(trained_w, trained_h) * scale >= MAX_RENDER_SIDE + 0.5:
-            raise ValueError(f"scale {scale:g} makes a render more than {MAX_RENDER_SIDE} pixels a side, the limit; "
-                             "give a smaller one")
+            raise OptionError(f"{{scale}} {scale:g} makes a render more than {MAX_RENDER_SIDE} pixels a side, the "
+                              "limit; give a smaller one", "scale")
         return max(1, round(trained_w * scale)), max(1, round(trained_h * scale))
     # Checked before scaling: a size of 10**400 is past what a float division takes.
     if max(size if isinstance(size, tuple) else (size,)) > MAX_RENDER_SIDE:
         shown = "x".join(map(str, size)) if isinstance(size, tuple) else size
-        raise ValueError(f"render size {shown} is above the limit of {MAX_RENDER_SIDE} pixels a side")
+        raise OptionError(f"render {{size}} {shown} is above the limit of {MAX_RENDER_SIDE} pixels a side", "size")
     return scaled_size(trained_w, trained_h, size)
 
 
