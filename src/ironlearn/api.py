@@ -16,7 +16,6 @@ The layers, optimizers and trainer underneath are the library proper (``ironlear
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
 from dataclasses import dataclass, field
 
@@ -24,9 +23,9 @@ import numpy as np
 
 from . import codec
 from .backend import get_backend
+from .checks import is_finite, is_whole
 from .files import check_output, write_bytes
 from .fitting import OPTIONS, FitOptions, UsageError
-from .fitting.options import is_whole
 from .fitting import fit as fit_job
 from .fitting import folder
 from .image.render import render as render_bands
@@ -285,8 +284,7 @@ def _checked_size(size, scale, view):
     whole = all(is_whole(n) and n >= 1 for n in sides)
     if size is not None and not (whole and len(sides) == (2 if isinstance(size, (tuple, list)) else 1)):
         raise ValueError(f"size must be N (the longest side) or (width, height), whole numbers from 1 (got {size!r})")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
-                              or not 0 < scale < float("inf")):
+    if scale is not None and not (is_finite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number above 0 (got {scale!r})")
     if view is not None:
         if not isinstance(view, (tuple, list)) or len(view) != 4:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checks import is_finite, is_number, is_whole
 from ..image.sampling import FILTERS
 from ..errors import OptionError, UsageError
 from .presets import OPTIONS, PRESETS
@@ -70,22 +69,17 @@ def flag(name: str) -> str:
     return OPTIONS[name].flag if name in OPTIONS else "--" + name.replace("_", "-")
 
 
-def is_whole(value) -> bool:
-    """Whether ``value`` is a whole number (a NumPy one too), and not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 def _check_positive(name: str, value, integer: bool, low: int = 1) -> None:
     if value is None:
         return
     # Python callers pass values the command line would have parsed: "10", 1.5 or True.
     if integer and not is_whole(value):
         raise OptionError(f"{{{name}}} must be a whole number (got {value!r})", name)
-    if not integer and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+    if not integer and not is_number(value):
         raise OptionError(f"{{{name}}} must be a number (got {value!r})", name)
     if integer and value < low:
         raise OptionError(f"{{{name}}} must be at least {low} (got {value})", name)
-    if not integer and not (value > 0 and math.isfinite(value)):
+    if not integer and not (is_finite(value) and value > 0):
         raise OptionError(f"{{{name}}} must be a positive number (got {value})", name)
 
 
@@ -143,8 +137,7 @@ def validate(options: FitOptions) -> None:
             allowed = f"lie in {valid[0]}..{valid[-1]}" if isinstance(valid, range) else f"be one of {', '.join(valid)}"
             raise OptionError(f"{{{name}}} must {allowed} (got {value})", name)
     lr_min = options.lr_min
-    if lr_min is not None and (isinstance(lr_min, bool) or not isinstance(lr_min, numbers.Real)
-                               or not (lr_min >= 0 and math.isfinite(lr_min))):
+    if lr_min is not None and not (is_finite(lr_min) and lr_min >= 0):
         raise OptionError(f"{{lr_min}} must be zero or a positive number (got {lr_min!r})", "lr_min")
     if options.model is not None and options.model not in PRESETS:
         raise UsageError(f"unknown model {options.model!r}: use one of {', '.join(PRESETS)}")

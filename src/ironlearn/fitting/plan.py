@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass
 
+from ..checks import is_finite, is_whole
 from ..image.fingerprint import fingerprint
 from ..image.io import MODES
 from ..image.sampling import FILTERS
@@ -36,12 +36,11 @@ _INHERITED = ("lr", "lr_min", "checkpoint_every", "snapshot_every")
 
 
 def _whole(low, none=False):
-    return lambda v: (none and v is None) or (isinstance(v, int) and not isinstance(v, bool) and v >= low)
+    return lambda v: (none and v is None) or (is_whole(v) and v >= low)
 
 
 def _number(low, none=False):
-    return lambda v: (none and v is None) or (isinstance(v, (int, float)) and not isinstance(v, bool)
-                                               and math.isfinite(v) and v >= low)
+    return lambda v: (none and v is None) or (is_finite(v) and v >= low)
 
 
 def _one_of(choices):

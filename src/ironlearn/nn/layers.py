@@ -18,12 +18,12 @@ from __future__ import annotations
 import inspect
 import math
 import reprlib
-import sys
 
 import numpy as np
 
 from ..arrays import broadcast_rows, outer
 from ..backend import get_array_module
+from ..checks import is_finite, is_whole
 from . import init as initializers
 
 
@@ -48,15 +48,14 @@ def bound_arguments(cls, config: dict) -> dict:
 
 def check_count(value, name: str, low: int = 1, high: int = MAX_COUNT) -> int:
     """``value`` if it is a whole number in ``low..high`` (a bool is not); else ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_whole(value) or not low <= value <= high:
         raise ValueError(f"{name} must be a whole number in {low}..{high} (got {reprlib.repr(value)})")
     return value
 
 
 def check_positive(value, name: str) -> float:
     """``value`` as a float if it is a finite number above 0; else ValueError naming ``name``."""
-    # Compared before float(): an int beyond float's range would raise OverflowError there.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= sys.float_info.max:
+    if not (is_finite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number above 0 (got {reprlib.repr(value)})")
     return float(value)
 
