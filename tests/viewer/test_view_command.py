@@ -10,6 +10,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import zlib
 
 import numpy as np
 import pytest
@@ -37,8 +38,9 @@ def test_the_page_holds_everything_it_needs(tmp_path, capsys, model_file):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
     assert not re.search(r"\b(fetch|XMLHttpRequest|import)\s*\(", text) and "url(http" not in text
     data = data_of(page)
-    weights = np.frombuffer(base64.b64decode(data["weights"]), "<f4")
-    assert len(weights) % 4 == 0 and len(weights) <= 4 * data["texture"][0] * data["texture"][1]
+    packed = data["weights"]  # a model's buffer travels deflated, as one part of floats
+    assert len(zlib.decompress(base64.b64decode(packed["deflate"]))) == packed["bytes"] == 4 * packed["floats"]
+    assert packed["floats"] % 4 == 0 and packed["floats"] <= 4 * data["texture"][0] * data["texture"][1]
     assert [op["type"] for op in data["ops"]] == ["hashgrid", "linear", "relu", "linear"]
     assert data["picture"] == {"width": 48, "height": 32, "mode": None}
 

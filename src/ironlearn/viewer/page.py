@@ -1,14 +1,14 @@
 """One self-contained HTML page per model (or compressed picture): the templates in ``static/``
 with the model inlined.
 
-The page needs nothing but itself: the weights travel as base64 float32 inside
-a JSON block, pictures as data URLs, the script and the style inline.  It
+The page needs nothing but itself: the weights travel deflated and base64'd inside a JSON
+block (a compressed picture's grids as their integers: :mod:`.packing`), pictures as data
+URLs, the script and the style inline.  It
 opens from ``file://`` and never touches the network.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import os
@@ -19,12 +19,13 @@ from .. import codec
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..train import load_checkpoint
 from ..version import __version__
+from .packing import pack
 from .plan import Plan, ViewerError, build_picture_plan, build_plan, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
 from .shader import fragment_shader
 
 #: The page's script files, inlined in this order into one <script>.
-SCRIPTS = ("network.js", "painter.js", "viewer.js")
+SCRIPTS = ("network.js", "unpack.js", "painter.js", "viewer.js")
 
 
 def _static(name: str) -> str:
@@ -113,8 +114,7 @@ def _drawing(plan: Plan) -> dict:
         "ops": plan.ops,
         "output": plan.output,
         "texture": list(texture_shape(plan)),
-        # Little-endian float32: what a Float32Array reads on every machine a browser runs on.
-        "weights": base64.b64encode(plan.weights.astype("<f4").tobytes()).decode("ascii"),
+        "weights": pack(plan),
         "shader": fragment_shader(plan),
     }
 

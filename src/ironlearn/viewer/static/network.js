@@ -5,17 +5,11 @@
 //   preview(view, width, height, s)  the same at s times the resolution, stretched over the canvas
 //   finish()                         wait until what was drawn is done (for honest timings)
 // GLNetwork runs the generated fragment shader (ironlearn/viewer/shader.py) on WebGL2; CPUNetwork
-// follows the same operations in JavaScript. Both read one packed float32 buffer (viewer/plan.py).
+// follows the same operations in JavaScript. Both read one packed float32 buffer (viewer/plan.py;
+// unpack.js unpacks it from the page).
 "use strict";
 
 const IL = {};
-
-IL.floats = function (base64) {
-  const text = atob(base64);
-  const bytes = new Uint8Array(text.length);
-  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-  return new Float32Array(bytes.buffer);
-};
 
 // Why the GPU path is not used: shown in one line, and the CPU takes over.
 IL.Unavailable = class extends Error {};

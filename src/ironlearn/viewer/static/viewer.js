@@ -47,17 +47,29 @@ IL.makeNetwork = function (canvas, data, weights, forceCPU) {
 IL.start = function () {
   const data = JSON.parse(document.getElementById("ironlearn-data").textContent);
   const options = IL.parseHash(location.hash);
-  const weights = IL.floats(data.weights);
-  const api = window.ironlearnViewer = { ready: false, mode: null, zoom: 1, data };
-  const made = IL.makeNetwork(document.getElementById("network"), data, weights, options.cpu);
-  api.mode = made.network instanceof IL.GLNetwork ? "webgl2" : "cpu";
-  const notice = made.reason && `${made.reason}: drawing on the CPU, a tile at a time (slower, same picture)`;
-  if (options.bare) IL.bare(made, options, api, notice);
-  else IL.interactive(made, data, api, notice);
+  const api = window.ironlearnViewer = { ready: false, error: null, mode: null, zoom: 1, data };
+  if (options.bare) document.body.classList.add("bare");
+  IL.unpack(data.weights).then((weights) => {
+    api.weights = weights;
+    const made = IL.makeNetwork(document.getElementById("network"), data, weights, options.cpu);
+    api.mode = made.network instanceof IL.GLNetwork ? "webgl2" : "cpu";
+    const notice = made.reason && `${made.reason}: drawing on the CPU, a tile at a time (slower, same picture)`;
+    if (options.bare) IL.bare(made, options, api, notice);
+    else IL.interactive(made, data, api, notice);
+  }, (error) => IL.refuse(api, error));
+};
+
+// Numbers that do not unpack draw nothing: the page says why, in place of the picture.
+IL.refuse = function (api, error) {
+  if (!(error instanceof IL.Damaged)) throw error;
+  api.error = error.message;
+  const line = document.getElementById("error");
+  line.textContent = error.message;
+  line.hidden = false;
+  document.documentElement.dataset.error = "true";
 };
 
 IL.bare = function ({ network, canvas }, options, api, notice) {
-  document.body.classList.add("bare");
   if (notice) console.info(notice);
   const [width, height] = options.size || [256, 256];
   canvas.width = width;
