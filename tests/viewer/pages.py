@@ -1,5 +1,6 @@
 """Opening viewer pages in the test browser and comparing what they draw."""
 
+import base64
 import io
 import json
 import os
@@ -73,3 +74,35 @@ def read_rgb(path) -> np.ndarray:
 def psnr_db(a, b) -> float:
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
     return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+
+
+def unpacked(browser, page_path) -> np.ndarray:
+    """The float32 buffer the page at ``page_path`` unpacked from its payload."""
+    page = browser.new_page()
+    try:
+        page.goto(f"file://{os.fspath(page_path)}{bare_hash((16, 16))}")
+        page.wait_for_function(READY, timeout=120_000)
+        text = page.evaluate("""() => {
+          const bytes = new Uint8Array(window.ironlearnViewer.weights.buffer);
+          let binary = "";
+          for (let i = 0; i < bytes.length; i += 8192) binary += String.fromCharCode(...bytes.subarray(i, i + 8192));
+          return btoa(binary);
+        }""")
+    finally:
+        page.close()
+    return np.frombuffer(base64.b64decode(text), "<f4")
+
+
+def refusal(browser, page_path) -> tuple[str | None, bool, str]:
+    """Open the page at ``page_path`` and wait until it draws or refuses: ``(the error it gives,
+    whether it drew, the text shown in its place)``."""
+    page = browser.new_page()
+    try:
+        page.goto(f"file://{os.fspath(page_path)}")
+        page.wait_for_function("window.ironlearnViewer && (window.ironlearnViewer.error || window.ironlearnViewer.ready)",
+                               timeout=60_000)
+        error, ready = page.evaluate("[window.ironlearnViewer.error, window.ironlearnViewer.ready]")
+        shown = page.inner_text("#error") if page.is_visible("#error") else ""
+    finally:
+        page.close()
+    return error, ready, shown
