@@ -106,6 +106,31 @@ def test_a_fit_starts_as_the_picture_unless_asked_to_start_random(photograph, tm
     from ironlearn import fit
     run = fit(photograph.source, tmp_path / start, steps=1, start=start)
     assert low < run.metrics["psnr_db"] < high
+    # A model that starts as the picture has no learning to show: no time-lapse, and a note says so.
+    kept = (tmp_path / start / "timelapse.gif").exists(), (tmp_path / start / "frames.npz").exists()
+    assert kept == ((False, False) if start == "picture" else (True, True))
+
+
+def test_the_note_on_a_missing_time_lapse_says_how_to_get_one(photograph, tmp_path, capsys):
+    from helpers import run_cli
+
+    code, _, err = run_cli(capsys, "fit", photograph.source, "--out", tmp_path / "run", "--steps", 2)
+    assert code == 0 and "no time-lapse" in err and "--start random" in err
+
+
+@pytest.mark.parametrize("mode, width, height, given", [
+    ("rgb", 300, 200, {}), ("gray", 300, 200, {}), ("rgb", 257, 400, {}), ("gray", 200, 200, {}),
+    ("rgb", 200, 200, {}), ("binary", 300, 300, {}), ("rgb", 300, 200, {"vertices": "corners"}),
+    ("rgb", 300, 200, {"log2_table_size": 12}), ("rgb", 300, 200, {"features": 2}),
+    ("gray", 200, 200, {"depth": 0}), ("rgb", 300, 200, {"interpolation": "linear"})])
+def test_the_plan_knows_which_models_start_as_the_picture(mode, width, height, given):
+    from ironlearn.fitting.regimes import vertex_per_pixel
+    from ironlearn.fitting.start import pixel_spline_layout
+
+    options = PRESETS["hashgrid"].resolve(given, width, height, mode)
+    channels = 3 if mode == "rgb" else 1
+    model = PRESETS["hashgrid"].build(channels, options, np.random.default_rng(0))
+    assert vertex_per_pixel(options, width, height, channels) == pixel_spline_layout(model, width, height, channels)
 
 
 def test_a_picture_larger_than_a_batch_trains_a_tile_a_step_with_its_head_held(photograph, tmp_path):

@@ -20,7 +20,7 @@ from ..image.timelapse import frame_steps
 from ..optim import constant, cosine, warmup_cosine
 from .options import SCHEDULES, FitOptions, UsageError
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
-from .regimes import PIXEL_SPLINE, Regime, regime_of
+from .regimes import PIXEL_SPLINE, Regime, regime_of, vertex_per_pixel
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 MIN_STEPS = 10  # a time budget never plans fewer steps than this
@@ -158,6 +158,14 @@ class RunPlan:
     def regime(self) -> Regime | None:
         """The hash grid's layout (``fitting.regimes``); None for the other presets."""
         return regime_of(self.model_options) if self.model == "hashgrid" else None
+
+    @property
+    def starts_as_picture(self) -> bool:
+        """Whether the model starts as the picture (``fitting.start``): the pixel spline's level
+        of a vertex per pixel, unless ``--start random``.  Such a run has no learning to show, so
+        it keeps no time-lapse."""
+        return (self.start == "picture" and self.model == "hashgrid"
+                and vertex_per_pixel(self.model_options, self.width, self.height, self.channels))
 
     @property
     def trains_tiles(self) -> bool:

@@ -234,6 +234,16 @@ def regime_of(o: dict) -> Regime:
     return PYRAMID
 
 
+def vertex_per_pixel(o: dict, width_px: int, height_px: int, channels: int) -> bool:
+    """Whether resolved options ``o`` build the pixel spline's level for a ``width_px x height_px``
+    picture of ``channels``, a vertex at each pixel (:func:`spline_sides`), whole in its table,
+    centred, read through a linear head: the model ``fitting.start`` can start as the picture."""
+    across, down = spline_sides(width_px, height_px)
+    return (regime_of(o) is PIXEL_SPLINE and o.get("vertices") == "centres" and o.get("features") == channels
+            and o.get("coarsest") == o.get("finest") == across and (o.get("finest_y") or across) == down
+            and 2 ** o.get("log2_table_size", 0) >= across * down)
+
+
 def grid_filter(o: dict) -> str:
     """How a hash grid trains between pixel centres by default: its regime's way."""
     return regime_of(o).filter(o)

@@ -138,7 +138,8 @@ def _run(plan: RunPlan, picture, saved, backend, log) -> dict:
             log(start_message(job))
         train(job, log)
     if not plan.quiet:
-        log(f"writing the outputs to {plan.out}/ (reconstruction, model, time-lapse, plot)")
+        outputs = "reconstruction, model, plot" if plan.starts_as_picture else "reconstruction, model, time-lapse, plot"
+        log(f"writing the outputs to {plan.out}/ ({outputs})")
     result = write_outputs(job, picture)
     folder.clean(plan.out)
     return result
@@ -198,7 +199,7 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     rollback = Rollback(checkpointer=checkpointer)
     rollback.remember(trainer)  # the state the run starts from, until the checkpointer writes one
     job = Job(plan, backend, trainer, recorder, snapshots, rollback, stalled_seconds=plan.prior_stalled)
-    trainer.callbacks = [recorder, snapshots, checkpointer, rollback]
+    trainer.callbacks = [recorder, *([] if plan.starts_as_picture else [snapshots]), checkpointer, rollback]
     return job
 
 
@@ -235,8 +236,8 @@ def new_model(plan: RunPlan, picture=None):
         model = plan.preset.build(plan.channels, plan.model_options, np.random.default_rng(plan.seed))
     except ValueError as exc:
         raise UsageError(f"cannot build --model {plan.model}: {exc}") from None
-    if picture is not None and plan.start == "picture":
-        start_from_picture(model, picture)
+    if picture is not None and plan.starts_as_picture and not start_from_picture(model, picture):
+        raise AssertionError(f"the plan starts {plan.model} as the picture, but its layout is not one that can")
     return model
 
 
@@ -246,14 +247,22 @@ def _save_trigger(plan: RunPlan) -> Every:
 
 def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
     """The history and the time-lapse, continued from the run folder on a resume (each starts
-    again at the resume's step, with a note, when its file there is damaged)."""
+    again at the resume's step, with a note, when its file there is damaged).  A model that
+    starts as the picture has no learning to show: its time-lapse captures nothing, and a note
+    says how to watch one learn."""
     recorder = Recorder(plan.history_interval, exact=plan.every_pixel)
-    snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
-    if plan.resume:
-        for record, name, what in ((recorder, folder.HISTORY, "loss history"), (snapshots, folder.FRAMES, "time-lapse")):
-            if not record.restore(os.path.join(plan.out, name), plan.start_step):
-                log(f"note: {name} could not be read; the {what} starts again at step {plan.start_step:,}")
-    if not snapshots.frames:
+    records = [(recorder, folder.HISTORY, "loss history")]
+    if plan.starts_as_picture:
+        snapshots = Snapshots([], plan.width, plan.height, backend)
+        log("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
+            "give --start random to watch a network learn")
+    else:
+        snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
+        records.append((snapshots, folder.FRAMES, "time-lapse"))
+    for record, name, what in records if plan.resume else ():
+        if not record.restore(os.path.join(plan.out, name), plan.start_step):
+            log(f"note: {name} could not be read; the {what} starts again at step {plan.start_step:,}")
+    if not snapshots.frames and not plan.starts_as_picture:
         snapshots.capture(model, plan.start_step)
     return recorder, snapshots
 

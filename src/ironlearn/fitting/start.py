@@ -77,7 +77,6 @@ def held_parameters(plan, model) -> tuple:
     random start the head trains: it grows, which speeds the vertices' way from zero to their
     logits (docs/benchmark-log.md, "Why the defaults").
     """
-    if not (plan.trains_tiles and plan.start == "picture"
-            and pixel_spline_layout(model, plan.width, plan.height, plan.channels)):
+    if not (plan.trains_tiles and plan.starts_as_picture):
         return ()
     return tuple(name for name in model.named_parameters() if not name.startswith("layers.0."))

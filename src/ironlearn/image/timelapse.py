@@ -67,6 +67,10 @@ class Snapshots(Callback):
 
     # -- persistence across resumes ---------------------------------------------------
     def save(self, path) -> None:
+        """The frames so far, to resume from; nothing when there are none (a run that keeps no
+        time-lapse)."""
+        if not self.frames:
+            return
         arrays = {"frames": np.stack(self.frames), "steps": np.array(self.steps)}
         atomic_write(path, lambda file: np.savez_compressed(file, **arrays))
 
@@ -101,7 +105,9 @@ class Snapshots(Callback):
                 and frames.shape[0] <= self.max_frames and steps.dtype.kind in "iu" and steps.shape == frames.shape[:1])
 
     def write_gif(self, path, frame_ms: int = 80, hold_ms: int = 1500) -> None:
-        write_gif(path, self.frames, self.steps, frame_ms, hold_ms)
+        """The time-lapse as a GIF (:func:`write_gif`); nothing when there are no frames."""
+        if self.frames:
+            write_gif(path, self.frames, self.steps, frame_ms, hold_ms)
 
 
 def write_gif(path, frames, steps, frame_ms: int = 80, hold_ms: int = 1500) -> None:
