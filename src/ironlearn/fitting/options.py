@@ -11,6 +11,7 @@ import numpy as np
 from ..checks import is_finite, is_number, is_whole
 from ..image.sampling import FILTERS
 from ..errors import OptionError, UsageError
+from ..limits import MAX_SECONDS
 from .presets import OPTIONS, PRESETS
 
 SCHEDULES = ("cosine", "constant")
@@ -21,7 +22,7 @@ PROGRESS = ("bar", "plain", "none")
 STARTS = ("picture", "random")
 # Upper bounds that catch typos (an extra zero or three) before they cost hours or all the memory;
 # the model options carry their own (presets.OPTIONS).
-LIMITS = {"steps": 10**9, "checkpoint_every": 10**9, "snapshot_every": 10**9, "time_budget": 30 * 86400,
+LIMITS = {"steps": 10**9, "checkpoint_every": 10**9, "snapshot_every": 10**9, "time_budget": MAX_SECONDS,
           "lr": 10.0}
 
 
