@@ -263,7 +263,13 @@ def _check_version(version: int) -> None:
 
 
 def unpack(data: bytes) -> tuple[bytes, list[bytes]]:
-    """The header and sections of a file :func:`pack` wrote, every byte checked.
+    """The header and sections of a file :func:`pack` wrote, every byte checked: those of
+    :func:`unpack_with_version`."""
+    return unpack_with_version(data)[1:]
+
+
+def unpack_with_version(data: bytes) -> tuple[int, bytes, list[bytes]]:
+    """The format version, header and sections of a file :func:`pack` wrote, every byte checked.
 
     Parameters
     ----------
@@ -272,6 +278,8 @@ def unpack(data: bytes) -> tuple[bytes, list[bytes]]:
 
     Returns
     -------
+    version : int
+        The format it was written in, one of :data:`READABLE`: what its header's fields are.
     header : bytes
         Read its fields with ``Reader(header)``.
     sections : list of bytes
@@ -308,7 +316,7 @@ def unpack(data: bytes) -> tuple[bytes, list[bytes]]:
             raise CodecError(f"section {index} is corrupted (it fails its checksum); {_CORRUPTED_HINT}")
         sections.append(section)
         start += size
-    return header, sections
+    return version[0], header, sections
 
 
 def read_file(path, limit: int = MAX_FILE_BYTES) -> bytes:

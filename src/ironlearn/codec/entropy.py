@@ -186,23 +186,14 @@ def golden_section(f, low, high, iterations: int = 20, keep_going=None):
 
 
 # -- coding ---------------------------------------------------------------------------------------
-def encode(encoder, q, parent, model: Model, family) -> None:
-    """Append grid ``q`` to ``encoder`` (constriction's range coder) under ``model``, row by
-    row as :func:`decode` reads it back; ``family`` is a ``QuantizedLaplace`` over the grid's
-    range."""
-    symbols = q.reshape(-1).astype(np.int32)
-    scales = model.scale_table()[classes(activity(q, parent))].reshape(-1)
-    encoder.encode(symbols, family, np.zeros_like(scales), scales)
-
-
-def decode(decoder, shape, parent, model: Model, family, encoder=None) -> np.ndarray:
-    """The grid of ``shape`` that :func:`encode` appended: int32 ``(h, w)``.
-
-    Each row decoded is appended again to ``encoder``, when one is given, under the same scales:
-    the words it ends with are the section's if, and only if, the section held exactly this
-    coding (the range coder writes the same words whether it gets a grid or its rows)."""
-    h, w = shape
-    q = np.zeros((h, w), np.int32)
+def code(coder, grid, parent, model: Model, family) -> np.ndarray:
+    """Code ``grid`` (int32 ``(h, w)``) row by row under ``model``, the one walk both directions
+    take: ``coder(row, family, means, scales)`` encodes the row it is given and returns it, or
+    decodes a row (``grid`` then zeros, filled here) and returns that.  Each row's scales come
+    from the rows coded before it and from ``parent`` (the coarser level, or None), so the
+    encoder computes exactly the scales the decoder will; ``family`` is a ``QuantizedLaplace``
+    over the grid's range.  Returns ``grid``."""
+    h, w = grid.shape
     magnitude = np.zeros((h + 2, w), np.int64)  # two rows of zeros above the grid
     # The parent's boxes are read a row at a time: a grid's worth of int64 would be twice the grid.
     if parent is None:  # the coarsest level: nothing above it
@@ -213,8 +204,31 @@ def decode(decoder, shape, parent, model: Model, family, encoder=None) -> np.nda
     for i in range(h):
         from_parent = box[parent_rows[i], parent_columns]
         scales = table[classes(from_parent + above_activity(magnitude[i + 1], magnitude[i]))]
-        q[i] = decoder.decode(family, means, scales)
+        grid[i] = coder(grid[i], family, means, scales)
+        magnitude[i + 2] = np.abs(grid[i])
+    return grid
+
+
+def encode(encoder, q, parent, model: Model, family) -> None:
+    """Append grid ``q`` to ``encoder`` (constriction's range coder) under ``model``, as
+    :func:`decode` reads it back (:func:`code`, encoding)."""
+    def row(symbols, family, means, scales):
+        encoder.encode(symbols, family, means, scales)
+        return symbols
+
+    code(row, np.array(q, np.int32), parent, model, family)
+
+
+def decode(decoder, shape, parent, model: Model, family, encoder=None) -> np.ndarray:
+    """The grid of ``shape`` that :func:`encode` appended: int32 ``(h, w)`` (:func:`code`, decoding).
+
+    Each row decoded is appended again to ``encoder``, when one is given, under the same scales:
+    the words it ends with are the section's if, and only if, the section held exactly this
+    coding."""
+    def row(_, family, means, scales):
+        symbols = decoder.decode(family, means, scales)
         if encoder is not None:
-            encoder.encode(q[i], family, means, scales)
-        magnitude[i + 2] = np.abs(q[i])
-    return q
+            encoder.encode(symbols, family, means, scales)
+        return symbols
+
+    return code(row, np.zeros(shape, np.int32), parent, model, family)
