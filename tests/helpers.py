@@ -86,7 +86,7 @@ def with_mlp(decoded, seed=0, spread=0.1):
     """``decoded`` (a ``codec.Decoded``) given a random MLP of the codec's shape whose correction
     has standard deviation ``spread``: files of small pictures rarely keep one, and a fresh
     one's last layer is zero."""
-    from ironlearn.codec.codec import FEATURE_GAIN
+    from ironlearn.codec.synthesis import FEATURE_GAIN
     from ironlearn.codec.pyramid import synthesis
 
     pyramid = decoded.pyramid

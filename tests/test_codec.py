@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from ironlearn import codec
 from ironlearn.cli import main
-from ironlearn.codec import container
+from ironlearn.codec import bitstream, container, quantise
 from ironlearn.codec.entropy import laplace_bits
+from ironlearn.codec.quantise import best_log_scale
+from ironlearn.codec.ratecontrol import distortion
 from ironlearn.codec.pyramid import (COLOURS, CUBIC, CUBIC_BEFORE_5, FILTER_OFFSETS, analyse, filtered, fit_filters,
                                      upsampling)
 
@@ -104,8 +106,10 @@ def test_the_estimated_rate_is_what_the_range_coder_spends():
     rng = np.random.default_rng(1)
     for q in (np.round(rng.laplace(0, 3, 5000)).astype(np.int32),
               np.where(rng.random(20000) < 0.02, rng.integers(-5, 6, 20000), 0).astype(np.int32)):
-        scale = codec.codec._best_log_scale(q)
-        real = 8 * len(codec.codec._encode_symbols([(q, int(np.abs(q).max()), scale)]))
+        scale = best_log_scale(q)
+        with bitstream.RangeCoder("encode") as coder:
+            bitstream.code_symbols(coder, [(q, int(np.abs(q).max()), scale)])
+        real = 8 * len(coder.section())
         assert real == pytest.approx(laplace_bits(q, scale).sum(), rel=0.01, abs=64)
 
 
@@ -148,9 +152,9 @@ def test_fitted_filters_undo_a_filter_the_picture_was_made_with():
         for k, corrections in enumerate(truth):
             np.testing.assert_allclose(solved[k * taps:(k + 1) * taps], np.round(corrections[c] * 2 ** 10) / 2 ** 10,
                                        atol=2e-3)
-    plain_error = codec.codec._distortion(drawn, pyramid.unfiltered())
-    codec.codec._fit_filters(drawn, pyramid, lam=1e-12)
-    assert codec.codec._distortion(drawn, pyramid) < plain_error / 100
+    plain_error = distortion(drawn, pyramid.unfiltered())
+    quantise.fit_filters(drawn, pyramid, lam=1e-12)
+    assert distortion(drawn, pyramid) < plain_error / 100
 
 
 def test_formats_3_and_4_still_decode(monkeypatch):
@@ -159,7 +163,7 @@ def test_formats_3_and_4_still_decode(monkeypatch):
     the header's end: a format 3 file is a format 4 file without them."""
     picture = _picture(32, 40)
     pyramid = analyse(picture.astype(np.float32) / 255 @ COLOURS[3].T, 0.05, 3)
-    data = codec.codec._write(pyramid, None)
+    data = bitstream.write(pyramid, None)
     header, sections = container.unpack(data)
     filter_fields = 6 * 3  # a level: exponent 0 (1 byte), log-scale (4), largest value 0 (1)
     monkeypatch.setattr(container, "VERSION", 4)
@@ -185,7 +189,7 @@ def test_rate_control_meets_the_target():
 
 def test_a_target_no_file_can_meet_gets_the_smallest_file_tried():
     """Over-target files used to rank by their error, so --bpp 1e-6 got the largest file tried."""
-    from ironlearn.codec.codec import _cost
+    from ironlearn.codec.encoder import _cost
 
     files = [(0.30, 1e-3), (0.20, 2e-3), (0.25, 1e-4)]  # (bits a pixel, mean squared error)
     assert min(files, key=lambda f: _cost(*f, bpp=1e-6, lmbda=None)) == (0.20, 2e-3)

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ironlearn.codec import codec, entropy
+from ironlearn.codec import bitstream, entropy
+from ironlearn.codec.quantise import best_log_scale
 from ironlearn.codec.entropy import Model, activity, classes, fit, golden_section, laplace_bits
 
 
@@ -21,16 +22,16 @@ def _clustered(rng, shape, busy: float = 0.15):
 
 
 def _coded_bits(q, parent, model) -> int:
-    encoder = codec._constriction().stream.queue.RangeEncoder()
-    entropy.encode(encoder, q, parent, model, codec._laplace(int(np.abs(q).max())))
+    encoder = bitstream._constriction().stream.queue.RangeEncoder()
+    entropy.encode(encoder, q, parent, model, bitstream.laplace(int(np.abs(q).max())))
     return 32 * len(encoder.get_compressed())
 
 
 def _decoded(q, parent, model):
-    encoder = codec._constriction().stream.queue.RangeEncoder()
-    family = codec._laplace(int(np.abs(q).max()))
+    encoder = bitstream._constriction().stream.queue.RangeEncoder()
+    family = bitstream.laplace(int(np.abs(q).max()))
     entropy.encode(encoder, q, parent, model, family)
-    decoder = codec._constriction().stream.queue.RangeDecoder(encoder.get_compressed())
+    decoder = bitstream._constriction().stream.queue.RangeDecoder(encoder.get_compressed())
     return entropy.decode(decoder, q.shape, parent, model, family)
 
 
@@ -58,7 +59,7 @@ def test_neighbours_save_bits_where_values_cluster():
     """One Laplace a grid spends bits on every zero around a patch; the context model does not."""
     rng = np.random.default_rng(4)
     q = _clustered(rng, (96, 128), busy=0.1)
-    one_scale = laplace_bits(q, codec._best_log_scale(q)).sum()
+    one_scale = laplace_bits(q, best_log_scale(q)).sum()
     _, bits = fit(q, None)
     assert bits < 0.8 * one_scale
 
@@ -67,7 +68,7 @@ def test_without_structure_the_model_is_no_worse_than_one_laplace():
     """Slope 0 is one Laplace a grid, so the search can always fall back to it."""
     q = np.round(np.random.default_rng(5).laplace(0, 2, (64, 64))).astype(np.int32)
     _, bits = fit(q, None)
-    assert bits <= laplace_bits(q, codec._best_log_scale(q)).sum() * 1.002
+    assert bits <= laplace_bits(q, best_log_scale(q)).sum() * 1.002
 
 
 def test_activity_reads_only_what_the_decoder_has():

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from helpers import run_measured, waves
 from ironlearn import codec
 from ironlearn.codec import container
-from ironlearn.codec.codec import MAX_MLP_MACS, MAX_PIXELS, MAX_SYMBOL, least_bits
+from ironlearn.codec.bitstream import least_bits
+from ironlearn.codec.header import MAX_MLP_MACS, MAX_PIXELS, MAX_SYMBOL
 
 #: Peak resident memory a command may reach on any of these files: the interpreter and NumPy
 #: take about 60 MB; the grids a file declares are not allocated unless it codes them.
@@ -22,7 +23,7 @@ ADDRESS_LIMIT = 2 * 2**30
 
 
 def _header(height, width, channels=3, levels=7, *, hidden=0, depth=0, magnitude=0, weight_tensors=0) -> bytes:
-    """A header as the codec writes it (codec._write's layout), every field within its bounds."""
+    """A header as the codec writes it (bitstream.write's layout), every field within its bounds."""
     header = container.Writer().uint(height).uint(width).uint(channels).uint(levels).uint(hidden).uint(depth)
     for _ in range(levels * channels):
         header.float32(0.01).float32(0.0).uint(0).uint(magnitude)
@@ -84,7 +85,8 @@ def test_an_mlp_over_the_bound_is_refused(tmp_path):
 
 
 def test_what_compress_writes_is_within_the_bounds():
-    from ironlearn.codec.codec import DEPTH, WIDTH, mlp_layers
+    from ironlearn.codec.header import mlp_layers
+    from ironlearn.codec.synthesis import DEPTH, WIDTH
 
     assert sum(i * o for i, o in mlp_layers(7 * 3, 3, WIDTH, DEPTH)) * 3 < MAX_MLP_MACS
 

@@ -6,8 +6,9 @@ import sys
 import time
 
 from .. import codec
-from ..codec.codec import DEFAULT_BPP, MAX_BPP, MAX_SECONDS
-from ..codec.codec import MAX_PIXELS as CODEC_MAX_PIXELS
+from ..codec.encoder import DEFAULT_BPP, MAX_BPP
+from ..codec.header import MAX_PIXELS as CODEC_MAX_PIXELS
+from ..limits import MAX_SECONDS
 from ..files import check_output, write_bytes
 from ..fitting import UsageError
 from ..image.io import load_picture

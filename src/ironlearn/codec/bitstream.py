@@ -1,0 +1,251 @@
+"""The file's bytes: one walk over its two sections that encodes a picture or decodes it.
+
+A file is :mod:`.container`'s: a :mod:`.header`, then two range-coded sections (constriction's
+range coder under quantised Laplace models):
+
+1. **latents**: every grid, coarsest level first, row by row, each latent's scale predicted from
+   what the decoder already has (:func:`.entropy.code`); a grid of zeros takes no bits;
+2. **weights**: each MLP tensor (a layer's weight, then its bias), then each filterable level's
+   filter, under one Laplace a tensor; a tensor of zeros takes no bits.
+
+:func:`walk` is the one path both directions take (``mode="encode"|"decode"``): the encoder
+computes every probability exactly as the decoder will, and the decoder appends again what it
+decodes, so that a section which is not exactly the coding of its values is refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import container, entropy
+from .container import CodecError
+from .decoded import Decoded
+from .header import Header, read_fields, write_header
+from .pyramid import CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, Pyramid, synthesis
+from .quantise import best_log_scale
+from .ratecontrol import latent_models
+from .synthesis import DEPTH, WIDTH
+
+#: constriction's range coder: every symbol of a model keeps a probability of at least
+#: ``2**-CODER_PRECISION``, and a decoder holds ``CODER_STATE_BITS`` bits beyond the words it read.
+CODER_PRECISION, CODER_STATE_BITS = 24, 64
+
+
+def _constriction():
+    try:
+        import constriction
+    except ImportError:  # a dependency: only a broken install lacks it
+        raise CodecError("the entropy coder `constriction` is not installed; reinstall ironlearn") from None
+    return constriction
+
+
+def laplace(magnitude: int, log_scale: float | None = None):
+    """constriction's quantised Laplace on ``-magnitude..magnitude``: with mean 0 and scale
+    ``exp(log_scale)``, or (no ``log_scale``) the family whose scale each symbol gives."""
+    model = _constriction().stream.model.QuantizedLaplace
+    return model(-magnitude, magnitude) if log_scale is None else model(-magnitude, magnitude, 0.0, math.exp(log_scale))
+
+
+class RangeCoder:
+    """constriction's range coder in one direction, a context for one section.
+
+    Called as ``coder(symbols, model, *params)`` it codes ``symbols`` (int32) under ``model``
+    (with the family's ``means, scales`` as ``params``) and returns them: encoding, it appends
+    them; decoding, ``symbols`` only says how many, and it returns the symbols it decodes after
+    appending them again to an encoder of its own.  Decoding, any failure becomes one
+    :class:`CodecError`, and so does a section that is not exactly the coding of what was
+    decoded: words missing, left over, or another section's."""
+
+    def __init__(self, mode: str, section: bytes = b"", what: str = "latents"):
+        if mode not in ("encode", "decode"):
+            raise ValueError(f"mode must be 'encode' or 'decode', not {mode!r}")
+        self.mode, self.what = mode, what
+        constriction = _constriction()
+        self.encoder = constriction.stream.queue.RangeEncoder()
+        if mode == "decode":
+            if len(section) % 4:
+                raise CodecError(f"the {what} section is damaged (its length is not whole words); "
+                                 "compress the picture again")
+            self.words = np.frombuffer(section, dtype="<u4").astype(np.uint32)
+            self.decoder = constriction.stream.queue.RangeDecoder(self.words)
+
+    def __call__(self, symbols, model, *params):
+        if self.mode == "decode":
+            symbols = self.decoder.decode(model, *params) if params else self.decoder.decode(model, symbols.size)
+        self.encoder.encode(symbols, model, *params)
+        return symbols
+
+    def section(self) -> bytes:
+        """The words encoded, little-endian: the section."""
+        return self.encoder.get_compressed().astype("<u4").tobytes()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if self.mode == "encode" or isinstance(error, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            return False
+        if error is not None:  # constriction reports some damage as a Rust panic (a BaseException)
+            raise CodecError(f"the {self.what} section cannot be decoded ({type(error).__name__}); "
+                             "compress the picture again") from None
+        if not np.array_equal(self.encoder.get_compressed(), self.words):
+            raise CodecError(f"the {self.what} section does not hold what its header declares (words are missing, "
+                             "left over or out of place); compress the picture again")
+        return False
+
+
+def least_bits(count: int, magnitude: int) -> float:
+    """The fewest bits in which the range coder can code any ``count`` symbols of a model on
+    ``-magnitude..magnitude``: each of its symbols keeps a probability of at least
+    ``2**-CODER_PRECISION``, so none has more than ``1 - 2 magnitude 2**-CODER_PRECISION``, and
+    each costs at least -log2 of that (0 for magnitude 0: such a group is not coded).  A
+    Laplace's own mode could come arbitrarily close to certain; only this floor bounds a
+    section's values by its bytes."""
+    if not magnitude:
+        return 0.0
+    return count * -math.log2(1 - 2 * magnitude / 2 ** CODER_PRECISION)
+
+
+def _check_room(section: bytes, groups, what: str) -> None:
+    """Refuse a ``section`` too short for ``[(count, magnitude)]``, before decoding anything:
+    a header's values cannot come from fewer bytes than :func:`least_bits` says."""
+    needed = sum(least_bits(count, magnitude) for count, magnitude in groups)
+    if needed > 8 * len(section) + CODER_STATE_BITS:
+        raise CodecError(f"the {what} section has {len(section):,} bytes, fewer than the {math.ceil(needed / 8):,} "
+                         "that the values its header declares take at least; compress the picture again")
+
+
+def code_latents(coder: RangeCoder, pyramid: Pyramid, grids) -> None:
+    """Code ``pyramid``'s grids, coarsest level first, under ``grids`` (the header's, level-major
+    ``(step, a, slope, magnitude)``); decoding fills them.  A level whose grids are all empty
+    (magnitude 0) is skipped, and stays :func:`~.pyramid.zeros` in a decoded pyramid, which takes
+    no memory; an empty parent says what none does."""
+    models = {(k, c): (entropy.Model(a, slope), magnitude)
+              for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(pyramid.levels, pyramid.channels), grids)}
+    for k in reversed(range(pyramid.levels)):
+        if not any(models[k, c][1] for c in range(pyramid.channels)):
+            continue
+        if coder.mode == "decode":
+            pyramid.latents[k] = np.zeros(pyramid.latents[k].shape, np.int32)
+        above = k + 1 < pyramid.levels and not pyramid.is_empty(k + 1)
+        for c in range(pyramid.channels):
+            model, magnitude = models[k, c]
+            if magnitude:
+                grid = pyramid.latents[k][c] if coder.mode == "decode" else pyramid.latents[k][c].astype(np.int32)
+                entropy.code(coder, grid, pyramid.latents[k + 1][c] if above else None, model, laplace(magnitude))
+
+
+def code_symbols(coder: RangeCoder, groups) -> list:
+    """Code ``[(symbols, magnitude, log_scale)]``, each group under one Laplace (decoding,
+    ``symbols`` holds zeros of its size): the symbols, int32, flat.  A group of magnitude 0
+    (all zeros) takes no bits."""
+    return [coder(symbols.reshape(-1).astype(np.int32), laplace(magnitude, log_scale)) if magnitude
+            else np.zeros(symbols.size, np.int32) for symbols, magnitude, log_scale in groups]
+
+
+def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections=(b"", b"")) -> tuple[list, list]:
+    """The two sections that ``header`` (its fields ``grids``, ``weights`` and ``filters``, as
+    :mod:`.header` declares them) describes, for ``pyramid`` and ``symbols`` (each MLP tensor,
+    then each filter; zeros to decode into): ``(sections, symbols)``, each coded in ``mode``
+    (decoding, from ``sections``)."""
+    with RangeCoder(mode, sections[0], "latents") as coder:
+        code_latents(coder, pyramid, header["grids"])
+    latents = coder.section()
+    groups = [(q, m, s) for q, (_, s, m) in zip(symbols, header["weights"] + header["filters"])]
+    with RangeCoder(mode, sections[1], "weights") as coder:
+        values = code_symbols(coder, groups)
+    return [latents, coder.section()], values
+
+
+def _filter_codes(pyramid: Pyramid) -> list:
+    """``(integers, exponent, log_scale)`` of each filterable level's filter (zeros for none)."""
+    codes = []
+    for k in range(min(pyramid.levels, FILTER_LEVELS)):
+        q, exponent = pyramid.filters[k] or (np.zeros((pyramid.channels, len(FILTER_OFFSETS)), np.int32), 0)
+        codes.append((q, exponent, best_log_scale(q) if q.any() else 0.0))
+    return codes
+
+
+def write(pyramid: Pyramid, network) -> bytes:
+    """The file of ``pyramid`` and ``network`` (``(net, [(integers, exponent, log_scale)])``, or
+    None for no MLP)."""
+    models = latent_models(pyramid)
+    coded = ([] if network is None else network[1]) + _filter_codes(pyramid)
+    grids = []
+    for k in range(pyramid.levels):
+        for c in range(pyramid.channels):
+            model = models[k, c][0] if models[k, c] is not None else entropy.Model(0.0, 0)
+            grids.append((pyramid.steps[k, c], model.a, model.slope, int(np.abs(pyramid.latents[k][c]).max())))
+    tensors = [(exponent, log_scale, int(np.abs(q).max())) for q, exponent, log_scale in coded]
+    tensors_of_mlp = len(coded) - min(pyramid.levels, FILTER_LEVELS)
+    fields = dict(height=pyramid.height, width=pyramid.width, channels=pyramid.channels, levels=pyramid.levels,
+                  hidden=WIDTH if network else 0, depth=DEPTH if network else 0, grids=tuple(grids),
+                  weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]))
+    header = write_header(fields)
+    sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded])
+    return container.pack(header, sections)
+
+
+def read_header(data: bytes) -> Header:
+    """A compressed file's :class:`~.header.Header`, every field and bound checked and nothing
+    decoded; :class:`CodecError` for anything else.  Refused here too: sections too short for
+    the values their header declares (:func:`least_bits`)."""
+    found = read_fields(data)
+    shapes = [shape for shape in found.grid_shapes for _ in range(found.channels)]  # level-major, as grids
+    _check_room(found.sections[0], [(h * w, grid[3]) for (h, w), grid in zip(shapes, found.grids)], "latents")
+    _check_room(found.sections[1], [(size, m) for size, (_, _, m) in zip(found.tensor_sizes, found.weights)]
+                + [(found.channels * len(FILTER_OFFSETS), m) for _, _, m in found.filters], "weights")
+    return found
+
+
+def decode_header(header: Header) -> Decoded:
+    """The picture whose :class:`~.header.Header` :func:`read_header` read: its sections decoded,
+    and checked to hold exactly the coding of what they decode to (:class:`CodecError` if not)."""
+    channels, levels = header.channels, header.levels
+    net = synthesis(levels * channels, channels, header.hidden, header.depth) if header.depth else None
+    tensors = [] if net is None else list(net.named_parameters().values())
+    steps = np.array([grid[0] for grid in header.grids], np.float32).reshape(levels, channels)
+    pyramid = Pyramid(header.height, header.width, channels, levels, steps,
+                      CUBIC if header.version >= 5 else CUBIC_BEFORE_5)
+    taps = channels * len(FILTER_OFFSETS)
+    zeros = [np.zeros(p.size, np.int32) for p in tensors] + [np.zeros(taps, np.int32) for _ in header.filters]
+    fields = {"grids": header.grids, "weights": header.weights, "filters": header.filters}
+    _, values = walk("decode", fields, pyramid, zeros, header.sections)
+    for param, q, (exponent, _, _) in zip(tensors, values, header.weights):
+        param[...] = q.reshape(param.shape) * np.float32(2.0 ** exponent)
+    for k, (q, (exponent, _, magnitude)) in enumerate(zip(values[len(tensors):], header.filters)):
+        if magnitude:
+            pyramid.filters[k] = (q.reshape(channels, -1), exponent)
+    return Decoded(header.height, header.width, channels, pyramid, net)
+
+
+def read(data: bytes) -> Decoded:
+    """The picture a compressed file holds; :class:`CodecError` for anything else."""
+    return decode_header(read_header(data))
+
+
+def _from_path(path, reader):
+    data = container.read_file(path)  # its messages name the file
+    try:
+        return data, reader(data)
+    except CodecError as exc:
+        raise CodecError(f"{path}: {exc}") from None
+
+
+def read_path(path) -> tuple[bytes, Decoded]:
+    """The bytes of the compressed file at ``path`` and the picture they hold; one
+    :class:`CodecError` naming the file once for anything that cannot be read."""
+    return _from_path(path, read)
+
+
+def read_header_path(path) -> tuple[bytes, Header]:
+    """The bytes of the compressed file at ``path`` and its :class:`~.header.Header`, nothing
+    decoded; errors as :func:`read_path`'s."""
+    return _from_path(path, read_header)
+
+
+def decode(data: bytes, height: int | None = None, width: int | None = None) -> np.ndarray:
+    """A compressed file's picture as uint8 ``(H, W, C)``, at its own size or ``height x width``."""
+    return np.round(read(data).render(height, width) * 255).astype(np.uint8)

@@ -1,0 +1,237 @@
+"""Encode a picture as a small file that decodes at any size: its arguments, its candidate files,
+and the cheapest of them.
+
+The encoder works in three steps (the design and why are in ``docs/compression.md``):
+
+1. **Analysis.** The picture, in decorrelated colours, becomes a Laplacian pyramid of integer
+   latents (:func:`.pyramid.analyse`), at the quantisation step whose rate meets the target
+   (``bpp``) or minimises ``distortion + lambda * rate`` (``lmbda``): :mod:`.ratecontrol`.
+   Then each of the finest levels gets the small symmetric filter, applied to its grid before
+   upsampling, that least squares finds against the picture, rounded by the same
+   rate-distortion trade as the weights below, or none where it does not pay (:mod:`.quantise`).
+2. **Synthesis.** With the time left, a small MLP learns to correct the pyramid's picture from
+   the upsampled latents (:mod:`.synthesis`).  Its weights are rounded to a step ``2**e`` a
+   tensor, chosen by the same rate-distortion trade; it is kept only if the picture it adds is
+   worth its bits, the latents then re-analysed for the rate it leaves.
+3. **Coding.** Each candidate is written (:mod:`.bitstream`), read back and measured; the
+   cheapest by the target's rule (:func:`_cost`) is the file.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..image.metrics import psnr_from_mse
+from ..limits import MAX_SECONDS
+from .bitstream import read, write
+from .header import MAX_PIXELS, MAX_SIDE, MODES
+from .pyramid import COLOURS, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, prepare_analysis
+from .quantise import fit_filters, laplace_size, quantise_weights
+from .ratecontrol import (FILTER_COST, FINISH_COST, MLP_OVERHEAD_COST, REFINE_ANALYSES, SLOPE_COST, Clock,
+                          analyse_at_lambda, analyse_at_rate, slope)
+from .synthesis import DEPTH, WIDTH, mlp_problem, train
+
+#: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
+DEFAULT_BPP, MAX_BPP = 0.5, 24
+#: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
+#: files written and checked.
+AFTER_RATE_COST = SLOPE_COST + FILTER_COST + 2 * FINISH_COST
+
+
+@dataclass(frozen=True)
+class Compressed:
+    """What :func:`compress_array` made and measured.
+
+    Attributes
+    ----------
+    data : bytes
+        The whole file.
+    bpp : float
+        Its bits per pixel, every byte counted.
+    psnr : float
+        The decoded picture against the original at its own size, in dB (8-bit pixels).
+    seconds : float
+        The encode's time.
+    steps : int
+        The MLP's training steps (0 when the file holds none).
+    """
+
+    data: bytes
+    bpp: float
+    psnr: float
+    seconds: float
+    steps: int
+
+
+def _as_unit(values) -> np.ndarray:
+    values = np.asarray(values)
+    if values.ndim == 2:
+        values = values[:, :, None]
+    if values.ndim != 3 or values.shape[2] not in MODES:
+        raise ValueError(f"need a picture (H, W), (H, W, 1) or (H, W, 3) (got shape {values.shape})")
+    if values.dtype == np.uint8:
+        return values.astype(np.float32) / 255
+    return np.clip(values, 0, 1).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """An encode's arguments, checked: the picture (``target`` in [0, 1], ``picture`` in
+    decorrelated colours, both ``(H, W, C)``), the rate rule (``bpp`` or ``lmbda``), the clock,
+    and the bits that the latents do not get: the container, the header, the coder's last words,
+    and about 5 bits a filter tap."""
+
+    target: np.ndarray
+    picture: np.ndarray
+    bpp: float | None
+    lmbda: float | None
+    levels: int
+    seed: int
+    clock: Clock
+    progress: object
+
+    @property
+    def pixels(self) -> int:
+        return self.target.shape[0] * self.target.shape[1]
+
+    @property
+    def header_bits(self) -> int:
+        channels = self.target.shape[2]
+        return 8 * (64 + 11 * self.levels * channels + 7 * min(self.levels, FILTER_LEVELS))
+
+    @property
+    def filter_bits(self) -> int:
+        return 5 * min(self.levels, FILTER_LEVELS) * self.target.shape[2] * len(FILTER_OFFSETS)
+
+
+def _arguments(values, bpp, lmbda, seconds, levels, seed, progress) -> _Job:
+    """The encode's :class:`_Job`, its clock started; ``ValueError`` for any argument out of bounds."""
+    if bpp is not None and lmbda is not None:
+        raise ValueError("give a rate target (bpp) or a rate-distortion weight (lmbda), not both")
+    if bpp is None and lmbda is None:
+        bpp = DEFAULT_BPP
+    if bpp is not None and not 0 < bpp <= MAX_BPP:
+        raise ValueError(f"bpp must lie in (0, {MAX_BPP}] (got {bpp})")
+    if lmbda is not None and not lmbda > 0:
+        raise ValueError(f"lmbda must be above 0 (got {lmbda})")
+    if not 0 < seconds <= MAX_SECONDS:
+        raise ValueError(f"seconds must lie in (0, {MAX_SECONDS}], 30 days (got {seconds})")
+    clock = Clock(seconds)
+    target = _as_unit(values)
+    height, width, channels = target.shape
+    if max(height, width) > MAX_SIDE or height * width > MAX_PIXELS:
+        raise ValueError(f"pictures up to {MAX_SIDE} pixels a side and {MAX_PIXELS} pixels compress "
+                         f"(got {width}x{height})")
+    picture = target @ COLOURS[channels].T  # decorrelated colours
+    return _Job(target, picture, bpp, lmbda, max(1, min(levels, MAX_LEVELS)), seed, clock, progress)
+
+
+def _pyramid_for(job: _Job, bits_left, around=None):
+    """The pyramid at the rate ``bits_left`` (a target; searched ``around`` a log-step when
+    given) or at lambda's best trade, its filters fitted if they fit in the time, and lambda
+    there (what the filters and the weights trade bits at; None without the filters)."""
+    clock = job.clock
+    # Rate control keeps time for one file checked: the filters are left out first.
+    if job.bpp is not None:
+        pyramid = analyse_at_rate(job.picture, job.levels, bits_left - job.filter_bits, clock, FINISH_COST, around,
+                                  job.progress)
+    else:
+        pyramid = analyse_at_lambda(job.picture, job.levels, job.lmbda, clock, FINISH_COST, job.progress)
+    if not clock.affords(AFTER_RATE_COST):
+        return pyramid, job.lmbda
+    lam = job.lmbda if job.lmbda is not None else slope(job.picture, job.levels, pyramid)
+    fit_filters(job.picture, pyramid, lam, until=clock.deadline - (2 * FINISH_COST + 1) * clock.analysis)
+    return pyramid, lam
+
+
+def _with_mlp(job: _Job, plain, lam) -> list:
+    """The candidates with an MLP, ``[(pyramid, (net, weights), steps)]``, where one fits in the
+    time: rate control again around the plain pyramid's step (with a target), the MLP's problem,
+    its training and its weights' rounding, rate control once more for the bits they took, and
+    two more files checked."""
+    clock, bpp, pixels = job.clock, job.bpp, job.pixels
+    refit = REFINE_ANALYSES + AFTER_RATE_COST - 2 * FINISH_COST if bpp is not None else 0
+    if pixels < 64 or lam is None or not clock.affords(2 * refit + MLP_OVERHEAD_COST + 4 * FINISH_COST):
+        return []
+    pyramid = plain  # lambda's best step does not depend on the MLP
+    around = math.log(float(plain.steps[0, 0]))
+    if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
+        channels = job.target.shape[2]
+        net_bits = 8 * WIDTH * (job.levels * channels + WIDTH * (DEPTH - 1) + channels)
+        pyramid, lam = _pyramid_for(job, bpp * pixels - job.header_bits - net_bits, around)
+    inputs, residual = mlp_problem(pyramid, job.picture)
+    training = clock.left() - (refit + MLP_OVERHEAD_COST + 4 * FINISH_COST) * clock.analysis
+    if lam is None or training <= 0:
+        return []
+    net, steps = train(inputs, residual, training, job.seed, job.progress)
+    weights = quantise_weights(net, inputs, residual, lam)
+    candidates = [(pyramid, (net, weights), steps)]
+    if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
+        spent_on_weights = sum(laplace_size(q, log_scale) for q, _, log_scale in weights)
+        if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
+            refitted, _ = _pyramid_for(job, bpp * pixels - job.header_bits - spent_on_weights, around)
+            candidates.append((refitted, (net, weights), steps))
+    return candidates
+
+
+def _candidates(job: _Job) -> list:
+    """Every file worth writing, ``[(pyramid, network or None, steps)]``, least refined first:
+    the pyramid without its filters (a fallback), with them, and with an MLP where time allows."""
+    prepare_analysis(job.target.shape[0], job.target.shape[1], job.levels)
+    plain, lam = _pyramid_for(job, job.bpp * job.pixels - job.header_bits if job.bpp is not None else None)
+    return [(plain.unfiltered(), None, 0), (plain, None, 0)] + _with_mlp(job, plain, lam)
+
+
+def _cost(rate: float, mse: float, bpp: float | None, lmbda: float | None) -> tuple:
+    """How a file of ``rate`` bits a pixel and error ``mse`` ranks, the least first: with a target
+    ``bpp``, the best file within it, else (when none is) the smallest; with ``lmbda``, the best
+    trade."""
+    if bpp is not None:
+        return (rate > bpp, max(rate - bpp, 0.0), mse)
+    return (mse + lmbda * rate,)
+
+
+def _cheapest(job: _Job, candidates) -> Compressed:
+    """The candidate whose file ranks first by :func:`_cost`, each written and read back, the most
+    refined first, while time is left (the first whatever it says)."""
+    best = None
+    for pyramid, network, steps in reversed(candidates):
+        if best is not None and not job.clock.affords(FINISH_COST):
+            break
+        data = write(pyramid, network)
+        decoded = np.round(read(data).render() * 255)
+        mse = float(np.mean((decoded / 255 - np.round(job.target * 255) / 255) ** 2))
+        rate = 8 * len(data) / job.pixels
+        cost = _cost(rate, mse, job.bpp, job.lmbda)
+        if best is None or cost < best[0]:
+            best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, steps))
+    result = best[1]
+    return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - job.clock.started, result.steps)
+
+
+def compress_array(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
+                   levels: int = MAX_LEVELS, seed: int = 0, progress=None) -> Compressed:
+    """Compress a picture: ``values`` ``(H, W)`` or ``(H, W, C)``, ``C`` 1 or 3, uint8 or floats
+    in [0, 1].
+
+    Give a rate target ``bpp`` (bits per pixel of the whole file) or a rate-distortion weight
+    ``lmbda`` (distortion in [0, 1] units plus ``lmbda`` times bits per pixel; higher: smaller
+    files), not both; neither means ``bpp=0.5``.  ``seconds`` (at most :data:`MAX_SECONDS`)
+    bounds the whole encode, wall clock: rate control stops bisecting, and the filters and the
+    MLP are left out, where they would not fit in it; only the first analysis and one file
+    written and checked are done whatever it says.  ``progress``, if given, is called as
+    ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
+    and about every second while the MLP trains.
+    """
+    job = _arguments(values, bpp, lmbda, seconds, levels, seed, progress)
+    return _cheapest(job, _candidates(job))
+
+
+def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
+           seed: int = 0) -> bytes:
+    """The bytes of :func:`compress_array`'s file."""
+    return compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds, seed=seed).data
