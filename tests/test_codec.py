@@ -290,3 +290,16 @@ def test_compress_and_decompress_commands(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "compressed picture: 32x24 rgb" in out and "bytes of latents" in out
     assert main(["info", str(tmp_path / "bad.ilc")]) == 2
+
+
+def test_a_tiny_step_on_a_small_picture_keeps_its_latents_within_what_a_file_holds():
+    """At a high rate on a small picture the step gets so fine that a coarse latent passed 2^15: the
+    file was refused when written.  Latents are clipped, and the finer levels correct the clip."""
+    from ironlearn.codec.pyramid import MAX_SYMBOL
+
+    y, x = np.mgrid[0:96, 0:128]
+    picture = np.stack([(x * 2) % 256, (y * 3) % 256, (x + y) % 256], -1).astype(np.uint8)
+    pyramid = analyse(picture.astype(np.float32) / 255, 1e-6, 4)
+    assert max(int(np.abs(level).max()) for level in pyramid.latents) == MAX_SYMBOL
+    result = codec.compress_array(picture, bpp=4.0, seconds=10)
+    assert codec.decode(result.data).shape == (96, 128, 3)

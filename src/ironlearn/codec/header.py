@@ -21,12 +21,10 @@ from typing import Callable
 
 from . import container, entropy
 from .container import CodecError
-from .pyramid import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, level_shape
+from .pyramid import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MAX_SYMBOL, level_shape
 
 #: Pictures the decoder accepts: sides and pixels (bounds every allocation a header can ask for).
 MAX_SIDE, MAX_PIXELS = 1 << 15, 1 << 26
-#: Largest latent or weight magnitude a file may hold.
-MAX_SYMBOL = 1 << 15
 #: Log-scales of the Laplace models, and the exponents of the weights' and filters' steps.
 LOG_SCALE_RANGE = entropy.LOG_SCALE_RANGE
 STEP_EXPONENTS = range(-14, 1)

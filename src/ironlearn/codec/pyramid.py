@@ -30,6 +30,9 @@ import numpy as np
 
 from ..nn import mlp
 
+#: Largest latent or weight magnitude a file may hold.
+MAX_SYMBOL = 1 << 15
+
 #: Levels of the pyramid at most: the native resolution down to 1/64.
 MAX_LEVELS = 7
 #: Orthonormal colour transforms (rows: the decorrelated channels).  For RGB: the mean, the
@@ -232,7 +235,9 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
         (up_y, fit_y), (up_x, fit_x) = _projection(height, k), _projection(width, k)
         fitted = residual if k == 0 else fit_y @ residual @ fit_x.T  # level 0 is the identity
         z = fitted / pyramid.steps[k][:, None, None]
-        q = (np.sign(z) * np.floor(np.abs(z) + DEADZONE)).astype(np.int32)
+        # Clipped to what a file holds (only a tiny step on a small picture reaches it); the
+        # finer levels correct what the clip leaves, as they correct the rounding.
+        q = np.clip(np.sign(z) * np.floor(np.abs(z) + DEADZONE), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32)
         pyramid.latents[k] = q
         coarse = q * pyramid.steps[k][:, None, None].astype(np.float64)
         residual -= coarse if k == 0 else up_y @ coarse @ up_x.T
