@@ -1,0 +1,65 @@
+"""The shape of the code: layers that import only downwards, functions a reader can hold in mind.
+
+Read from the source with ``ast``, without importing it: a lazy import inside a function counts
+as much as one at the top of a module.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "ironlearn"
+MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 450
+#: The layers, lowest first: a package imports only from its own layer and those below it.
+#: The modules at the top of ``ironlearn`` (backend, files, kernels, ...) are the lowest; the
+#: package's ``__init__`` (the short way in) is above everything.
+LAYERS = ("", "nn", "optim", "train", "image", "codec", "viewer", "fitting", "api", "cli", "__init__", "__main__")
+
+
+def python_files(*folders):
+    return sorted(path for folder in folders for path in folder.rglob("*.py"))
+
+
+def layer_of(module: str) -> int:
+    """``module`` is dotted under ironlearn (``fitting.run``); its layer's index in :data:`LAYERS`."""
+    head = module.split(".")[0]
+    return LAYERS.index(head) if head in LAYERS else 0
+
+
+def imported_modules(path: pathlib.Path) -> set[str]:
+    """The ironlearn modules ``path`` imports, dotted under ironlearn (``fitting.options``)."""
+    package = path.relative_to(SRC).parent.parts
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = list(package[:len(package) - node.level + 1])
+            if node.module:
+                found.add(".".join(base + [node.module]))
+            else:  # from .. import codec
+                found.update(".".join(base + [alias.name]) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ironlearn."):
+            found.add(node.module.removeprefix("ironlearn."))
+    return found
+
+
+@pytest.mark.parametrize("path", python_files(SRC), ids=lambda p: str(p.relative_to(SRC)))
+def test_a_module_imports_only_from_its_layer_and_below(path):
+    module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+    if module == "__init__":
+        return
+    upward = [name for name in imported_modules(path) if layer_of(name) > layer_of(module)]
+    assert not upward, f"{module} imports {upward}, from a layer above its own"
+
+
+@pytest.mark.parametrize("path", python_files(SRC, ROOT / "benchmarks"), ids=lambda p: p.name)
+def test_functions_and_modules_stay_short(path):
+    text = path.read_text()
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"over {MAX_FUNCTION_LINES} lines: {', '.join(long)}"
+    if SRC in path.parents:
+        assert text.count("\n") <= MAX_MODULE_LINES
