@@ -28,3 +28,14 @@ def backend(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def run_folder(tmp_path, capsys):
+    """A short fit's run folder, made by the command (its checkpoint, model and time-lapse)."""
+    from helpers import FAST, make_picture, run_cli
+
+    picture = make_picture(tmp_path / "disc.png")
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 20, *FAST)
+    assert code == 0, err
+    return tmp_path / "run"

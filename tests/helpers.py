@@ -99,6 +99,10 @@ def with_mlp(decoded, seed=0, spread=0.1):
     return decoded
 
 
+#: Options that make a test's fit quick: a small network on the CPU, nothing printed but the result.
+FAST = ["--device", "cpu", "--quiet", "--width", "16", "--depth", "1"]
+
+
 def run_cli(capsys, *args):
     """``ironlearn ARGS`` in this process; returns (exit code, stdout, stderr)."""
     from ironlearn.cli import main  # imported here, so engine tests do not depend on the command

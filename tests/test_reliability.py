@@ -19,10 +19,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import make_picture, rewrite_meta, run_cli
+from helpers import FAST, make_picture, rewrite_meta, run_cli
 from ironlearn.train import Trainer, load_checkpoint
 
-FAST = ["--device", "cpu", "--quiet", "--width", "16", "--depth", "1"]
 SPOKEN = ["--device", "cpu", "--progress", "none", "--width", "16", "--depth", "1"]  # notes, but no progress
 
 
@@ -160,14 +159,6 @@ def test_bad_csvs(tmp_path, capsys, text, message):
 
 
 # -- checkpoints and models ----------------------------------------------------------------------------
-@pytest.fixture
-def run_folder(tmp_path, capsys):
-    picture = make_picture(tmp_path / "disc.png")
-    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 20, *FAST)
-    assert code == 0, err
-    return tmp_path / "run"
-
-
 @pytest.mark.parametrize("damage,message", [
     ("truncate", "truncated or corrupt"),
     ("random", "truncated or corrupt"),

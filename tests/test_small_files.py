@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import make_picture, run_cli, run_measured
+from helpers import FAST, run_cli, run_measured
 from ironlearn.image.io import Picture, write_pixel_csv
 
 MB = 1 << 20
-FAST = ["--device", "cpu", "--quiet", "--width", "16", "--depth", "1"]
 
 
 def digest(path) -> str:
@@ -47,14 +46,6 @@ def crafted_frames(path, shape, data_bytes: int, chunk=16 * MB):
 
 
 # -- .npz archives: sizes checked before anything is read ------------------------------------------
-@pytest.fixture
-def run_folder(tmp_path, capsys):
-    picture = make_picture(tmp_path / "disc.png")
-    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 20, *FAST)
-    assert code == 0, err
-    return tmp_path / "run"
-
-
 def test_a_crafted_time_lapse_is_refused_before_it_is_read(run_folder, tmp_path):
     """A frames.npz declaring 500 frames of 2048x2048 rgb (6.3 GB; here 384 MB of it present, in
     400 KB) is refused from its header: the resume notes that the time-lapse starts again, and
