@@ -171,22 +171,22 @@ def run_page(name: str, at_least: int) -> dict:
 def run_measured(*args, timeout=120, memory_limit=None):
     """``ironlearn ARGS`` in a fresh process; returns (CompletedProcess, peak resident bytes).
 
-    The peak is the child's ``ru_maxrss`` read through a small wrapper process, so that only the
-    command's own memory counts. ``memory_limit`` (bytes) also caps its address space, so that a
-    regression fails fast instead of filling the machine."""
+    Linux carries a process's peak across ``exec`` from the process that forked it, so a command
+    started straight from a test worker (hundreds of MB by then) would report the worker's peak.
+    A small Python process starts the command instead and reads its peak as its child's
+    (``RUSAGE_CHILDREN``).  ``memory_limit`` (bytes) also caps the command's address space, so
+    that a regression fails fast instead of filling the machine."""
     import subprocess
     import sys
 
-    wrapper = ("import resource, runpy, sys\n"
+    wrapper = ("import resource, subprocess, sys\n"
                "limit = int(sys.argv[1])\n"
-               "if limit: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
-               "sys.argv = ['ironlearn', *sys.argv[2:]]\n"
-               "try:\n"
-               "    runpy.run_module('ironlearn', run_name='__main__')\n"
-               "finally:\n"
-               "    sys.stdout.flush()\n"
-               "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-               "    sys.stderr.write(f'\\n@@peak {peak}\\n')\n")
+               "def cap():\n"
+               "    if limit: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+               "code = subprocess.call([sys.executable, '-m', 'ironlearn', *sys.argv[2:]], preexec_fn=cap)\n"
+               "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
+               "sys.stderr.write(f'\\n@@peak {peak}\\n')\n"
+               "sys.exit(code)\n")
     done = subprocess.run([sys.executable, "-c", wrapper, str(memory_limit or 0), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)
     err, _, peak = done.stderr.rpartition("\n@@peak ")
