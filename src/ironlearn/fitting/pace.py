@@ -14,8 +14,7 @@ all, while a machine that really slows down (every step) moves it within a windo
 from __future__ import annotations
 
 import collections
-
-import numpy as np
+import statistics
 
 from ..train import Callback, Every
 
@@ -53,11 +52,13 @@ class Pace:
     @property
     def seconds_per_step(self) -> float | None:
         """The median over up to :data:`BLOCKS` blocks of the recent steps of each block's mean
-        duration; None before the first step."""
+        duration; None before the first step.  Plain Python: it runs every step, and NumPy's
+        calls on a few dozen numbers took 90 us, 2.5% of a 3.6 ms step."""
         if not self.recent:
             return None
-        blocks = np.array_split(np.asarray(self.recent), min(BLOCKS, len(self.recent)))
-        return float(np.median([block.mean() for block in blocks]))
+        values, blocks = list(self.recent), min(BLOCKS, len(self.recent))
+        bounds = [len(values) * i // blocks for i in range(blocks + 1)]
+        return statistics.median(sum(values[a:b]) / (b - a) for a, b in zip(bounds, bounds[1:]))
 
     def add(self, seconds: float, own_seconds: float | None = None) -> None:
         """Count one step that took ``seconds`` in all (its callbacks' share included), of which
