@@ -1,11 +1,11 @@
-"""Benchmark: rate and distortion on photographs, ironlearn's codec against JPEG, WebP and AVIF.
+"""Benchmark: rate and distortion on photographs, ironlearn's codec against JPEG, WebP, JPEG XL and AVIF.
 
 Everything (the tables, the JSON of every row and the plot) comes from one command, run from the
 repository root:
 
     python benchmarks/compression.py
 
-    options: [--images kodim23 ...] [--rates 0.125 0.25 0.5 1.0] [--codecs jpeg webp avif ironlearn]
+    options: [--images kodim23 ...] [--rates 0.125 0.25 0.5 1.0] [--codecs jpeg webp jpegxl avif ironlearn]
              [--seconds 30] [--out runs/compression] [--plot docs/images/compression-rd.png]
              [--folder DIR]
 
@@ -21,19 +21,27 @@ repository root:
   bisection on the integer quality (0-100, assuming the size grows with it) finds the highest
   quality whose file fits; where even quality 0 is over, that point is kept with its real rate and
   marked "over".
+* **JPEG XL**, through imagecodecs (``pip install imagecodecs``, in the ``bench`` extra), in
+  memory: ``jpegxl_encode(pixels, level=quality, effort=7, numthreads=1)`` (effort 7: libjxl's
+  default; ``level``: imagecodecs' quality, 0-100), the bare codestream, no container; the same
+  bisection on the quality. Without imagecodecs it is skipped with one line.
 * **ironlearn** (``from ironlearn import codec``): ``codec.compress_array(pixels, bpp=target,
   seconds=--seconds)`` once, decoded with ``codec.decode``; its rate is its file's, marked "over"
   too where it is over the target. ``mlp_steps`` in the JSON: the MLP's training steps when the
-  file kept one, 0 when the pyramid alone was better for its bits.
+  file kept one, 0 when the pyramid alone was better for its bits. **The page**: each file is
+  written to a temporary folder and ``ironlearn.viewer.write_viewer`` (what ``ironlearn view
+  FILE.ilc`` runs) writes its page beside it; the page's bytes, and their ratio to the file's,
+  are columns of the per-picture rows and of a table per rate.
 * **Quality**: PSNR in RGB, 10 log10(255^2 / MSE) over the three channels of each picture, and the
   mean of those per-picture PSNRs over the pictures (the Kodak convention, not the PSNR of a mean
   MSE). Times: the median of three runs of the final encode (one for ironlearn, whose encode is
   its time budget) and of three decodes.
 
-Written under ``--out``: ``results.md`` (a table per rate, then one row per picture, codec and
-rate) and ``results.json`` (every row); the plot of mean PSNR against mean real rate goes to
-``--plot``. A progress line is printed as each picture, codec and rate finishes. The whole run
-takes about 20 minutes, most of it ironlearn's encodes (8 pictures x 4 rates x 30 s).
+Written under ``--out``: ``results.md`` (a table per rate with the per-picture PSNRs' and rates'
+mean, min, median and max per codec; ironlearn's mean against each other codec's, with how many
+pictures it is at or above; ironlearn's pages; then one row per picture, codec and rate) and
+``results.json`` (every row); the plot of mean PSNR against mean real rate goes to ``--plot``. A progress line is printed as each picture, codec and rate finishes. The whole run
+takes about 40 minutes, most of it ironlearn's encodes (8 pictures x 4 rates x 30 s).
 """
 
 from __future__ import annotations
@@ -65,7 +73,8 @@ PILLOW_OPTIONS = {
     "webp": {"format": "WEBP", "method": 6},
     "avif": {"format": "AVIF", "subsampling": "4:4:4", "speed": 6, "max_threads": 1},
 }
-CODECS = (*PILLOW_OPTIONS, "ironlearn")
+JPEGXL_OPTIONS = {"effort": 7, "numthreads": 1}
+CODECS = ("jpeg", "webp", "jpegxl", "avif", "ironlearn")
 REPEATS = 3
 
 
@@ -106,19 +115,19 @@ def median_seconds(work, repeats: int = REPEATS):
     return result, statistics.median(times)
 
 
-class PillowCodec:
-    """One of Pillow's encoders at an integer quality (0-100), files kept per quality so that
-    every rate's bisection on one picture reuses the encodes of the others."""
+def decode_pillow(data: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+class QualityCodec:
+    """An encoder at an integer quality (0-100) for one picture, files kept per quality so that
+    every rate's bisection on the picture reuses the encodes of the others. A subclass gives
+    ``encode(quality) -> bytes`` and ``decode(data) -> uint8 (H, W, 3)``."""
 
     def __init__(self, name: str, pixels: np.ndarray):
         self.name, self.pixels = name, pixels
-        self.image = Image.fromarray(pixels)
         self.files: dict[int, bytes] = {}
-
-    def encode(self, quality: int) -> bytes:
-        buffer = io.BytesIO()
-        self.image.save(buffer, quality=quality, **PILLOW_OPTIONS[self.name])
-        return buffer.getvalue()
 
     def file(self, quality: int) -> bytes:
         if quality not in self.files:
@@ -141,12 +150,41 @@ class PillowCodec:
     def row(self, target: float) -> dict:
         quality = self.highest_quality(target)
         data, encode_s = median_seconds(lambda: self.encode(quality))
-        return {"quality": quality, **measure(data, self.pixels, target, encode_s, decode_pillow)}
+        return {"quality": quality, **measure(data, self.pixels, target, encode_s, self.decode)}
 
 
-def decode_pillow(data: bytes) -> np.ndarray:
-    with Image.open(io.BytesIO(data)) as image:
-        return np.asarray(image.convert("RGB"))
+class PillowCodec(QualityCodec):
+    """JPEG, WebP or AVIF through Pillow, with :data:`PILLOW_OPTIONS`."""
+
+    def __init__(self, name: str, pixels: np.ndarray):
+        super().__init__(name, pixels)
+        self.image = Image.fromarray(pixels)
+
+    def encode(self, quality: int) -> bytes:
+        buffer = io.BytesIO()
+        self.image.save(buffer, quality=quality, **PILLOW_OPTIONS[self.name])
+        return buffer.getvalue()
+
+    decode = staticmethod(decode_pillow)
+
+
+class JpegXLCodec(QualityCodec):
+    """JPEG XL through imagecodecs, with :data:`JPEGXL_OPTIONS`."""
+
+    def __init__(self, name: str, pixels: np.ndarray):
+        import imagecodecs
+
+        super().__init__(name, pixels)
+        self.imagecodecs = imagecodecs
+
+    def encode(self, quality: int) -> bytes:
+        return bytes(self.imagecodecs.jpegxl_encode(self.pixels, level=quality, **JPEGXL_OPTIONS))
+
+    def decode(self, data: bytes) -> np.ndarray:
+        return self.imagecodecs.jpegxl_decode(data, numthreads=JPEGXL_OPTIONS["numthreads"])
+
+
+QUALITY_CODECS = {**dict.fromkeys(PILLOW_OPTIONS, PillowCodec), "jpegxl": JpegXLCodec}
 
 
 def measure(data: bytes, pixels: np.ndarray, target: float, encode_s: float, decode) -> dict:
@@ -159,11 +197,24 @@ def measure(data: bytes, pixels: np.ndarray, target: float, encode_s: float, dec
             "encode_s": encode_s, "decode_s": decode_s}
 
 
+def page_bytes(data: bytes) -> int:
+    """Bytes of the page that ``ironlearn view FILE.ilc`` writes for the file ``data``."""
+    from ironlearn.viewer import write_viewer
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "picture.ilc")
+        with open(path, "wb") as file:
+            file.write(data)
+        return os.path.getsize(write_viewer(path, os.path.join(folder, "picture.html")))
+
+
 def ironlearn_row(codec, pixels: np.ndarray, target: float, seconds: float) -> dict:
     start = time.perf_counter()
     result = codec.compress_array(pixels, bpp=target, seconds=seconds)
     encode_s = time.perf_counter() - start
-    return {"quality": None, "mlp_steps": result.steps, **measure(result.data, pixels, target, encode_s, codec.decode)}
+    row = {"quality": None, "mlp_steps": result.steps, **measure(result.data, pixels, target, encode_s, codec.decode)}
+    page = page_bytes(result.data)
+    return {**row, "page_bytes": page, "page_ratio": page / len(result.data)}
 
 
 def ironlearn_codec():
@@ -177,25 +228,45 @@ def ironlearn_codec():
     return (None, f"ironlearn.codec has no {' or '.join(missing)} yet") if missing else (codec, "")
 
 
-def run(pictures, codecs, rates, seconds: float) -> list[dict]:
+def jpegxl_missing() -> str:
+    """Why JPEG XL cannot run here, or "" when it can."""
+    if importlib.util.find_spec("imagecodecs") is None:
+        return "imagecodecs is not installed (pip install imagecodecs, or the bench extra)"
+    import imagecodecs
+
+    return "" if imagecodecs.JPEGXL.available else f"imagecodecs {imagecodecs.__version__} was built without JPEG XL"
+
+
+def runnable(codecs) -> tuple[list[str], object]:
+    """(the codecs of ``codecs`` that can run here, ironlearn's codec module or None), after one
+    line for each that cannot."""
     codec, why_not = ironlearn_codec() if "ironlearn" in codecs else (None, "")
-    if why_not:
-        print(f"ironlearn: skipped, {why_not}", flush=True)
+    missing = {"ironlearn": why_not, "jpegxl": jpegxl_missing() if "jpegxl" in codecs else ""}
+    for name, why in missing.items():
+        if why:
+            print(f"{name}: skipped, {why}", flush=True)
+    return [name for name in codecs if not missing.get(name)], codec
+
+
+def run(pictures, codecs, rates, seconds: float, codec=None) -> list[dict]:
+    """Every row: each picture, codec (all runnable; ``codec`` is ironlearn's module) and rate."""
     rows = []
     for name, pixels in pictures:
         for codec_name in codecs:
-            if codec_name == "ironlearn" and codec is None:
-                continue
-            pillow = PillowCodec(codec_name, pixels) if codec_name in PILLOW_OPTIONS else None
+            quality = QUALITY_CODECS[codec_name](codec_name, pixels) if codec_name in QUALITY_CODECS else None
             for target in rates:
-                row = pillow.row(target) if pillow else ironlearn_row(codec, pixels, target, seconds)
+                row = quality.row(target) if quality else ironlearn_row(codec, pixels, target, seconds)
                 row = {"image": name, "width": pixels.shape[1], "height": pixels.shape[0], "codec": codec_name,
                        "target_bpp": target, **row}
                 rows.append(row)
                 print(f"{name} {codec_name} {target:g} bpp: {_quality(row)}, {row['bpp']:.4f} bpp"
                       f"{' (over)' if row['over'] else ''}, {row['psnr_db']:.2f} dB, encode {row['encode_s']:.3f} s,"
-                      f" decode {row['decode_s']:.4f} s", flush=True)
+                      f" decode {row['decode_s']:.4f} s{_page(row)}", flush=True)
     return rows
+
+
+def _page(row: dict) -> str:
+    return f", page {row['page_bytes']:,} bytes ({row['page_ratio']:.1f}x the file)" if "page_bytes" in row else ""
 
 
 def _quality(row: dict) -> str:
@@ -205,36 +276,90 @@ def _quality(row: dict) -> str:
     return f"pyramid + MLP ({row['mlp_steps']} steps)" if row.get("mlp_steps") else "pyramid"
 
 
+def _spread(values, spec: str) -> list[str]:
+    """The mean, min, median and max of ``values``, each formatted by ``spec`` (".2f")."""
+    return [format(float(value), spec) for value in
+            (np.mean(values), min(values), statistics.median(values), max(values))]
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "| --- " * len(head) + "|"] + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _picked(rows: list[dict], codec_name: str, target: float) -> list[dict]:
+    return [row for row in rows if row["codec"] == codec_name and row["target_bpp"] == target]
+
+
 def summary(rows: list[dict], codecs, rates) -> list[str]:
-    """A Markdown table per target rate: the per-picture PSNRs' mean, min, median and max per codec."""
+    """A Markdown table per target rate: the per-picture PSNRs' and rates' mean, min, median and
+    max per codec, the files over the target and the median times."""
     lines = []
     for target in rates:
-        lines += [f"### {target:g} bpp", "",
-                  "| codec | pictures | mean PSNR (dB) | min | median | max | mean bpp | over | encode (s, median) "
-                  "| decode (s, median) |", "| --- " * 10 + "|"]
+        table = []
         for codec_name in codecs:
-            picked = [row for row in rows if row["codec"] == codec_name and row["target_bpp"] == target]
-            if not picked:
-                continue
-            db = [row["psnr_db"] for row in picked]
-            lines.append(f"| {codec_name} | {len(picked)} | {np.mean(db):.2f} | {min(db):.2f} | "
-                         f"{statistics.median(db):.2f} | {max(db):.2f} | {np.mean([r['bpp'] for r in picked]):.4f} | "
-                         f"{sum(r['over'] for r in picked)} | {statistics.median(r['encode_s'] for r in picked):.3f} | "
-                         f"{statistics.median(r['decode_s'] for r in picked):.4f} |")
-        lines.append("")
+            picked = _picked(rows, codec_name, target)
+            if picked:
+                table.append([codec_name, str(len(picked)), *_spread([r["psnr_db"] for r in picked], ".2f"),
+                              *_spread([r["bpp"] for r in picked], ".4f"), str(sum(r["over"] for r in picked)),
+                              f"{statistics.median(r['encode_s'] for r in picked):.3f}",
+                              f"{statistics.median(r['decode_s'] for r in picked):.4f}"])
+        lines += [f"### {target:g} bpp", ""] + _table(
+            ["codec", "pictures", "mean PSNR (dB)", "min", "median", "max", "mean bpp", "min", "median", "max",
+             "over", "encode (s, median)", "decode (s, median)"], table) + [""]
     return lines
+
+
+def against(rows: list[dict], codecs, rates) -> list[str]:
+    """ironlearn's mean PSNR against each other codec's, per rate: the difference of the means,
+    and on how many pictures ironlearn's PSNR is at or above the other's."""
+    others = [name for name in codecs if name != "ironlearn"]
+    table = []
+    for target in rates:
+        ours = {row["image"]: row["psnr_db"] for row in _picked(rows, "ironlearn", target)}
+        if not ours:
+            continue
+        cells = [f"{target:g} bpp", f"{np.mean(list(ours.values())):.2f} dB"]
+        for name in others:
+            theirs = {row["image"]: row["psnr_db"] for row in _picked(rows, name, target) if row["image"] in ours}
+            if len(theirs) != len(ours):
+                cells.append("-")
+                continue
+            mean = np.mean(list(theirs.values()))
+            at_or_above = sum(ours[image] >= db for image, db in theirs.items())
+            cells.append(f"{mean:.2f} ({np.mean(list(ours.values())) - mean:+.2f}; {at_or_above} of {len(ours)})")
+        table.append(cells)
+    if not table or not others:
+        return []
+    return _table(["rate", "ironlearn", *others], table) + [""]
+
+
+def pages(rows: list[dict], rates) -> list[str]:
+    """Per target rate, the sizes of ironlearn's files and of their pages (``ironlearn view``):
+    mean, min, median and max of the page's bytes and of its ratio to the file."""
+    table = []
+    for target in rates:
+        picked = [row for row in _picked(rows, "ironlearn", target) if "page_bytes" in row]
+        if picked:
+            table.append([f"{target:g} bpp", str(len(picked)), f"{np.mean([r['bytes'] for r in picked]):,.0f}",
+                          *_spread([r["page_bytes"] for r in picked], ",.0f"),
+                          *_spread([r["page_ratio"] for r in picked], ".1f")])
+    if not table:
+        return []
+    return _table(["rate", "files", "mean file bytes", "mean page bytes", "min", "median", "max",
+                   "mean page / file", "min", "median", "max"], table) + [""]
 
 
 def per_picture(rows: list[dict]) -> list[str]:
-    lines = ["| picture | size | target bpp | codec | quality | bytes | bpp | PSNR (dB) | encode (s) | decode (s) |",
-             "| --- " * 10 + "|"]
+    table = []
     for row in rows:
         quality = row["quality"] if row["quality"] is not None else _quality(row)
         rate = f"{row['bpp']:.4f}" + (" **over**" if row["over"] else "")
-        lines.append(f"| {row['image']} | {row['width']}x{row['height']} | {row['target_bpp']:g} | {row['codec']} | "
-                     f"{quality} | {row['bytes']:,} | {rate} | {row['psnr_db']:.2f} | {row['encode_s']:.3f} | "
-                     f"{row['decode_s']:.4f} |")
-    return lines
+        page = [f"{row['page_bytes']:,}", f"{row['page_ratio']:.1f}"] if "page_bytes" in row else ["-", "-"]
+        table.append([row["image"], f"{row['width']}x{row['height']}", f"{row['target_bpp']:g}", row["codec"],
+                      str(quality), f"{row['bytes']:,}", rate, f"{row['psnr_db']:.2f}", f"{row['encode_s']:.3f}",
+                      f"{row['decode_s']:.4f}", *page])
+    return _table(["picture", "size", "target bpp", "codec", "quality", "bytes", "bpp", "PSNR (dB)", "encode (s)",
+                   "decode (s)", "page (bytes)", "page / file"], table)
 
 
 def plot(rows: list[dict], codecs, rates, path: str, pictures: int) -> None:
@@ -283,13 +408,24 @@ def libraries() -> str:
                      (("libjpeg", "jpg"), ("libwebp", "webp"), ("libavif", "avif")))
 
 
-def header(args, pictures) -> list[str]:
+def jpegxl_library() -> str:
+    """imagecodecs' and libjxl's versions, or "" without imagecodecs."""
+    if jpegxl_missing():
+        return ""
+    import imagecodecs
+
+    return f"imagecodecs {imagecodecs.__version__} ({imagecodecs.jpegxl_version()})"
+
+
+def header(args, pictures, codecs) -> list[str]:
+    jpegxl = f"; {jpegxl_library()}" if "jpegxl" in codecs else ""
+    options = [f"{name} {options}" for name, options in PILLOW_OPTIONS.items() if name in codecs]
+    options += [f"jpegxl {JPEGXL_OPTIONS}"] if "jpegxl" in codecs else []
     return [f"# Rate and distortion ({datetime.date.today()})", "",
-            f"{machine()}; Pillow {PIL.__version__} ({libraries()}).",
+            f"{machine()}; Pillow {PIL.__version__} ({libraries()}){jpegxl}.",
             f"Pictures: {', '.join(f'{name} {p.shape[1]}x{p.shape[0]}' for name, p in pictures)}.",
             "PSNR in RGB per picture, then the mean of those PSNRs (the Kodak convention); rates in bits per "
-            "pixel of the whole file. Pillow: " + "; ".join(f"{name} {options}" for name, options in
-                                                             PILLOW_OPTIONS.items()) + "; "
+            "pixel of the whole file. Options: " + "; ".join(options) + "; "
             f"ironlearn: {args.seconds:g} s to encode.", ""]
 
 
@@ -310,8 +446,16 @@ def main():
     os.makedirs(args.folder, exist_ok=True)
     pictures = photographs(args.images, args.folder)
     rates = sorted(args.rates)
-    rows = run(pictures, args.codecs, rates, args.seconds)
-    lines = header(args, pictures) + ["## Per target rate", ""] + summary(rows, args.codecs, rates)
+    codecs, codec = runnable(args.codecs)
+    rows = run(pictures, codecs, rates, args.seconds, codec)
+    lines = header(args, pictures, codecs) + ["## Per target rate", ""] + summary(rows, codecs, rates)
+    comparison, page_table = against(rows, codecs, rates), pages(rows, rates)
+    if comparison:
+        lines += ["## ironlearn against the others", "",
+                  "Mean PSNR (dB) at each target rate; in brackets, ironlearn's mean minus the codec's, and on how "
+                  "many pictures ironlearn's PSNR is at or above it.", ""] + comparison
+    if page_table:
+        lines += ["## The page of each ironlearn file (ironlearn view)", ""] + page_table
     lines += ["## Per picture", ""] + per_picture(rows)
     text = "\n".join(lines) + "\n"
     print("\n" + text)
@@ -319,10 +463,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     atomic_write(os.path.join(args.out, "results.md"), lambda file: file.write(text.encode()))
     record = {"machine": machine(), "pillow": f"{PIL.__version__} ({libraries()})", "pillow_options": PILLOW_OPTIONS,
-              "ironlearn_seconds": args.seconds, "rows": rows}
+              "jpegxl": jpegxl_library(), "jpegxl_options": JPEGXL_OPTIONS, "ironlearn_seconds": args.seconds,
+              "rows": rows}
     atomic_write(os.path.join(args.out, "results.json"),
                  lambda file: file.write(json.dumps(record, indent=1).encode()))
-    plot(rows, args.codecs, rates, args.plot, len(pictures))
+    plot(rows, codecs, rates, args.plot, len(pictures))
     print(f"wrote {os.path.join(args.out, 'results.md')}, results.json and {args.plot}")
 
 
