@@ -40,10 +40,18 @@ import ironlearn
 from ironlearn.image import psnr
 
 DRAWN = 1600  # the side the drawings are drawn at, before downscaling
+#: The drawings of the "fine" set: thin lines, hatching and text-like strokes, after the original
+#: project's own picture, a line drawing it redrew at 474 and 1024 px.
+FINE = (5, 6, 7, 8)
+#: The sizes the original project redrew its 200x200 drawing at.
+ORIGINAL_SIZES = (474, 1024)
 
 
 def drawing(number: int) -> Image.Image:
-    """Line drawing ``number`` (0-4) at DRAWN px a side: black strokes on white."""
+    """Line drawing ``number`` (0-4, and the fine ones :data:`FINE`) at DRAWN px a side: black
+    strokes on white."""
+    if number in FINE:
+        return fine_drawing(number)
     image = Image.new("L", (DRAWN, DRAWN), 255)
     pen = ImageDraw.Draw(image)
     rng = np.random.default_rng(number)
@@ -73,6 +81,50 @@ def drawing(number: int) -> Image.Image:
     return image
 
 
+def fine_drawing(number: int) -> Image.Image:
+    """A drawing of thin strokes (4 to 8 px at DRAWN, so 0.5 to 1 px at 200): a hatched cube,
+    scribbled handwriting, a leaf with veins, a cross-hatched disc."""
+    image = Image.new("L", (DRAWN, DRAWN), 255)
+    pen = ImageDraw.Draw(image)
+    rng = np.random.default_rng(number)
+    width = int(rng.integers(4, 9))
+    if number == 5:  # a cube, its faces hatched
+        front = [(300, 600), (1000, 600), (1000, 1300), (300, 1300)]
+        back = [(x + 300, y - 300) for x, y in front]
+        for a, b in zip(front + front, back + front[1:] + front[:1]):
+            pen.line([a, b], fill=0, width=width)
+        pen.line(back + back[:1], fill=0, width=width)
+        for k in range(1, 14):
+            pen.line([(300 + 50 * k, 600), (300 + 50 * k + 300, 300)], fill=0, width=max(2, width // 2))
+    elif number == 6:  # handwriting: lines of loops
+        for row in range(6):
+            t = np.linspace(0, 22 * np.pi, 700)
+            x = 120 + t / t[-1] * 1360
+            y = 250 + 220 * row + 45 * np.sin(t) + 25 * np.sin(2.7 * t)
+            pen.line(list(zip(x + 30 * np.cos(t), y)), fill=0, width=width)
+    elif number == 7:  # a leaf and its veins
+        t = np.linspace(0, np.pi, 200)
+        outline = [(800 + 600 * np.cos(a) * 0.35 * np.sin(a) * 3, 150 + 1300 * a / np.pi) for a in t]
+        pen.line(outline + [(800 - (x - 800), y) for x, y in outline[::-1]], fill=0, width=width)
+        pen.line([(800, 150), (800, 1450)], fill=0, width=width)
+        for k in range(1, 12):
+            y = 150 + 110 * k
+            reach = 600 * 0.35 * 3 * np.sin(np.pi * k / 12) * np.cos(np.pi * k / 12) * 0.9
+            pen.line([(800, y), (800 + abs(reach), y - 80)], fill=0, width=max(2, width // 2))
+            pen.line([(800, y), (800 - abs(reach), y - 80)], fill=0, width=max(2, width // 2))
+    else:  # a disc, cross-hatched
+        mask = Image.new("L", (DRAWN, DRAWN), 0)
+        ImageDraw.Draw(mask).ellipse([250, 250, 1350, 1350], fill=255)
+        hatch = Image.new("L", (DRAWN, DRAWN), 255)
+        lines = ImageDraw.Draw(hatch)
+        for k in range(-40, 40):
+            lines.line([(40 * k, 0), (40 * k + DRAWN, DRAWN)], fill=0, width=width)
+            lines.line([(40 * k + DRAWN, 0), (40 * k, DRAWN)], fill=0, width=width)
+        image.paste(hatch, mask=mask)
+        pen.ellipse([250, 250, 1350, 1350], outline=0, width=width)
+    return image
+
+
 def binary(image: Image.Image, side: int) -> np.ndarray:
     """``image`` downscaled to ``side`` (Lanczos) and thresholded: True where white."""
     return np.asarray(image.resize((side, side), Image.LANCZOS)) >= 128
@@ -96,6 +148,30 @@ def drawings(seconds: float, options: dict, folder: str) -> list[dict]:
         bicubic = as_unit(Image.fromarray(small.astype(np.uint8) * 255).resize((400, 400), Image.BICUBIC)) >= 0.5
         rows.append({"picture": f"drawing{number}", "fit_db": run.metrics["psnr_db"], "steps": run.metrics["steps"],
                      "x2_right": (redraw == truth).mean(), "bicubic_right": (bicubic == truth).mean()})
+    return rows
+
+
+def drawings_at_original_sizes(seconds: float, options: dict, folder: str) -> list[dict]:
+    """Every drawing (the five of :func:`drawings` and the :data:`FINE` ones) fitted at 200x200 and
+    redrawn at :data:`ORIGINAL_SIZES`, scored by the share of pixels right against the drawing at
+    that size, beside bicubic and Lanczos upscaling of the 200x200 picture."""
+    rows = []
+    for number in (*range(5), *FINE):
+        big = drawing(number)
+        small = binary(big, 200)
+        path = os.path.join(folder, f"drawing{number}.png")
+        Image.fromarray(small).save(path)
+        run = ironlearn.fit(path, os.path.join(folder, f"run-drawing{number}"), mode="binary", time_budget=seconds,
+                            force=True, **options)
+        row = {"picture": f"drawing{number}", "steps": run.metrics["steps"]}
+        for side in ORIGINAL_SIZES:
+            truth = binary(big, side)
+            redraw = as_unit(ironlearn.render(run.model, size=(side, side)))[..., 0] >= 0.5
+            row[f"{side} right"] = (redraw == truth).mean()
+            for name, method in (("bicubic", Image.BICUBIC), ("lanczos", Image.LANCZOS)):
+                upscaled = as_unit(Image.fromarray(small.astype(np.uint8) * 255).resize((side, side), method)) >= 0.5
+                row[f"{side} {name}"] = (upscaled == truth).mean()
+        rows.append(row)
     return rows
 
 
@@ -186,7 +262,8 @@ def _option(text: str):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", choices=("drawings", "photos", "mosaics", "mosaics-gray", "large"),
+    parser.add_argument("--sets", nargs="+",
+                        choices=("drawings", "drawings-original", "photos", "mosaics", "mosaics-gray", "large"),
                         default=["drawings", "photos"])
     parser.add_argument("--seconds-drawing", type=float, default=5.0)
     parser.add_argument("--seconds-photo", type=float, default=10.0)
@@ -206,6 +283,10 @@ def main():
     if "drawings" in args.sets:
         report(f"drawings, 200x200 binary, {args.seconds_drawing:g} s; 2x against the shapes drawn at 400x400",
                drawings(args.seconds_drawing, options, args.folder))
+    if "drawings-original" in args.sets:
+        report(f"drawings (and fine ones), 200x200 binary, {args.seconds_drawing:g} s; redrawn at "
+               f"{' and '.join(map(str, ORIGINAL_SIZES))} against the shapes drawn at that size",
+               drawings_at_original_sizes(args.seconds_drawing, options, args.folder))
     if "photos" in args.sets:
         report(f"photos at 384x256, {args.seconds_photo:g} s; 2x against the 768x512 originals",
                photos(args.seconds_photo, options, args.folder, args.crops))
