@@ -303,3 +303,18 @@ def test_a_tiny_step_on_a_small_picture_keeps_its_latents_within_what_a_file_hol
     assert max(int(np.abs(level).max()) for level in pyramid.latents) == MAX_SYMBOL
     result = codec.compress_array(picture, bpp=4.0, seconds=10)
     assert codec.decode(result.data).shape == (96, 128, 3)
+
+
+def test_compress_says_whether_the_mlp_lost_or_was_never_trained(tmp_path, capsys):
+    """A pyramid kept alone used to say 'the MLP did not pay for its bits' even when no time was
+    left to train one."""
+    from PIL import Image
+
+    from helpers import waves
+
+    picture = tmp_path / "w.png"
+    Image.fromarray(waves(96, 128, 3)).save(picture)
+    assert main(["compress", str(picture), "-o", str(tmp_path / "w.ilc"), "--seconds", "0.01"]) == 0
+    assert "no MLP was trained" in capsys.readouterr().err
+    result = codec.compress_array(waves(96, 128, 3), bpp=0.5, seconds=20)
+    assert result.mlp_tried

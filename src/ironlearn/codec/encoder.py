@@ -58,6 +58,9 @@ class Compressed:
         The encode's time.
     steps : int
         The MLP's training steps (0 when the file holds none).
+    mlp_tried : bool
+        Whether an MLP was trained at all: False when the time left none, or the picture is too
+        small for one.
     """
 
     data: bytes
@@ -65,6 +68,7 @@ class Compressed:
     psnr: float
     seconds: float
     steps: int
+    mlp_tried: bool = False
 
 
 def _as_unit(values) -> np.ndarray:
@@ -210,7 +214,8 @@ def _cheapest(job: _Job, candidates) -> Compressed:
         if best is None or cost < best[0]:
             best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, steps))
     result = best[1]
-    return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - job.clock.started, result.steps)
+    return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - job.clock.started, result.steps,
+                      mlp_tried=any(network is not None for _, network, _ in candidates))
 
 
 def compress_array(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
