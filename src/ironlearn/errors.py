@@ -9,8 +9,9 @@ class UsageError(ValueError):
 class OptionError(UsageError):
     """A value given for an option that cannot work.  The message names each option in
     ``options`` through a ``{name}`` placeholder in ``template``: by its Python name where Python
-    raises it (``time_budget must be a number``), by its flag where the command words it
-    (:meth:`worded`: ``--time-budget must be a number``), so the two never disagree.
+    raises it (``time_budget must be a number``), or as ``python`` words it (``force=True``), and
+    by its flag where the command words it (:meth:`worded`: ``--time-budget must be a number``,
+    ``--force``), so the two never disagree.
 
     Examples
     --------
@@ -19,9 +20,9 @@ class OptionError(UsageError):
     ('give size or scale (one of the two)', 'give --size or --scale (one of the two)')
     """
 
-    def __init__(self, template: str, *options: str):
-        self.template, self.options = template, options
-        super().__init__(self.worded(str))
+    def __init__(self, template: str, *options: str, **python: str):
+        self.template, self.options = template, options + tuple(python)
+        super().__init__(self.worded(lambda name: python.get(name, name)))
 
     def worded(self, name_of) -> str:
         """The message with each option named by ``name_of(option)``."""

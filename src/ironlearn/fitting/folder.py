@@ -11,6 +11,7 @@ from ..files import TMP_SUFFIX, is_generated_page, is_stale_temporary, remove_st
 # The fitting layer names the run folder's files through this module.
 from ..run_files import (CHECKPOINT, FILES, FRAMES, HISTORY, LOCK, LOSS_PLOT, METRICS, MODEL,  # noqa: F401
                          RECONSTRUCTION, TIMELAPSE, VIEWER)
+from ..errors import OptionError
 from .options import UsageError
 
 
@@ -18,14 +19,14 @@ from .options import UsageError
 def check_resumable(out: str) -> str:
     """The checkpoint path of the run in ``out``; UsageError when there is none."""
     if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
+        raise OptionError(f"{{out}} {out} is a file; give a folder for the run's outputs", "out")
     path = os.path.join(out, CHECKPOINT)
     if not os.path.isfile(path):
         running = holder(out)
         if running is not None:
-            raise UsageError(f"a fit is running in {out} (process {running}) and has not saved its first checkpoint "
-                             "yet; wait for it, or choose another --out")
-        raise UsageError(f"nothing to resume: {path} does not exist (drop --resume to start a new run)")
+            raise OptionError(f"a fit is running in {out} (process {running}) and has not saved its first checkpoint "
+                              "yet; wait for it, or choose another {out}", "out")
+        raise OptionError(f"nothing to resume: {path} does not exist (drop {{resume}} to start a new run)", "resume")
     return path
 
 
@@ -46,25 +47,26 @@ def check_new(out: str, *, force: bool, input: str | None = None) -> None:
     The picture ``input`` is never written over, whatever the options.
     """
     if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
+        raise OptionError(f"{{out}} {out} is a file; give a folder for the run's outputs", "out")
     check_not_input(out, input)
     holds_run = os.path.exists(os.path.join(out, CHECKPOINT))
     if holds_run and not force:
-        raise UsageError(f"{out} already holds a run; use --resume to continue it, --force to start over, "
-                         "or --out for another folder")
+        raise OptionError(f"{out} already holds a run; use {{resume}} to continue it, {{force}} to start over, "
+                          "or {out} for another folder", "out", force="force=True", resume="resume=True")
     found = [] if holds_run or force else _leftovers(out)
     if found:
         listed = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-        raise UsageError(f"{out} is not empty and holds no run ({listed}); give an empty or new folder with --out, "
-                         "or --force to write the run's files beside these (files of other names are kept)")
+        raise OptionError(f"{out} is not empty and holds no run ({listed}); give an empty or new folder with "
+                          "{out}, or {force} to write the run's files beside these (files of other names are kept)",
+                          "out", force="force=True")
     parent = os.path.abspath(out)
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
         raise UsageError(f"cannot create the output folder {out}: {parent} is a file")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot create the output folder {out}: {parent} is not writable; "
-                         "choose another with --out")
+        raise OptionError(f"cannot create the output folder {out}: {parent} is not writable; "
+                          "choose another with {out}", "out")
 
 
 def check_not_input(out: str, input: str | None) -> None:
@@ -74,8 +76,8 @@ def check_not_input(out: str, input: str | None) -> None:
     for name in FILES:
         path = os.path.join(out, name)
         if os.path.exists(path) and os.path.samefile(path, input):
-            raise UsageError(f"{input} is where the run writes its {name}; move the picture, or choose "
-                             "another --out")
+            raise OptionError(f"{input} is where the run writes its {name}; move the picture, or choose "
+                              "another {out}", "out")
 
 
 def check_writable(out: str) -> None:
@@ -112,10 +114,10 @@ def start_over(out: str) -> list[str]:
 def create(out: str) -> None:
     """Make the folder ``out`` (and its parents); UsageError when that cannot be done."""
     if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out {out} is a file; give a folder for the run's outputs")
+        raise OptionError(f"{{out}} {out} is a file; give a folder for the run's outputs", "out")
     if os.path.islink(out) and not os.path.exists(out):
-        raise UsageError(f"--out {out} is a link to {os.readlink(out)}, which does not exist; create that folder, "
-                         "or choose another --out")
+        raise OptionError(f"{{out}} {out} is a link to {os.readlink(out)}, which does not exist; create that "
+                          "folder, or choose another {out}", "out")
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
@@ -152,8 +154,8 @@ class RunLock:
                 file.seek(0)
                 holder = file.read().strip() or "another process"
                 file.close()
-                raise UsageError(f"another fit is running in {os.path.dirname(self.path)} (process {holder}); "
-                                 "wait for it to finish, or choose another --out") from None
+                raise OptionError(f"another fit is running in {os.path.dirname(self.path)} (process {holder}); "
+                                  "wait for it to finish, or choose another {out}", "out") from None
             # The holder before us may have removed the file between our open and our lock: then
             # we locked a file no one else can see, and must lock the one at the path instead.
             try:
@@ -165,8 +167,8 @@ class RunLock:
         file.seek(0)
         if not _is_lock_text(file.read()):  # a user's file of that name: never truncate or remove it
             file.close()
-            raise UsageError(f"{self.path} is not a lock of ironlearn's (it holds other text); move it, "
-                             "or choose another --out")
+            raise OptionError(f"{self.path} is not a lock of ironlearn's (it holds other text); move it, "
+                              "or choose another {out}", "out")
         file.seek(0)
         file.truncate()
         file.write(str(os.getpid()))
@@ -177,17 +179,17 @@ class RunLock:
     def _open(self):
         """The lock file, opened for reading and writing and created if missing.  A link, a folder
         or anything but a plain file at that name is a user's, and gets a UsageError."""
-        elsewhere = (f"{self.path} is not a plain file, where ironlearn keeps its lock; move it, "
-                     "or choose another --out")
+        elsewhere = OptionError(f"{self.path} is not a plain file, where ironlearn keeps its lock; move it, "
+                                "or choose another {out}", "out")
         try:
             file = _open_plain(self.path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             if os.path.islink(self.path) or os.path.isdir(self.path):
-                raise UsageError(elsewhere) from None
-            raise UsageError(f"cannot open {self.path}: {exc.strerror}; make the folder writable, "
-                             "or choose another --out") from None
+                raise elsewhere from None
+            raise OptionError(f"cannot open {self.path}: {exc.strerror}; make the folder writable, "
+                              "or choose another {out}", "out") from None
         if file is None:
-            raise UsageError(elsewhere)
+            raise elsewhere
         return file
 
     def __exit__(self, *exc) -> None:

@@ -147,12 +147,13 @@ def validate(options: FitOptions) -> None:
     if options.start not in (None, *STARTS):
         raise UsageError(f"unknown start {options.start!r}: use {' or '.join(STARTS)}")
     if options.start is not None and options.resume:
-        raise UsageError("--start says how a new fit begins, and --resume goes on from the run's checkpoint: "
-                         "drop --start (or use --force to start the run over)")
+        raise OptionError("{start} says how a new fit begins, and {resume} goes on from the run's checkpoint: "
+                          "drop {start} (or use {force} to start the run over)", "start", resume="resume=True",
+                          force="force=True")
     if options.progress not in (None, *PROGRESS):
         raise UsageError(f"unknown progress style {options.progress!r}: use {', '.join(PROGRESS)}")
     if options.schedule not in (None, *SCHEDULES):
         raise UsageError(f"unknown schedule {options.schedule!r}: use {' or '.join(SCHEDULES)}")
     if options.resume and options.force:
-        raise UsageError("--resume and --force contradict each other: --resume continues the run, "
-                         "--force starts it over")
+        raise OptionError("{resume} and {force} contradict each other: {resume} continues the run, "
+                          "{force} starts it over", resume="resume=True", force="force=True")

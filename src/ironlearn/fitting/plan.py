@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ..checks import is_finite, is_whole
+from ..errors import OptionError
 from ..image.fingerprint import fingerprint
 from ..image.io import MODES
 from ..image.sampling import FILTERS
@@ -73,8 +74,8 @@ def check_saved(saved: dict, where: str) -> None:
             continue
         if name not in saved or not valid(saved[name]):
             what = "lacks" if name not in saved else "holds a bad value for"
-            raise UsageError(f"the checkpoint in {where} {what} the setting {name!r} (damaged, or not written by "
-                             "ironlearn fit), so it cannot be resumed; use --force to start a new run")
+            raise OptionError(f"the checkpoint in {where} {what} the setting {name!r} (damaged, or not written by "
+                              "ironlearn fit), so it cannot be resumed; use {force} to start a new run", force="force=True")
 
 
 def resume_options(options: FitOptions, saved: dict) -> FitOptions:
@@ -95,8 +96,8 @@ def resume_options(options: FitOptions, saved: dict) -> FitOptions:
         if value is not None and saved_model.get(name) != value:
             mismatches.append(f"{OPTIONS[name].flag} {value} (the run used {saved_model.get(name)})")
     if mismatches:
-        raise UsageError(f"cannot resume with different settings: {'; '.join(mismatches)}; "
-                         "drop them, or use --force to start a new run")
+        raise OptionError(f"cannot resume with different settings: {'; '.join(mismatches)}; "
+                          "drop them, or use {force} to start a new run", force="force=True")
     changes["model_options"] = dict(saved_model)
     changes.update({name: saved.get(name) for name in _INHERITED if getattr(options, name) is None})
     if options.size is None:
@@ -271,13 +272,13 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
     """
     if saved is not None and list(saved.get("size", [])) != [picture.width, picture.height]:
         width, height = saved["size"]
-        raise UsageError(f"the run in {options.run_folder} was trained at {width}x{height}, and --size gives "
-                         f"{picture.width}x{picture.height}; drop --size to resume it, or use --force to start "
-                         "a new run at this size")
+        raise OptionError(f"the run in {options.run_folder} was trained at {width}x{height}, and {{size}} gives "
+                          f"{picture.width}x{picture.height}; drop {{size}} to resume it, or use {{force}} to start "
+                          "a new run at this size", "size", force="force=True")
     print_ = fingerprint(picture)
     if saved is not None and saved.get("fingerprint") != print_:
-        raise UsageError(f"{options.input} is not the image the run in {options.run_folder} was trained on "
-                         f"({saved.get('input')}); use --force to start a new run")
+        raise OptionError(f"{options.input} is not the image the run in {options.run_folder} was trained on "
+                          f"({saved.get('input')}); use {{force}} to start a new run", force="force=True")
     preset = PRESETS[options.model or DEFAULT_PRESET]
     try:
         model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.mode)
@@ -288,9 +289,9 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
     lr_min = options.lr_min if options.lr_min is not None else \
         preset.lr_min if options.lr is None else options.lr * (preset.lr_min / preset.lr)
     if lr_min > lr:  # only a given --lr-min can be
-        source = "--lr" if options.lr is not None else f"the learning rate of --model {preset.name}"
-        raise UsageError(f"--lr-min {lr_min:g} is above {source} ({lr:g}), where the schedule starts; "
-                         "give a smaller --lr-min")
+        source = "{lr}" if options.lr is not None else f"the learning rate of {{model}} {preset.name}"
+        raise OptionError(f"{{lr_min}} {lr_min:g} is above {source} ({lr:g}), where the schedule starts; "
+                          "give a smaller {lr_min}", "lr_min", "lr", "model")
     steps, time_budget, timed, anneal_from = _length(options, saved)
     return RunPlan(
         input=options.input, out=options.run_folder, fingerprint=print_, mode=picture.mode,

@@ -16,12 +16,13 @@ import time
 from dataclasses import dataclass
 
 from ...backend import BackendError
+from ...errors import OptionError
 from ...image.io import MAX_PIXELS, InputError, load_picture
 from ...signals import terminate_cleanly
 from ...train import CheckpointError, DivergenceError
 from ...train.checkpoint import read_meta
 from .. import folder
-from ..options import FitOptions, UsageError
+from ..options import FitOptions, UsageError, flag
 from ..plan import make_plan, resume_options
 from ..run import Interrupted, fit
 from .inputs import Source
@@ -69,6 +70,8 @@ def failure(exc: BaseException) -> str:
                 f"try a lower one, e.g. --lr {exc.lr / 10:.2g}")
     if isinstance(exc, OSError):
         return one_line((f"{exc.filename}: " if exc.filename else "") + f"{exc.strerror or exc}")
+    if isinstance(exc, OptionError):  # fit-many's summary speaks the command's language, as its flags do
+        return one_line(exc.worded(flag))
     if isinstance(exc, (UsageError, InputError, CheckpointError, BackendError)):
         return one_line(exc)
     return one_line(f"{type(exc).__name__}: {exc}")  # a bug, but still one picture's
