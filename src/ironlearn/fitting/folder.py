@@ -52,13 +52,13 @@ def check_new(out: str, *, force: bool, input: str | None = None) -> None:
     holds_run = os.path.exists(os.path.join(out, CHECKPOINT))
     if holds_run and not force:
         raise OptionError(f"{out} already holds a run; use {{resume}} to continue it, {{force}} to start over, "
-                          "or {out} for another folder", "out", force="force=True", resume="resume=True")
+                          "or {out} for another folder", out="out=", force="force=True", resume="resume=True")
     found = [] if holds_run or force else _leftovers(out)
     if found:
         listed = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         raise OptionError(f"{out} is not empty and holds no run ({listed}); give an empty or new folder with "
                           "{out}, or {force} to write the run's files beside these (files of other names are kept)",
-                          "out", force="force=True")
+                          out="out=", force="force=True")
     parent = os.path.abspath(out)
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
