@@ -94,7 +94,8 @@ def cmd_compress(args) -> int:
     elif result.mlp_tried:
         kept = "pyramid alone (the MLP did not pay for its bits)"
     else:
-        kept = "pyramid alone (no MLP was trained: too little time left, or too small a picture; more --seconds may help)"
+        kept = ("pyramid alone (no MLP was trained: too little time left, or too small a picture; "
+                "more --seconds may help)")
     say(f"wrote {args.output}: {len(result.data):,} bytes, {result.bpp:.4f} bpp, {result.psnr:.2f} dB PSNR, "
         f"{result.seconds:.1f} s; {kept}")
     target = (args.bpp or DEFAULT_BPP) if args.lmbda is None else None

@@ -59,7 +59,8 @@ _SAVED = {
     "batch_size": _whole(0), "seed": _whole(0, none=True), "steps": _whole(1, none=True),
     "lr": _number(1e-30), "lr_min": _number(0), "time_budget": _number(1e-30, none=True),
     "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),
-    "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0), "stalled_seconds": _number(0), "start": _one_of(("picture", "random")),
+    "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0), "stalled_seconds": _number(0),
+    "start": _one_of(("picture", "random")),
     "anneal_from": lambda v: v is None or (isinstance(v, list) and len(v) == 2 and _whole(0)(v[0])
                                            and _number(1e-30)(v[1])),
 }
@@ -75,7 +76,8 @@ def check_saved(saved: dict, where: str) -> None:
         if name not in saved or not valid(saved[name]):
             what = "lacks" if name not in saved else "holds a bad value for"
             raise OptionError(f"the checkpoint in {where} {what} the setting {name!r} (damaged, or not written by "
-                              "ironlearn fit), so it cannot be resumed; use {force} to start a new run", force="force=True")
+                              "ironlearn fit), so it cannot be resumed; use {force} to start a new run",
+                              force="force=True")
 
 
 def resume_options(options: FitOptions, saved: dict) -> FitOptions:

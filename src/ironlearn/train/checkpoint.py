@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backend import to_host
 from .. import npz
+from ..backend import to_host
 from ..files import atomic_write
 from ..nn.model import Sequential
 from ..optim import schedules
