@@ -44,8 +44,15 @@ def test_resume_is_bit_identical(backend, tmp_path, batch_size, model):
                       batch_size=batch_size, seed=ckpt.meta["seed"]).run(60)
     assert resumed.step == 60
     for name, value in straight.model.named_parameters().items():
-        np.testing.assert_array_equal(backend.to_host(resumed.model.named_parameters()[name]),
-                                      backend.to_host(value), err_msg=name)
+        got, want = backend.to_host(resumed.model.named_parameters()[name]), backend.to_host(value)
+        if backend.device == "cuda" and model.startswith("hashgrid"):
+            # On a GPU the hash grid's gradient is summed with atomic adds, in an order that varies
+            # from run to run, so even two straight runs differ in float32's last bits (an H200:
+            # 20 of 212 table entries, at most 4.4e-7 relative, after 60 steps).  Resume is
+            # bit-identical on the CPU; on a GPU it matches to within that rounding.
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=name)
 
 
 def test_time_budget_stops_training(backend):
