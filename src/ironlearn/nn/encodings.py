@@ -14,7 +14,7 @@ import numpy as np
 from .. import kernels
 from ..arrays import join_columns, take_columns
 from ..backend import get_array_module, take_rows
-from .lattice import AxisRead, Lattice, Reads
+from .lattice import AxisRead, Lattice, LevelReads, Reads
 from .layers import Layer, bound_arguments, check_count, register
 from .splines import INTERPOLATIONS
 from .sparse import BlockGrad, MaskedGrad, RowGrad, rectangle, sparse_gradient
@@ -99,7 +99,7 @@ class HashGrid(Layer):
     level that is hashed has no rectangle: the lattice is then read point by point.
     """
 
-    _cached = ("_x", "_marks", "_slots", "_constants", "_rectangles")
+    _cached = ("_x", "_marks", "_slots", "_reads_on", "_rectangles")
 
     #: The gradient is a :class:`RowGrad` (and the optimizers lazy) when a batch makes fewer
     #: lookups than this share of the table's rows.  Dense Adam learns more per step (0.4-0.5 dB
@@ -148,6 +148,7 @@ class HashGrid(Layer):
         self._lookups = []
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
         self._constants = None  # per-level arrays on the device, made on first use
+        self._reads_on = None  # the same for reads: (device and dtype, LevelReads)
         self._axes = {}  # reads of recent lattices' axes: (device, level, axis, coordinates) -> AxisRead
         self._rectangles = None  # where the last lattice read each level, for backward
 
@@ -227,48 +228,57 @@ class HashGrid(Layer):
                 self._lookups.append(self._lookups.pop(i))  # the most recently used goes last
                 return cached[1]
         xp = get_array_module(x)
-        n = len(x)
         offsets, weights_along = INTERPOLATIONS[self.interpolation]
-        taps = len(offsets) ** 2
+        levels = self._read_constants(xp, x.dtype)
         unit = (x + 1) * 0.5  # [-1, 1] -> [0, 1]
-        indices = xp.empty((taps, n, self.levels), dtype=xp.int64)
-        weights = xp.empty((taps, n, self.levels), dtype=x.dtype)
-        fractions = xp.empty((2, n, self.levels), dtype=x.dtype)
-        shift = 0.5 if self.centred else 0.0
-        for level in range(self.levels):
-            cells = self.resolutions[level], self.resolutions_y[level]
-            lasts = self.sides[level] - 1, self.sides_y[level] - 1  # the last vertex along x and y
-            (fx, along_x), (fy, along_y) = [self._axis_reads(xp, unit[:, axis], res, last, shift, offsets)
-                                            for axis, res, last in zip((0, 1), cells, lasts)]
-            (wx, _), (wy, _) = weights_along(fx), weights_along(fy)
-            for k in range(taps):
-                j, i = divmod(k, len(offsets))
-                indices[k, :, level] = self._index(xp, level, along_x[i], along_y[j])
-                weights[k, :, level] = wx[i] * wy[j]
-            fractions[0, :, level], fractions[1, :, level] = fx, fy
+        # Every level at once, as (n, L) arrays: a step then launches a few dozen operations on a
+        # GPU, not a few dozen a level, and each element sees the same float32 arithmetic.
+        (fx, along_x), (fy, along_y) = [self._axis_reads(xp, unit[:, axis, None], *levels.axes[axis],
+                                                         0.5 if self.centred else 0.0, offsets) for axis in (0, 1)]
+        (wx, _), (wy, _) = weights_along(fx), weights_along(fy)
+        taps = len(offsets) ** 2
+        indices = xp.empty((taps, len(x), self.levels), dtype=xp.int64)
+        weights = xp.empty((taps, len(x), self.levels), dtype=x.dtype)
+        for k in range(taps):
+            j, i = divmod(k, len(offsets))
+            indices[k] = self._index(xp, levels, along_x[i], along_y[j])
+            weights[k] = wx[i] * wy[j]
+        fractions = xp.stack([fx, fy])
         spread = weights[..., None] if self.features == 1 else xp.repeat(weights[..., None], self.features, axis=-1)
         reads = Reads(indices, weights, fractions, spread)
         self._lookups = self._lookups[-(LOOKUP_CACHE - 1):] + [(x, reads)]
         return reads
 
     @staticmethod
-    def _axis_reads(xp, unit, res, last, shift, offsets):
+    def _axis_reads(xp, unit, res, last, corner_max, last_index, shift, offsets):
         """Along one axis: the positions within their cells, and the vertices read (``offsets`` from
-        each cell's first)."""
+        each cell's first).  ``res`` cells with vertices up to ``last`` (``last_index`` as an int,
+        ``corner_max`` the last cell's first vertex): numbers, or ``(L,)`` arrays of each level's."""
         position = xp.clip(unit * res - shift, 0, last)
-        corner = xp.minimum(xp.floor(position), max(last - 1, 0))  # the last vertex closes the last cell
+        corner = xp.minimum(xp.floor(position), corner_max)  # the last vertex closes the last cell
         first = corner.astype(xp.int64)
         # Vertices past the edge read the edge's (a level of one vertex reads it every time).
-        return position - corner, [xp.clip(first + o, 0, last) for o in offsets]
+        return position - corner, [xp.clip(first + o, 0, last_index) for o in offsets]
 
-    def _index(self, xp, level, ix, iy):
-        if self.hashed[level]:
-            size = self.sizes[level]
+    def _index(self, xp, levels, ix, iy):
+        """The table rows of vertices ``(ix, iy)``, ``(n, L)``: hashed on the levels that hash."""
+        hashed = None
+        if levels.any_hashed:
             h = (ix.astype(xp.uint64) * _HASH_PRIMES[0]) ^ (iy.astype(xp.uint64) * _HASH_PRIMES[1])
-            local = (h & xp.uint64(size - 1)).astype(xp.int64)
-        else:
-            local = iy * self.sides[level] + ix
-        return local + int(self.offsets[level])
+            hashed = (h & levels.masks).astype(xp.int64)
+            if levels.all_hashed:
+                return hashed + levels.offsets
+        dense = iy * levels.sides + ix
+        local = dense if hashed is None else xp.where(levels.hashed, hashed, dense)
+        return local + levels.offsets
+
+    def _read_constants(self, xp, dtype) -> "LevelReads":
+        """Each level's numbers that a read needs, as ``(L,)`` arrays on ``xp``'s device (made once:
+        building them from the lists each step would copy them to the GPU)."""
+        key = (xp.__name__, np.dtype(dtype).str)
+        if self._reads_on is None or self._reads_on[0] != key:
+            self._reads_on = (key, LevelReads.of(self, xp, dtype))
+        return self._reads_on[1]
 
     def _corner_features(self, indices):
         """``table[indices]``: ``(K, n, L, F)``."""
@@ -335,8 +345,8 @@ class HashGrid(Layer):
         offsets, weights_along = INTERPOLATIONS[self.interpolation]
         res = (self.resolutions, self.resolutions_y)[axis][level]
         last = (self.sides, self.sides_y)[axis][level] - 1
-        fractions, vertices = self._axis_reads(np, (coords + 1) * np.float32(0.5), res, last,
-                                               0.5 if self.centred else 0.0, offsets)
+        fractions, vertices = self._axis_reads(np, (coords + 1) * np.float32(0.5), res, last, max(last - 1, 0),
+                                               last, 0.5 if self.centred else 0.0, offsets)
         first = int(min(v.min() for v in vertices))
         matrix = np.zeros((len(coords), int(max(v.max() for v in vertices)) - first + 1), np.float32)
         points = np.arange(len(coords))
@@ -421,23 +431,12 @@ class HashGrid(Layer):
             d_fy += along[k] * wx[i] * sy[j]
         grad = xp.empty((per_level.shape[0], 2), dtype=per_level.dtype)
         for axis, d_f in enumerate((d_fx, d_fy)):
-            resolutions, sides = self._level_arrays(xp, per_level.dtype)[axis]
+            resolutions, last = self._read_constants(xp, per_level.dtype).axes[axis][:2]
             # d position / d x: res / 2 where the position is not clamped at the grid's edge, else 0
             position = (self._x[:, axis, None] + 1) * 0.5 * resolutions - (0.5 if self.centred else 0.0)
-            inside = (position >= 0) & (position <= sides - 1)
+            inside = (position >= 0) & (position <= last)
             grad[:, axis] = (d_f * (resolutions * 0.5) * inside).sum(axis=1)
         return grad
-
-    def _level_arrays(self, xp, dtype):
-        """Each level's cells and vertices along x, then along y, as pairs of ``(L,)`` arrays of
-        ``dtype`` on ``xp``'s device, made once (building them from the lists each call copies
-        them to the GPU)."""
-        key = (xp.__name__, np.dtype(dtype).str)
-        if self._constants is None or self._constants[0] != key:
-            self._constants = (key, [(xp.asarray(cells, dtype=dtype), xp.asarray(sides, dtype=dtype))
-                                     for cells, sides in ((self.resolutions, self.sides),
-                                                          (self.resolutions_y, self.sides_y))])
-        return self._constants[1]
 
     def to(self, backend) -> "HashGrid":
         self._lookups, self._axes = [], {}
@@ -446,3 +445,4 @@ class HashGrid(Layer):
             self.detail_grid.to(backend)
             self._link_detail()  # its moved arrays under this layer's names again
         return self
+

@@ -133,3 +133,27 @@ class Reads(NamedTuple):
     # features in one contiguous product, where broadcasting over F (a loop of 2) took 2.4x as
     # long (4.7 -> 2.0 ms for 65,536 points, 4 levels).
     spread: object
+
+
+class LevelReads(NamedTuple):
+    """A :class:`HashGrid`'s levels as ``(L,)`` arrays on a device, for reading every level at once."""
+
+    axes: tuple  # along x, then y: (cells, last vertex, last cell's first vertex) in the coordinates'
+    #              dtype, and the last vertex as int64
+    sides: object  # int64: vertices across a dense level's rows
+    offsets: object  # int64: each level's first row in the table
+    masks: object  # uint64: rows - 1 of a hashed level
+    hashed: object  # bool
+    any_hashed: bool
+    all_hashed: bool
+
+    @classmethod
+    def of(cls, grid, xp, dtype) -> "LevelReads":
+        def on(values, kind):
+            return xp.asarray(np.asarray(values, dtype=kind))
+
+        axes = tuple((on(cells, dtype), on(np.subtract(sides, 1), dtype), on(np.maximum(np.subtract(sides, 2), 0), dtype),
+                      on(np.subtract(sides, 1), np.int64))
+                     for cells, sides in ((grid.resolutions, grid.sides), (grid.resolutions_y, grid.sides_y)))
+        return cls(axes, on(grid.sides, np.int64), on(grid.offsets, np.int64), on(np.subtract(grid.sizes, 1), np.uint64),
+                   on(grid.hashed, bool), any(grid.hashed), all(grid.hashed))
