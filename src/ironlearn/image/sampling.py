@@ -93,9 +93,10 @@ def _lanczos3(xp, d):
     return xp.where(xp.abs(d) < 3, xp.sinc(d) * xp.sinc(d / 3), 0).astype(np.float32)
 
 
-def _taps(u, n: int, kind: str, xp):
-    """Indices ``(k, m)`` and weights ``(k, m)`` along one axis for positions ``u`` in pixel units
-    (pixel ``i`` covers ``[i, i + 1)``), clamped at the edges."""
+def _taps(u, last, kind: str, xp):
+    """Indices ``(k, *u.shape)`` and weights ``(k, *u.shape)`` for positions ``u`` in pixel units
+    (pixel ``i`` covers ``[i, i + 1)``), clamped at the edges to pixels ``0 .. last`` (a number,
+    or an array that broadcasts against ``u``: both axes at once, ``(2, 1)`` for ``u`` of ``(2, m)``)."""
     u = u - 0.5  # pixel centres at whole numbers
     base = xp.floor(u)
     t = u - base
@@ -106,11 +107,12 @@ def _taps(u, n: int, kind: str, xp):
         offsets = (-2, -1, 0, 1, 2, 3)
         # The six taps in one (6, n) array: one pass of each operation, not six (the offsets
         # made where t is: a list would be a copy to the GPU each batch).
-        weights = _lanczos3(xp, t - xp.arange(-2, 4, dtype=t.dtype)[:, None])
+        lobes = xp.arange(-2, 4, dtype=t.dtype).reshape((6,) + (1,) * t.ndim)
+        weights = _lanczos3(xp, t - lobes)
         weights /= weights.sum(axis=0)  # a partition of unity, as Pillow's
     else:
         offsets, weights = (-1, 0, 1, 2), _keys_weights(t)
-    index = xp.stack([xp.clip(base + o, 0, n - 1) for o in offsets])
+    index = xp.stack([xp.clip(base + o, 0, last) for o in offsets])
     return index, xp.stack(weights)
 
 
@@ -153,6 +155,7 @@ class PictureSampler:
         self.height, self.width, self.channels = values.shape
         self.scale = np.float32(1 / 255) if values.dtype == np.uint8 else np.float32(1)
         self._rows = values.reshape(-1, self.channels)  # gathered whole (backend.take_rows)
+        self._last = xp.asarray([[self.width - 1], [self.height - 1]], dtype=xp.int64)  # the last column and row
         # Positions stay below these (float32 rounding can carry ``255 + 0.99999994`` to 256).
         self._below = (np.nextafter(np.float32(self.width), np.float32(0)),
                        np.nextafter(np.float32(self.height), np.float32(0)))
@@ -215,8 +218,9 @@ class PictureSampler:
         if centres or self.kind == "centres":
             cols, rows = xp.floor(px).astype(xp.int64), xp.floor(py).astype(xp.int64)
             return self._gather(rows * self.width + cols) * self.scale
-        ix, wx = _taps(px, self.width, self.kind, xp)  # (k, n)
-        iy, wy = _taps(py, self.height, self.kind, xp)
+        # Both axes in one pass of each operation (a GPU launches half as many): (k, 2, n).
+        index, weight = _taps(xp.stack([px, py]), self._last, self.kind, xp)
+        (ix, iy), (wx, wy) = index.swapaxes(0, 1), weight.swapaxes(0, 1)  # (k, n) each
         k, n = ix.shape
         # Tap-major (ky, kx, n): every broadcast below runs along the samples, a long inner loop
         # (sample-major (n, ky, kx) runs loops of k values, or copies at each reshape: 4,096
