@@ -201,6 +201,30 @@ def test_cuda_hashgrid_layer_agrees_with_numpy(mode, interpolation):
                                else host.grads["table"], rtol=1e-4, atol=1e-5)
 
 
+def test_numpy_sine_is_the_definition():
+    rng = np.random.default_rng(11)
+    x, g = rng.uniform(-2, 2, size=(2, 500, 7)).astype(np.float32)
+    y, saved = kernels.sine(x, 30.0)
+    np.testing.assert_allclose(y, np.sin(30.0 * x.astype(np.float64)), atol=1e-4)
+    np.testing.assert_allclose(kernels.sine_backward(saved, g, 30.0), 30 * np.cos(30.0 * x.astype(np.float64)) * g,
+                               rtol=1e-4, atol=1e-3)
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", kernels.MODES)
+def test_cuda_sine_agrees_with_numpy(mode):
+    rng = np.random.default_rng(12)
+    x, g = rng.uniform(-2, 2, size=(2, 4096, 33)).astype(np.float32)
+    y, saved = kernels.sine(x, 30.0)
+    want = kernels.sine_backward(saved, g, 30.0)
+    backend = Backend("cuda")
+    with kernels.use(mode):
+        y_device, saved_device = kernels.sine(backend.asarray(x), 30.0)
+        grad = kernels.sine_backward(saved_device, backend.asarray(g), 30.0)
+    np.testing.assert_allclose(backend.to_host(y_device), y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(backend.to_host(grad), want, rtol=1e-5, atol=1e-4)
+
+
 @needs_cuda
 @pytest.mark.parametrize("mode", kernels.MODES)
 @pytest.mark.parametrize("batch", [300, 20000])  # a sparse gradient, then a dense one

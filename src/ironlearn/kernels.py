@@ -5,7 +5,8 @@ the NumPy code it must agree with.
   point and level (4 vertices a read for bilinear levels, 16 for B-splines);
 * :func:`scatter_weighted`, its backward: the same sum transposed, ``out[index[k]] += w[k] * g``,
   repeated rows summed;
-* :func:`adam_update`, one Adam step on one parameter, optionally on the rows a mask marks only.
+* :func:`adam_update`, one Adam step on one parameter, optionally on the rows a mask marks only;
+* :func:`sine` and :func:`sine_backward`, SIREN's activation ``sin(w0 x)`` and its derivative.
 
 Each takes arrays and follows their device.  NumPy arrays run the reference code, which is what
 ironlearn ran before these kernels, operation for operation (the CPU path is unchanged, bit for
@@ -15,7 +16,9 @@ bit).  CuPy arrays run in one of two :data:`MODES`:
     float32 arrays run hand-written CUDA: one thread a point and level for the read; one a
     vertex read, with ``float2`` atomics on sm_90 and later, for the scatter, where the coarse
     levels (a few hundred rows that every point hits) first sum in shared memory; Adam as one
-    elementwise kernel.  Other dtypes take the portable path.
+    elementwise kernel; the sine and its derivative as one elementwise kernel each (one pass
+    over the activations, where the reference makes two forward and three backward).  Other
+    dtypes take the portable path.
 ``portable``
     The reference code on CuPy, its scatter through :func:`~ironlearn.backend.scatter_add`
     (``cupyx.scatter_add``).  Neither mode reads anything back to the host.
@@ -356,3 +359,38 @@ def _cuda_adam(param, grad, m, v, b1, b2, step_size, eps_hat, touched):
     else:
         mask = touched.reshape((-1,) + (1,) * (param.ndim - 1))
         masked(grad, mask, *scalars, param, m, v)
+
+
+# -- SIREN's activation -------------------------------------------------------------------------
+def sine(x, w0: float):
+    """``sin(w0 * x)``, and what :func:`sine_backward` needs: ``(y, saved)``.
+
+    The reference keeps the argument ``w0 * x`` (a buffer its backward reuses); the kernel keeps
+    ``x`` itself, which the layer before made for this one alone.
+    """
+    if _compiled(x):
+        forward, _ = _sine_kernels()
+        return forward(x, np.float32(w0)), ("x", x)
+    arg = x * w0
+    return get_array_module(x).sin(arg), ("arg", arg)
+
+
+def sine_backward(saved, grad_out, w0: float):
+    """The gradient through ``sin(w0 * x)``: ``w0 * cos(w0 * x) * grad_out``, from ``saved``."""
+    kind, array = saved
+    if kind == "x":
+        _, backward = _sine_kernels()
+        return backward(array, grad_out, np.float32(w0))
+    grad = get_array_module(grad_out).cos(array, out=array)  # the argument's buffer, reused
+    grad *= grad_out
+    grad *= w0
+    return grad
+
+
+@functools.cache
+def _sine_kernels():
+    """The same float32 operations as the reference, in its order, one pass each way."""
+    cupy = cuda_module()
+    forward = cupy.ElementwiseKernel("T x, T w0", "T y", "y = sin(x * w0)", "ironlearn_sine")
+    backward = cupy.ElementwiseKernel("T x, T g, T w0", "T dx", "dx = cos(x * w0) * g * w0", "ironlearn_sine_backward")
+    return forward, backward

@@ -21,6 +21,7 @@ import reprlib
 
 import numpy as np
 
+from .. import kernels
 from ..arrays import broadcast_rows, outer
 from ..backend import get_array_module
 from ..checks import is_finite, is_whole
@@ -290,17 +291,13 @@ class Sine(Layer):
         return {}, None, None
 
     def forward(self, x):
-        xp = get_array_module(x)
-        self._arg = x * self.w0
-        return xp.sin(self._arg)
+        y, self._arg = kernels.sine(x, self.w0)
+        return y
 
     def backward(self, grad_out, need_grad_in: bool = True):
-        xp = get_array_module(grad_out)
-        # d/dx sin(w0 x) = w0 cos(w0 x); the cached argument buffer is reused in place.
-        grad = xp.cos(self._arg, out=self._arg)
+        # d/dx sin(w0 x) = w0 cos(w0 x)
+        grad = kernels.sine_backward(self._arg, grad_out, self.w0)
         self._arg = None
-        grad *= grad_out
-        grad *= self.w0
         return grad
 
 
