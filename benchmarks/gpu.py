@@ -38,6 +38,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, SRC)  # a GPU machine may have CuPy and PyTorch but no installed ironlearn
 
 import gpu_checks  # noqa: E402
+import gpu_profile  # noqa: E402
 import gpu_quality  # noqa: E402
 import gpu_speed  # noqa: E402
 from gpu_report import write_json, write_report  # noqa: E402
@@ -73,17 +74,18 @@ class Sizes:
     siren_width: int
     siren_side: int  # points = side**2
     kernel_reps: int
+    render_side: int  # the render part's square
     pytest: tuple  # what pytest runs for the tests part
 
 
 FULL = Sizes(warmup=50, steps=500, batches=(1 << 16, 1 << 18), photo=(4096, 3072), photo_marks=(10,),
              big_photo=(10000, 10000), big_marks=(60,), thumb=256, camera=512, camera_target=40.0,
              camera_seconds=30.0, probe_seconds=0.25, parity_side=256, parity_steps=1000, siren_width=256,
-             siren_side=512, kernel_reps=50, pytest=("tests", "-k", "cuda or kernels or hidden_syncs"))
+             siren_side=512, kernel_reps=50, render_side=16384, pytest=("tests", "-k", "cuda or kernels or hidden_syncs"))
 TINY = Sizes(warmup=2, steps=5, batches=(1 << 10, 1 << 12), photo=(320, 240), photo_marks=(0.25, 0.5),
              big_photo=(480, 360), big_marks=(0.5,), thumb=32, camera=64, camera_target=30.0, camera_seconds=1.0,
              probe_seconds=0.25, parity_side=32, parity_steps=20, siren_width=32, siren_side=64,
-             kernel_reps=3, pytest=("tests/test_backend.py",))
+             kernel_reps=3, render_side=256, pytest=("tests/test_backend.py",))
 SIZES = {"full": FULL, "tiny": TINY}
 
 
@@ -121,6 +123,9 @@ PARTS = {
     "kernels": Part(gpu_checks.kernel_timings, 60, "the hash grid's read and scatter and Adam's update: CUDA kernels "
                                                    "against CuPy's portable path, time and largest difference"),
     "camera": Part(gpu_quality.camera_part, 60, "camera at 512x512 from a random start: the time to 40 dB"),
+    "profile": Part(gpu_profile.profile, 90, "each phase of a step (the batch, each layer each way, the loss, the "
+                                             "optimizer): host ms to issue it, GPU ms between events around it"),
+    "render": Part(gpu_profile.render_part, 90, "the default model drawn at 16384x16384 in bands: seconds, pool peak"),
 }
 TINY_LIMIT = 60
 BUDGET = {"cuda": 540.0, "cpu": 120.0}  # the whole run: about 9 minutes on the GPU

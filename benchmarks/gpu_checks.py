@@ -126,13 +126,15 @@ def _outcomes(text: str) -> tuple[dict, list]:
 # -- syncs -------------------------------------------------------------------------------------------
 def _step_configs(ctx) -> list:
     """The training steps checked for copies and syncs: the default model of the photograph (a
-    pixel spline a tile a step), the hash-grid pyramid on it (sampled pixels, a dense gradient
-    at the larger batch), and a gray thumbnail trained whole with samples between pixels (two
+    pixel spline a tile a step), the hash-grid pyramid on it (sampled pixels: a masked gradient
+    at the smaller batch, a dense one at the larger), and a gray thumbnail trained whole with samples between pixels (two
     terms a step)."""
     sizes = ctx.sizes
     (width, height), thumb = sizes.photo, sizes.thumb
     return [(f"photo {width}x{height}, pixel spline, batch {sizes.batches[0]}", (width, height), "rgb",
              {"batch_size": sizes.batches[0]}),
+            (f"photo {width}x{height}, pyramid, batch {sizes.batches[0]}", (width, height), "rgb",
+             {"batch_size": sizes.batches[0], **pyramid(width, height)}),
             (f"photo {width}x{height}, pyramid, batch {sizes.batches[-1]}", (width, height), "rgb",
              {"batch_size": sizes.batches[-1], **pyramid(width, height)}),
             (f"gray {thumb}x{thumb}, every pixel and samples between", (thumb, thumb), "gray", {})]
