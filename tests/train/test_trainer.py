@@ -38,9 +38,9 @@ def test_resume_is_bit_identical(backend, tmp_path, batch_size, model):
 
     ckpt = load_checkpoint(path)
     assert ckpt.step == 25 and ckpt.meta["seed"] == 5
-    model = ckpt.model.to(backend)
+    network = ckpt.model.to(backend)
     x, y = toy_problem(backend)
-    resumed = Trainer(model, ckpt.optimizer(model.named_parameters()), mse, x, y,
+    resumed = Trainer(network, ckpt.optimizer(network.named_parameters()), mse, x, y,
                       batch_size=batch_size, seed=ckpt.meta["seed"]).run(60)
     assert resumed.step == 60
     for name, value in straight.model.named_parameters().items():

@@ -441,6 +441,8 @@ class HashGrid(Layer):
     def to(self, backend) -> "HashGrid":
         self._lookups, self._axes = [], {}
         super().to(backend)
+        table = self.params["table"]
+        self._read_constants(get_array_module(table), table.dtype)  # copied to the device here, not in a step
         if self.detail:
             self.detail_grid.to(backend)
             self._link_detail()  # its moved arrays under this layer's names again
