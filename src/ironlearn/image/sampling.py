@@ -102,18 +102,18 @@ def _taps(u, last, kind: str, xp):
     t = u - base
     base = base.astype(xp.int64)
     if kind == "bilinear":
-        offsets, weights = (0, 1), (1 - t, t)
+        first, weights = 0, xp.stack((1 - t, t))
     elif kind == "lanczos":
-        offsets = (-2, -1, 0, 1, 2, 3)
         # The six taps in one (6, n) array: one pass of each operation, not six (the offsets
         # made where t is: a list would be a copy to the GPU each batch).
-        lobes = xp.arange(-2, 4, dtype=t.dtype).reshape((6,) + (1,) * t.ndim)
-        weights = _lanczos3(xp, t - lobes)
+        first = -2
+        weights = _lanczos3(xp, t - xp.arange(-2, 4, dtype=t.dtype).reshape((6,) + (1,) * t.ndim))
         weights /= weights.sum(axis=0)  # a partition of unity, as Pillow's
     else:
-        offsets, weights = (-1, 0, 1, 2), _keys_weights(t)
-    index = xp.stack([xp.clip(base + o, 0, last) for o in offsets])
-    return index, xp.stack(weights)
+        first, weights = -1, xp.stack(_keys_weights(t))
+    # The taps' pixels in one pass too: the offsets first, first + 1, ... along a new first axis.
+    offsets = xp.arange(first, first + len(weights), dtype=xp.int64).reshape((-1,) + (1,) * base.ndim)
+    return xp.clip(base + offsets, 0, last), weights
 
 
 class PictureSampler:
