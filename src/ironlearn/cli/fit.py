@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
+import sys
 import textwrap
 
 from ..backend import DEVICES
-from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, fit
+from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
 from ..fitting.options import PROGRESS, SCHEDULES, STARTS
 from ..fitting.presets import option_help
 from ..fitting.regimes import REGIMES
 from ..image.io import MODES
 from ..image.sampling import FILTERS
-from .argtypes import add_max_pixels, count, non_negative_float, positive_float, positive_int, size_arg
+from ..viewer.live import LiveServer
+from ..viewer.serve import announce
+from .argtypes import add_max_pixels, count, non_negative_float, port_arg, positive_float, positive_int, size_arg
 from .common import report_fit, say
 from .status import ExitCode
 
@@ -111,17 +115,42 @@ def add_parser(commands) -> None:
                "  ironlearn fit photo.jpg --size 256 --steps 3000   # resized first; a fixed number of steps\n"
                "  ironlearn fit drawing.png --mode binary --time-budget 120\n"
                "  ironlearn fit photo.jpg --resume --steps 6000     # continue runs/photo/ to step 6000\n"
-               "  ironlearn fit photo.jpg --model siren --out runs/siren\n\n" + _default_models())
+               "  ironlearn fit photo.jpg --model siren --out runs/siren\n"
+               "  ironlearn fit photo.jpg --live                    # watch it learn in a browser\n\n"
+               + _default_models())
     fit_p.add_argument("input", help="image file or pixel CSV")
     fit_p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<input name>)")
     add_fit_options(fit_p)
     fit_p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     fit_p.add_argument("--force", action="store_true", help="start over, replacing the run in --out")
+    fit_p.add_argument("--live", action="store_true",
+                       help="watch the fit learn in a browser: a page on 127.0.0.1 redraws the network from its "
+                            "latest weights (a large model: the region in view, rendered by the fit) beside the loss "
+                            "and PSNR, then shows the final model; the URL goes to stdout. After the fit it serves "
+                            "until Ctrl-C, or for 10 s when stdout is not a terminal")
+    fit_p.add_argument("--port", type=port_arg, metavar="N",
+                       help="port for --live (default 8000, or a free one when 8000 is taken)")
+    fit_p.add_argument("--no-browser", action="store_true", help="with --live, do not open a browser")
     fit_p.set_defaults(func=cmd_fit)
 
 
 def cmd_fit(args) -> int:
+    if not args.live and (args.port is not None or args.no_browser):
+        flag = "--port" if args.port is not None else "--no-browser"
+        raise UsageError(f"{flag} is for the live page; add --live, or drop {flag}")
     options = fit_options(args)
-    result = fit(options, log=say)
-    report_fit(result, options.run_folder, quiet=options.quiet)
+    if not args.live:
+        report_fit(fit(options, log=say), options.run_folder, quiet=options.quiet)
+        return ExitCode.OK
+    with LiveServer(args.port) as live:  # a port in use is refused here, before the fit starts
+        announce(live.url, not args.no_browser, say, "the live page")
+        try:
+            result = fit(options, log=say, live=live)
+        except Interrupted as exc:
+            how = "Ctrl-C" if exc.signal == signal.SIGINT else exc.signal.name
+            live.stop(f"training stopped by {how} at step {exc.step:,}; its checkpoint is saved (--resume goes on)")
+            raise
+        live.finish(options.run_folder)
+        report_fit(result, options.run_folder, quiet=options.quiet)
+        live.serve_after_fit(say, interactive=sys.stdout.isatty())
     return ExitCode.OK

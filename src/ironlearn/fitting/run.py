@@ -64,8 +64,9 @@ class Interrupted(Exception):
         super().__init__(f"{what} at step {step}; checkpoint saved. Resume with:\n  {resume_command}")
 
 
-def fit(options: FitOptions, *, log=print) -> dict:
+def fit(options: FitOptions, *, log=print, live=None) -> dict:
     """Run the fit described by ``options``; returns the metrics written to ``metrics.json``.
+    ``live``, a :class:`~ironlearn.viewer.live.LiveServer`, shows the fit on its page as it trains.
 
     Raises
     ------
@@ -81,7 +82,7 @@ def fit(options: FitOptions, *, log=print) -> dict:
     if os.path.isdir(options.input) and os.path.isfile(os.path.join(options.input, folder.CHECKPOINT)):
         raise UsageError(f"{options.input} is a run folder, not a picture; {_resume_hint(options.input)}")
     if not options.resume:
-        return _fit(options, None, log)
+        return _fit(options, None, log, live)
     path = folder.check_resumable(options.run_folder)
     with folder.RunLock(options.run_folder):  # before reading: a fit running there would change the file
         try:
@@ -91,7 +92,7 @@ def fit(options: FitOptions, *, log=print) -> dict:
                 raise
             raise checkpoint.CheckpointError(f"{path} cannot be resumed: it is damaged ({exc.why}); put back a copy "
                                              "of it, or start over with --force") from None
-        return _fit(options, saved, log)
+        return _fit(options, saved, log, live)
 
 
 def _resume_hint(run_folder: str) -> str:
@@ -103,7 +104,7 @@ def _resume_hint(run_folder: str) -> str:
     return f"resume it with: ironlearn fit {shlex.quote(str(picture))} --out {shlex.quote(run_folder)} --resume"
 
 
-def _fit(options: FitOptions, saved, log) -> dict:
+def _fit(options: FitOptions, saved, log, live) -> dict:
     if saved is not None:
         check_saved(saved.settings, options.run_folder)
         options = resume_options(options, saved.settings)
@@ -119,18 +120,21 @@ def _fit(options: FitOptions, saved, log) -> dict:
         folder.check_new(plan.out, force=plan.force, input=plan.input)
     backend = get_backend(plan.device or "auto", notify=None if plan.quiet or plan.device is None else log)
     if plan.resume:
-        return _run(plan, picture, saved, backend, log)
+        return _run(plan, picture, saved, backend, log, live)
     folder.create(plan.out)  # only now, when nothing above can fail, touch the disk
     with folder.RunLock(plan.out):
         # Again: another fit may have begun here meanwhile.
         folder.check_new(plan.out, force=plan.force, input=plan.input)
         folder.start_over(plan.out)  # what check_new let through: a forced run's old outputs, a stale page
-        return _run(plan, picture, None, backend, log)
+        return _run(plan, picture, None, backend, log, live)
 
 
-def _run(plan: RunPlan, picture, saved, backend, log) -> dict:
+def _run(plan: RunPlan, picture, saved, backend, log, live) -> dict:
     folder.clean(plan.out)
     job = build(plan, picture, saved, backend, None if plan.quiet else log)
+    if live is not None:  # last of the build's callbacks: it reads the history the recorder has just added to
+        job.trainer.callbacks.append(live.watch(job.trainer.model, job.settings(job.trainer), step=job.trainer.step,
+                                                rows=lambda: job.recorder.rows, backend=backend))
     if job.plan.nothing_left:
         log(nothing_left_message(job.plan))
     else:

@@ -55,19 +55,27 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
             raise ViewerError(str(exc)) from None
         return picture_payload(decoded, os.path.basename(model_path), file_bytes=len(data))
     saved = load_checkpoint(model_path)
-    plan = build_plan(saved.model)
-    settings = saved.settings
     run = is_run_model(model_path)
-    extras = collect_extras(os.path.dirname(os.path.abspath(model_path)) if run else None, settings,
+    extras = collect_extras(os.path.dirname(os.path.abspath(model_path)) if run else None, saved.settings,
                             max_original_side, with_picture=run if with_picture is None else with_picture)
+    return model_payload(saved.model, saved.settings, extras, step=saved.step,
+                         title=_title(model_path, saved.settings))
+
+
+def model_payload(model, settings: dict, extras, *, step: int, title: str, drawn: bool = True) -> dict:
+    """What the page reads about ``model`` (a :class:`~ironlearn.nn.Sequential`, on any device)
+    with its run's ``settings`` and ``extras`` (a :class:`~.run.RunExtras`), JSON-ready; ``drawn``
+    False leaves the weights out (a page that gets them later, :mod:`.live`)."""
     size = settings.get("size") or [None, None]  # a model saved by the library alone: shown square
-    metrics = {"params": saved.model.num_parameters, "steps": saved.step, **extras.metrics}
+    metrics = {"params": model.num_parameters, "steps": step, **extras.metrics}
+    drawing = _drawing(build_plan(model)) if drawn else {"ops": None, "output": None, "texture": None,
+                                                         "weights": None, "shader": None}
     return {
-        "title": _title(model_path, settings),
-        "model": repr(saved.model),
+        "title": title,
+        "model": repr(model),
         "preset": settings.get("model"),
         "picture": {"width": size[0], "height": size[1], "mode": settings.get("mode")},
-        **_drawing(plan),
+        **drawing,
         "metrics": metrics,
         "original": extras.original,
         "timelapse": extras.timelapse,
@@ -119,17 +127,17 @@ def _drawing(plan: Plan) -> dict:
     }
 
 
-def _title(model_path: str, settings: dict) -> str:
+def _title(model_path, settings: dict) -> str:
     picture = os.path.basename(settings["input"]) if settings.get("input") else os.path.basename(model_path)
     return f"{picture}: ironlearn viewer"
 
 
-def render_page(data: dict) -> str:
-    """The HTML of the page for a :func:`payload`."""
+def render_page(data: dict, scripts=SCRIPTS) -> str:
+    """The HTML of the page for a :func:`payload`, with the ``scripts`` of ``static/`` inlined in order."""
     # "<" escaped inside the JSON so no string in it can close the <script> block.
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     values = {"@title": html.escape(data["title"]), "/*@style*/": _static("viewer.css"), "/*@data*/": blob,
-              "/*@script*/": "\n".join(_static(name) for name in SCRIPTS)}
+              "/*@script*/": "\n".join(_static(name) for name in scripts)}
     page = _static("viewer.html")
     for marker in values:
         if page.count(marker) != 1:

@@ -37,7 +37,19 @@ def local_hosts(port: int) -> set[str]:
     return {f"{name}:{port}" for name in LOCAL_NAMES} | (set(LOCAL_NAMES) if port == 80 else set())
 
 
-class _QuietServer(ThreadingHTTPServer):
+def refused_host(handler: BaseHTTPRequestHandler) -> bool:
+    """Answer 403 and return True unless the request carries one Host header, of this machine at
+    this server's port (DNS rebinding, above)."""
+    port = handler.server.server_port
+    hosts = handler.headers.get_all("Host", [])
+    if len(hosts) == 1 and hosts[0].strip().lower() in local_hosts(port):
+        return False
+    handler.send_error(HTTPStatus.FORBIDDEN, explain=f"this server answers only requests to 127.0.0.1:{port}, "
+                                                     f"localhost:{port} or [::1]:{port}")
+    return True
+
+
+class QuietServer(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         # A browser that hangs up (a closed tab, a cancelled load) is no error of ours: no
         # traceback on the user's terminal.
@@ -56,11 +68,7 @@ def _handler(page_path: str):
             self._answer(with_body=False)
 
         def _answer(self, with_body: bool):
-            port = self.server.server_port
-            hosts = self.headers.get_all("Host", [])
-            if len(hosts) != 1 or hosts[0].strip().lower() not in local_hosts(port):
-                self.send_error(HTTPStatus.FORBIDDEN, explain=f"this server answers only requests to 127.0.0.1:{port}, "
-                                                             f"localhost:{port} or [::1]:{port}")
+            if refused_host(self):
                 return
             if self.path.split("?")[0] not in ("/", name):
                 self.send_error(HTTPStatus.NOT_FOUND, "only the viewer page is served here")
@@ -91,10 +99,15 @@ def make_server(page_path, port: int | None = None) -> ThreadingHTTPServer:
     ViewerError
         The port is taken or cannot be bound.
     """
-    page_path = os.path.abspath(os.fspath(page_path))
+    return bind(_handler(os.path.abspath(os.fspath(page_path))), port)
+
+
+def bind(handler, port: int | None = None) -> QuietServer:
+    """A server of ``handler`` (a request handler class) on 127.0.0.1:``port``, or on 8000 or
+    (when taken) any free port; ViewerError when the port is taken or cannot be bound."""
     for candidate in ([port] if port is not None else [DEFAULT_PORT, 0]):
         try:
-            return _QuietServer(("127.0.0.1", candidate), _handler(page_path))
+            return QuietServer(("127.0.0.1", candidate), handler)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or port is not None:
                 raise ViewerError(f"cannot serve on 127.0.0.1:{candidate}: {exc.strerror or exc}; "
@@ -106,6 +119,16 @@ def _desktop() -> bool:
     """Whether a graphical browser can open: without a display, webbrowser falls back to text
     browsers (lynx, w3m) that would take over this terminal."""
     return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def announce(url: str, open_browser: bool, log, what: str, then: str = "") -> None:
+    """Print ``url`` on stdout (for programs), open it in a browser when asked and able, and say
+    which on ``log`` (for people)."""
+    print(url, flush=True)
+    if open_browser and _desktop() and webbrowser.open(url):
+        log(f"opened {url} in the browser{then}")
+    else:
+        log(f"serving {what} at {url}; open it in a browser{then}")
 
 
 def serve(page_path, port: int | None = None, *, open_browser: bool = True, log=print) -> None:
@@ -121,11 +144,7 @@ def serve(page_path, port: int | None = None, *, open_browser: bool = True, log=
     url = f"http://127.0.0.1:{server.server_port}/{os.path.basename(page_path)}"
     thread = threading.Thread(target=server.serve_forever, name="ironlearn-view", daemon=True)
     thread.start()
-    print(url, flush=True)
-    if open_browser and _desktop() and webbrowser.open(url):
-        log(f"opened {url} in the browser; Ctrl-C stops the server")
-    else:
-        log(f"serving the viewer at {url}; open it in a browser, Ctrl-C stops the server")
+    announce(url, open_browser, log, "the viewer", "; Ctrl-C stops the server")
     try:
         while thread.is_alive():
             thread.join(0.5)

@@ -4,6 +4,8 @@
 //                                    drawing only `rect` = [x, y, w, h] (canvas pixels, top-left origin)
 //   preview(view, width, height, s)  the same at s times the resolution, stretched over the canvas
 //   finish()                         wait until what was drawn is done (for honest timings)
+//   setWeights(weights)              new numbers for the same architecture (a live fit's): only the
+//                                    weight texture is uploaded again; the shader stays
 // GLNetwork runs the generated fragment shader (ironlearn/viewer/shader.py) on WebGL2; CPUNetwork
 // follows the same operations in JavaScript. Both read one packed float32 buffer (viewer/plan.py;
 // unpack.js unpacks it from the page).
@@ -39,13 +41,13 @@ IL.GLNetwork = class {
     if (!gl) throw new IL.Unavailable("WebGL2 is not available here");
     this.gl = gl;
     this.canvas = canvas;
-    const [width, height] = data.texture;
+    const [width, height] = this.size = data.texture;
     if (height > gl.getParameter(gl.MAX_TEXTURE_SIZE)) {
       throw new IL.Unavailable(`the weights need a ${width}x${height} texture, above this GPU's limit`);
     }
-    const texels = new Float32Array(width * height * 4);
-    texels.set(weights);
-    this.weights = this.texture(gl.RGBA32F, width, height, gl.RGBA, gl.FLOAT, texels, gl.NEAREST);
+    this.texels = new Float32Array(width * height * 4);
+    this.texels.set(weights);
+    this.weights = this.texture(gl.RGBA32F, width, height, gl.RGBA, gl.FLOAT, this.texels, gl.NEAREST);
     this.program = this.link(data.shader);
     this.copy = this.link(IL.COPY);
     this.uniforms = {};
@@ -56,6 +58,14 @@ IL.GLNetwork = class {
     this.outside = [0, 0, 0, 0];
     this.pixel = new Uint8Array(4);
     this.small = null;  // the preview's framebuffer and texture
+  }
+
+  setWeights(weights) {
+    if (weights.length > this.texels.length) throw new Error("new weights that do not fit the texture");
+    const gl = this.gl, [width, height] = this.size;
+    this.texels.set(weights);
+    gl.bindTexture(gl.TEXTURE_2D, this.weights);
+    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, width, height, gl.RGBA, gl.FLOAT, this.texels);
   }
 
   texture(internal, width, height, format, type, pixels, filter) {
@@ -287,9 +297,14 @@ IL.CPUNetwork = class {
   constructor(canvas, data, weights) {
     this.canvas = canvas;
     this.context = canvas.getContext("2d");
+    this.data = data;
     this.evaluate = IL.compileCPU(data.ops, data.output, weights);
     this.outside = [0, 0, 0, 0];
     this.scratch = document.createElement("canvas");
+  }
+
+  setWeights(weights) {
+    this.evaluate = IL.compileCPU(this.data.ops, this.data.output, weights);
   }
 
   paint(context, view, width, height, rect) {

@@ -2,7 +2,8 @@
 // fixed picture (#bare) or runs the interactive viewer: pan, zoom, the training picture beside it.
 //   #bare&size=WxH[&view=x0,y0,x1,y1]   the picture (or that region) in a W x H canvas, nothing else
 //   &cpu                                skip WebGL2: the JavaScript path, as without a GPU
-// window.ironlearnViewer exposes the state to tests and benchmarks (ready, zoom, benchmark()).
+// window.ironlearnViewer exposes the state to tests and benchmarks (ready, zoom, benchmark()); a live
+// fit's page (live.js) adds live: its status and the step it draws.
 "use strict";
 
 IL.MAX_ZOOM = 1000;  // beyond this a screen pixel is a few float32 steps of the coordinates
@@ -49,13 +50,20 @@ IL.start = function () {
   const options = IL.parseHash(location.hash);
   const api = window.ironlearnViewer = { ready: false, error: null, mode: null, zoom: 1, data };
   if (options.bare) document.body.classList.add("bare");
-  IL.unpack(data.weights).then((weights) => {
+  // A live fit's page for a large model has no weights: it draws the frames the fit renders (live.js).
+  const unpacked = data.weights ? IL.unpack(data.weights) : Promise.resolve(null);
+  unpacked.then((weights) => {
     api.weights = weights;
-    const made = IL.makeNetwork(document.getElementById("network"), data, weights, options.cpu);
-    api.mode = made.network instanceof IL.GLNetwork ? "webgl2" : "cpu";
+    const canvas = document.getElementById("network");
+    const made = weights ? IL.makeNetwork(canvas, data, weights, options.cpu)
+      : { network: new IL.FrameNetwork(canvas), canvas, reason: null };
+    api.mode = made.network instanceof IL.GLNetwork ? "webgl2" : weights ? "cpu" : "frames";
+    api.network = made.network;
+    api.canvas = made.canvas;
     const notice = made.reason && `${made.reason}: drawing on the CPU, a tile at a time (slower, same picture)`;
     if (options.bare) IL.bare(made, options, api, notice);
     else IL.interactive(made, data, api, notice);
+    if (data.live) IL.live(data, api);
   }, (error) => IL.refuse(api, error));
 };
 
@@ -82,7 +90,9 @@ IL.bare = function ({ network, canvas }, options, api, notice) {
     onDone: (timing) => { api.timing = timing; api.ready = true; document.documentElement.dataset.ready = "true"; },
   });
   api.benchmark = (frames = 3) => painter.benchmark(options.view, width, height, frames);
-  painter.paint(options.view, width, height);
+  api.view = options.view;
+  api.redraw = () => painter.paint(options.view, width, height);
+  api.redraw();
 };
 
 IL.interactive = function ({ network, canvas }, data, api, notice) {
@@ -277,6 +287,7 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
   })();
   api.zoomAt = zoomAt;
   api.panBy = panBy;
+  api.redraw = redraw;
   api.setCompare = setCompare;
 };
 

@@ -1,0 +1,268 @@
+"""``ironlearn fit --live``: the viewer page of a fit that is still training, served on 127.0.0.1.
+
+The fit and the server share one :class:`LiveServer`.  The fit's training loop publishes, from a
+callback (:class:`LiveFeed`), a snapshot of the model at most every :data:`SNAPSHOT_SECONDS`;
+the server's threads only hand out the latest one, under a lock.  Nothing reads the weights
+inside a training step, and reading them changes nothing: a fit is the same, bit for bit, with
+or without ``--live``.
+
+A snapshot is one of two kinds, chosen once per fit by the model's size:
+
+* ``weights``: the drawing plan's float32 buffer (:mod:`.plan`), which the page uploads into the
+  texture it already has (same architecture, same layout): the page redraws the network itself,
+  at any zoom;
+* ``frame``: for a model whose buffer holds more than :data:`MAX_LIVE_FLOATS` numbers (the spline
+  level of a large photograph: 12.6 million for 2048x2048), a PNG of the region the page shows,
+  rendered by the fit at the page's canvas size (at most :data:`MAX_FRAME_PIXELS`), at most once a
+  second and in at most :data:`LIVE_SHARE` of the training time.  The page says so.
+
+The protocol (every request must carry a Host of this machine and port, as ``view --serve``'s)::
+
+    GET  /          the page (before the fit has built its model, a page that reloads itself)
+    GET  /state     JSON: status ("starting", "training", "done", "stopped"), message, mode
+                    ("weights" or "frames"), version (of the latest snapshot), step, seconds,
+                    rows ([[step, loss, psnr], ...], the history so far)
+    GET  /snapshot  the latest snapshot: application/octet-stream (little-endian float32) or
+                    image/png, with headers X-Version, X-Step and, for a frame, X-View (x0,y0,x1,y1)
+    POST /view      JSON {"view": [x0, y0, x1, y1], "width": W, "height": H}: the region a frame
+                    should show, and the canvas size (204)
+
+When the fit ends, ``/`` becomes the viewer page of the run folder (as ``ironlearn view`` writes it)
+and ``/state`` says "done": the page reloads into it.  Ctrl-C or SIGTERM make it "stopped"; a fit
+killed outright answers nothing, which the page notices on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
+
+from ..signals import Terminated
+from .page import SCRIPTS, model_payload, payload, render_page
+from .plan import build_plan
+from .run import collect_extras
+from .serve import bind, local_hosts, refused_host
+from .snapshots import LiveFeed
+
+#: The page's scripts: the viewer's, with the live loop before the one that starts the page.
+LIVE_SCRIPTS = (*SCRIPTS[:-1], "live.js", SCRIPTS[-1])
+POLL_MS = 250  # how often the page asks for the state: a snapshot reaches it within this of being taken
+#: Models up to this many float32 numbers (16 MiB) are sent whole with each snapshot; larger ones as
+#: frames.  A snapshot of 4 million takes about 45 ms to pack on a CPU (docs/viewer.md).
+MAX_LIVE_FLOATS = 1 << 22
+AFTER_FIT_SECONDS = 10.0  # how long the final page is served after the fit when stdout is no terminal
+STOP_LINGER_SECONDS = 1.0  # after Ctrl-C, the most the fit waits for the page to read that it stopped
+MAX_BODY = 1024  # bytes of a POST /view
+STARTING = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" "
+            "content=\"1\"><title>ironlearn: starting</title></head><body style=\"background:#16181c;color:"
+            "#d8dbe0;font:14px system-ui,sans-serif\"><p>The fit is starting: loading the picture and "
+            "building the network&hellip;</p></body></html>")
+#: The page may load nothing from anywhere: its script, style and pictures are inline, and it
+#: speaks only to this server.
+POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
+          "connect-src 'self'")
+
+
+class LiveServer:
+    """The server of a live fit; bound (to ``port``, or 8000, or a free one) when made.
+
+    Use it as a context manager: leaving it with an exception says "stopped" to the page (and
+    waits up to :data:`STOP_LINGER_SECONDS` for the page to read it); leaving it either way stops
+    the server.
+
+    Raises
+    ------
+    ViewerError
+        The port is taken or cannot be bound.
+    """
+
+    def __init__(self, port: int | None = None):
+        self._lock = threading.Lock()
+        self._page = STARTING.encode()
+        self._state = {"status": "starting", "message": "the fit is starting", "mode": None, "version": 0,
+                       "step": 0, "seconds": 0.0, "rows": []}
+        self._snapshot = None  # (bytes, content type, headers)
+        self._asked = None  # the view, width and height the page asked a frame for
+        self.ended = threading.Event()  # a page has read the end (done or stopped)
+        self.httpd = bind(_handler(self), port)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="ironlearn-live", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}/"
+
+    def __enter__(self) -> "LiveServer":
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            if error is not None and self.status in ("starting", "training"):
+                interrupted = isinstance(error, KeyboardInterrupt)
+                why = "interrupted" if interrupted else (str(error).splitlines() or [type(error).__name__])[0]
+                self.stop(f"training stopped ({why})")
+                self.ended.wait(STOP_LINGER_SECONDS)
+        finally:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+
+    @property
+    def status(self) -> str:
+        with self._lock:
+            return self._state["status"]
+
+    # -- what the fit calls -------------------------------------------------------------------
+    def watch(self, model, settings: dict, *, step: int, rows, backend) -> LiveFeed:
+        """The page of ``model`` (on ``backend``, at ``step``, with the run's ``settings``) from now
+        on, and the callback that keeps it current; ``rows()`` gives the history's rows so far."""
+        frames = build_plan(model).weights.size > MAX_LIVE_FLOATS
+        data = model_payload(model, settings, collect_extras(None, settings), step=step, drawn=not frames,
+                             title=f"{_name(settings)}: training live")
+        if frames:
+            data["notes"].append(f"a model this large ({model.num_parameters:,} parameters) is not sent live: while it "
+                      "trains, the fit renders the region in view at screen size, at most once a second; "
+                      "the whole model comes when training ends")
+        data["live"] = {"status": "training", "mode": "frames" if frames else "weights", "pollMs": POLL_MS,
+                        "message": "training"}
+        page = render_page(data, LIVE_SCRIPTS).encode("utf-8")
+        size = tuple(settings["size"])
+        with self._lock:
+            self._page = page
+            self._state.update(status="training", message="training", mode=data["live"]["mode"], step=step)
+        return LiveFeed(self, rows, backend, frames=frames, size=size)
+
+    def publish(self, step: int, seconds: float, rows: list, snapshot) -> None:
+        """The fit's latest: ``snapshot`` is ``(bytes, content type, headers)``."""
+        with self._lock:
+            version = self._state["version"] + 1
+            self._snapshot = (snapshot[0], snapshot[1], {**snapshot[2], "X-Version": version, "X-Step": step})
+            self._state.update(version=version, step=step, seconds=round(seconds, 3), rows=rows)
+
+    def asked(self):
+        """``(view, width, height)`` the page last asked a frame for, or None."""
+        with self._lock:
+            return self._asked
+
+    def finish(self, run_folder) -> None:
+        """The fit is done: from now on ``/`` is the run folder's viewer page."""
+        data = payload(run_folder)
+        steps = data["metrics"].get("steps", 0)
+        psnr = data["metrics"].get("psnr_db")
+        message = f"training done: the final model, step {steps:,}" + (f", {psnr:.2f} dB" if psnr else "")
+        data["live"] = {"status": "done", "message": message, "pollMs": POLL_MS}
+        page = render_page(data, LIVE_SCRIPTS).encode("utf-8")
+        with self._lock:
+            self._page = page
+            self._state.update(status="done", message=message, step=steps)
+
+    def stop(self, message: str) -> None:
+        """Training ended otherwise (Ctrl-C, SIGTERM, an error): the page says ``message``."""
+        with self._lock:
+            self._state.update(status="stopped", message=message)
+
+    def serve_after_fit(self, log, *, interactive: bool) -> None:
+        """Serve the final page until Ctrl-C (``interactive``: someone is at the terminal) or for
+        :data:`AFTER_FIT_SECONDS` (a script, whose next command should not wait on a server)."""
+        if interactive:
+            log("training done; Ctrl-C stops the server")
+        else:
+            log(f"training done; serving the final page for {AFTER_FIT_SECONDS:g} s (stdout is not a terminal)")
+        deadline = math.inf if interactive else time.monotonic() + AFTER_FIT_SECONDS
+        try:
+            while time.monotonic() < deadline:
+                time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        except Terminated:
+            raise  # SIGTERM ends the command as any other (exit 143)
+        except KeyboardInterrupt:
+            log("stopped serving")
+
+    # -- what the server's threads call -------------------------------------------------------
+    def page(self) -> bytes:
+        with self._lock:
+            return self._page
+
+    def state(self) -> bytes:
+        with self._lock:
+            text = json.dumps(self._state, separators=(",", ":"))
+            if self._state["status"] in ("done", "stopped"):
+                self.ended.set()
+        return text.encode()
+
+    def snapshot(self):
+        with self._lock:
+            return self._snapshot
+
+    def ask(self, request: dict) -> None:
+        """A frame's region and size from the page; ValueError for anything else."""
+        view, width, height = request["view"], request["width"], request["height"]
+        if not (isinstance(view, list) and len(view) == 4 and all(isinstance(v, (int, float)) for v in view)
+                and all(math.isfinite(v) for v in view) and view[0] < view[2] and view[1] < view[3]):
+            raise ValueError("view must be [x0, y0, x1, y1], finite, with x0 < x1 and y0 < y1")
+        if not all(isinstance(n, int) and 1 <= n <= 16384 for n in (width, height)):
+            raise ValueError("width and height must be whole numbers from 1 to 16384")
+        with self._lock:
+            self._asked = (tuple(float(v) for v in view), width, height)
+
+
+def _name(settings: dict) -> str:
+    return os.path.basename(settings.get("input") or "model")
+
+
+def _handler(live: LiveServer):
+    class LiveHandler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the http.server name)
+            if refused_host(self):
+                return
+            path = self.path.split("?")[0]
+            if path in ("/", "/index.html"):
+                self._send(live.page(), "text/html; charset=utf-8", {"Content-Security-Policy": POLICY})
+            elif path == "/state":
+                self._send(live.state(), "application/json")
+            elif path == "/snapshot" and live.snapshot() is not None:
+                self._send(*live.snapshot())
+            else:
+                self.send_error(HTTPStatus.NOT_FOUND, "not here: this server answers /, /state, /snapshot, /view")
+
+        def do_POST(self):  # noqa: N802
+            if refused_host(self) or self._foreign():
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if self.path != "/view" or not 0 < length <= MAX_BODY:
+                self.send_error(HTTPStatus.NOT_FOUND if self.path != "/view" else HTTPStatus.BAD_REQUEST)
+                return
+            try:
+                live.ask(json.loads(self.rfile.read(length)))
+            except (ValueError, KeyError, TypeError) as exc:
+                self.send_error(HTTPStatus.BAD_REQUEST, explain=str(exc))
+                return
+            self.send_response(HTTPStatus.NO_CONTENT)
+            self.end_headers()
+
+        def _foreign(self) -> bool:
+            """A POST from a page of another origin (a browser says which in Origin): 403."""
+            origin = self.headers.get("Origin")
+            if origin is None or origin.lower() in {f"http://{host}" for host in local_hosts(self.server.server_port)}:
+                return False
+            self.send_error(HTTPStatus.FORBIDDEN, "only this server's page may ask for a view")
+            return True
+
+        def _send(self, body: bytes, kind: str, headers: dict | None = None):
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            for name, value in (headers or {}).items():
+                self.send_header(name, str(value))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args):  # one line per poll would bury the fit's progress
+            pass
+
+    return LiveHandler
+
