@@ -25,7 +25,7 @@ from . import codec
 from .backend import get_backend
 from .checks import is_finite, is_whole
 from .files import check_output, write_bytes
-from .fitting import OPTIONS, FitOptions, UsageError
+from .fitting import OPTIONS, FitOptions, Interrupted, UsageError
 from .fitting import fit as fit_job
 from .fitting import folder
 from .image.render import render as render_bands
@@ -35,10 +35,14 @@ from .image.coords import check_view
 from .image.io import load_picture
 from .train import CheckpointError, load_checkpoint
 from .viewer import ViewerError
+from .viewer.live import LiveServer
+from .viewer.serve import announce
 from .viewer.run import locate_model
 
 #: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
 FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
+#: How long fit(live=True) waits, after the fit, for an open page to load the final model.
+LIVE_HAND_OVER_SECONDS = 2.0
 #: fit()'s on/off options: the command's flags (``resume``, ``force``, ``quiet``).
 FIT_FLAGS = {f.name for f in dataclasses.fields(FitOptions) if f.type == "bool"}
 
@@ -92,7 +96,8 @@ class Run:
         return {name: path for name, path in found.items() if os.path.isfile(path)}
 
 
-def fit(picture, out: str | None = None, *, progress: bool = False, **options) -> Run:
+def fit(picture, out: str | None = None, *, progress: bool = False, live: bool = False, port: int | None = None,
+        open_browser: bool = True, **options) -> Run:
     """Fit a network to ``picture`` (an image file or pixel CSV), as ``ironlearn fit`` does.
 
     Parameters
@@ -103,6 +108,11 @@ def fit(picture, out: str | None = None, *, progress: bool = False, **options) -
         (an empty folder or a run of its own, ``force=True`` to start over, ``resume=True``).
     progress : bool
         Print the command's progress and messages on stderr (default: print nothing).
+    live : bool
+        Show the fit learning on a page served on 127.0.0.1 (``port``, default 8000 or a free
+        one), as ``ironlearn fit --live`` does: its URL is printed, and opened in a browser unless
+        ``open_browser`` is False.  When the fit ends the page turns into the final model's
+        (waiting up to 2 s for an open page to load it); then the server stops and fit() returns.
     **options
         Any option of ``ironlearn fit`` by its Python name: ``steps``, ``time_budget``,
         ``model``, ``mode``, ``size``, ``lr``, ``seed``, ``device``, ``resume``, ``force``, ...,
@@ -118,7 +128,7 @@ def fit(picture, out: str | None = None, *, progress: bool = False, **options) -
     UsageError, InputError, CheckpointError, BackendError
         Bad options or files, with the command's one-line messages.
     """
-    _check_flags(progress=progress, **{name: options[name] for name in FIT_FLAGS & set(options)})
+    _check_flags(progress=progress, live=live, open_browser=open_browser, **{name: options[name] for name in FIT_FLAGS & set(options)})
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
     if isinstance(options.get("size"), list):
         options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
@@ -130,7 +140,19 @@ def fit(picture, out: str | None = None, *, progress: bool = False, **options) -
                          f"Python names: {', '.join(sorted(FIT_NAMES))}")
     fit_options = FitOptions(input=os.fspath(picture), out=None if out is None else os.fspath(out),
                              model_options=model_options, quiet=quiet, **options)
-    fit_job(fit_options, log=print if progress else (lambda message: None))
+    log = print if progress else (lambda message: None)
+    if not live:
+        fit_job(fit_options, log=log)
+        return load(fit_options.run_folder)
+    with LiveServer(port) as server:
+        announce(server.url, open_browser, log, "the live page")
+        try:
+            fit_job(fit_options, log=log, live=server)
+        except Interrupted as exc:
+            server.stop(f"training stopped at step {exc.step:,}; its checkpoint is saved (resume=True goes on)")
+            raise
+        server.finish(fit_options.run_folder)
+        server.hand_over(LIVE_HAND_OVER_SECONDS)
     return load(fit_options.run_folder)
 
 

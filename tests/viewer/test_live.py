@@ -310,3 +310,19 @@ def test_live_options_need_live(capsys, tmp_path):
         err = capsys.readouterr().err.strip()
         assert err == f"ironlearn fit: error: {flags[0]} is for the live page; add --live, or drop {flags[0]}"
     assert not (tmp_path / "run").exists()
+
+
+def test_the_python_api_shows_the_fit_live_then_stops_serving(tmp_path, capsys):
+    import ironlearn
+
+    picture = make_picture(tmp_path / "disc.png", size=16)
+    began = time.monotonic()
+    run = ironlearn.fit(picture, tmp_path / "run", steps=20, device="cpu", live=True, port=0, open_browser=False)
+    url = capsys.readouterr().out.strip()
+    assert url.startswith("http://127.0.0.1:") and run.metrics["steps"] == 20
+    assert time.monotonic() - began < 30  # no page watched: no wait for one to load the final model
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    with pytest.raises(OSError):
+        state(port)  # the server stopped with the fit
+    with pytest.raises(TypeError, match="live must be True or False"):
+        ironlearn.fit(picture, tmp_path / "again", live="yes")

@@ -88,7 +88,8 @@ class LiveServer:
                        "step": 0, "seconds": 0.0, "rows": []}
         self._snapshot = None  # (bytes, content type, headers)
         self._asked = None  # the view, width and height the page asked a frame for
-        self.ended = threading.Event()  # a page has read the end (done or stopped)
+        self.ended = threading.Event()  # a page has read that training stopped, or loaded the final page
+        self.watched = threading.Event()  # a page has asked for the state
         self.httpd = bind(_handler(self), port)
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="ironlearn-live", daemon=True)
         self._thread.start()
@@ -124,6 +125,7 @@ class LiveServer:
         frames = build_plan(model).weights.size > MAX_LIVE_FLOATS
         data = model_payload(model, settings, collect_extras(None, settings), step=step, drawn=not frames,
                              title=f"{_name(settings)}: training live")
+        del data["metrics"]["steps"]  # the panel's table is not redrawn: the live line says the step
         if frames:
             data["notes"].append(f"a model this large ({model.num_parameters:,} parameters) is not sent live: while it "
                       "trains, the fit renders the region in view at screen size, at most once a second; "
@@ -166,6 +168,12 @@ class LiveServer:
         with self._lock:
             self._state.update(status="stopped", message=message)
 
+    def hand_over(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for a page that is watching to load the final page; at once when
+        none has asked for the state."""
+        if self.watched.is_set():
+            self.ended.wait(seconds)
+
     def serve_after_fit(self, log, *, interactive: bool) -> None:
         """Serve the final page until Ctrl-C (``interactive``: someone is at the terminal) or for
         :data:`AFTER_FIT_SECONDS` (a script, whose next command should not wait on a server)."""
@@ -185,12 +193,15 @@ class LiveServer:
     # -- what the server's threads call -------------------------------------------------------
     def page(self) -> bytes:
         with self._lock:
+            if self._state["status"] == "done":
+                self.ended.set()
             return self._page
 
     def state(self) -> bytes:
         with self._lock:
             text = json.dumps(self._state, separators=(",", ":"))
-            if self._state["status"] in ("done", "stopped"):
+            self.watched.set()
+            if self._state["status"] == "stopped":
                 self.ended.set()
         return text.encode()
 

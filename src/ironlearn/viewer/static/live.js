@@ -139,5 +139,7 @@ IL.curves = function (rows) {
   if (finite.length < 2) return;
   const loss = document.getElementById("loss");
   loss.replaceChildren(IL.plot(finite));
-  document.getElementById("loss-figure").hidden = false;
+  const figure = document.getElementById("loss-figure");
+  figure.querySelector("figcaption").textContent = "log loss (blue) and PSNR (orange) against step, so far";
+  figure.hidden = false;
 };
