@@ -258,6 +258,7 @@ def test_live_leaves_the_fit_unchanged_bit_for_bit(tmp_path, monkeypatch, frames
     monkeypatch.setattr(snapshots, "SNAPSHOT_SECONDS", 0.0)  # a snapshot after every step
     monkeypatch.setattr(snapshots, "FRAME_SECONDS", 0.0)
     monkeypatch.setattr(snapshots, "LIVE_SHARE", 1.0)
+    monkeypatch.setattr(LiveServer, "watching", lambda self: True)  # as if a page were open
     if frames:
         monkeypatch.setattr(live_module, "MAX_LIVE_FLOATS", 0)
     common = dict(input=str(picture), steps=25, device="cpu", quiet=True)
@@ -326,3 +327,18 @@ def test_the_python_api_shows_the_fit_live_then_stops_serving(tmp_path, capsys):
         state(port)  # the server stopped with the fit
     with pytest.raises(TypeError, match="live must be True or False"):
         ironlearn.fit(picture, tmp_path / "again", live="yes")
+
+
+def test_after_the_fit_a_terminal_serves_until_ctrl_c_and_a_script_for_a_few_seconds(server, monkeypatch):
+    import _thread
+
+    said = []
+    monkeypatch.setattr(live_module, "AFTER_FIT_SECONDS", 0.2)
+    began = time.monotonic()
+    server.serve_after_fit(said.append, interactive=False)
+    assert 0.2 <= time.monotonic() - began < 5
+    assert said == ["training done; serving the final page for 0.2 s (stdout is not a terminal)"]
+    said.clear()
+    threading.Timer(0.5, _thread.interrupt_main).start()  # Ctrl-C, as the terminal sends it
+    server.serve_after_fit(said.append, interactive=True)
+    assert said == ["training done; Ctrl-C stops the server", "stopped serving"]

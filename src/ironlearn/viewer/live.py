@@ -56,7 +56,8 @@ POLL_MS = 250  # how often the page asks for the state: a snapshot reaches it wi
 #: frames.  A snapshot of 4 million takes about 45 ms to pack on a CPU (docs/viewer.md).
 MAX_LIVE_FLOATS = 1 << 22
 AFTER_FIT_SECONDS = 10.0  # how long the final page is served after the fit when stdout is no terminal
-STOP_LINGER_SECONDS = 1.0  # after Ctrl-C, the most the fit waits for the page to read that it stopped
+STOP_LINGER_SECONDS = 2.0  # after Ctrl-C, the most the fit waits for a page to read that it stopped
+WATCHING_SECONDS = 5.0  # a page that has not polled for this long is gone (a closed tab)
 MAX_BODY = 1024  # bytes of a POST /view
 STARTING = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" "
             "content=\"1\"><title>ironlearn: starting</title></head><body style=\"background:#16181c;color:"
@@ -90,6 +91,7 @@ class LiveServer:
         self._asked = None  # the view, width and height the page asked a frame for
         self.ended = threading.Event()  # a page has read that training stopped, or loaded the final page
         self.watched = threading.Event()  # a page has asked for the state
+        self._polled = -math.inf  # when a page last asked (time.monotonic)
         self.httpd = bind(_handler(self), port)
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="ironlearn-live", daemon=True)
         self._thread.start()
@@ -146,6 +148,12 @@ class LiveServer:
             self._snapshot = (snapshot[0], snapshot[1], {**snapshot[2], "X-Version": version, "X-Step": step})
             self._state.update(version=version, step=step, seconds=round(seconds, 3), rows=rows)
 
+    def watching(self) -> bool:
+        """Whether a page has asked for the state in the last :data:`WATCHING_SECONDS`: with none,
+        the fit takes no snapshots (a frame of a large model costs a render)."""
+        with self._lock:
+            return time.monotonic() - self._polled < WATCHING_SECONDS
+
     def asked(self):
         """``(view, width, height)`` the page last asked a frame for, or None."""
         with self._lock:
@@ -200,6 +208,7 @@ class LiveServer:
     def state(self) -> bytes:
         with self._lock:
             text = json.dumps(self._state, separators=(",", ":"))
+            self._polled = time.monotonic()
             self.watched.set()
             if self._state["status"] == "stopped":
                 self.ended.set()

@@ -75,7 +75,8 @@ def frame_snapshot(model, backend, view, width: int, height: int) -> tuple:
 class LiveFeed(Callback):
     """Publishes the model to ``server`` (a :class:`~.live.LiveServer`) every
     :data:`SNAPSHOT_SECONDS` (its weights) or :data:`FRAME_SECONDS` (``frames``: the region the page
-    asks for), with the history ``rows()`` so far; ``size`` is the picture's ``(width, height)``."""
+    asks for), with the history ``rows()`` so far, while a page is watching; ``size`` is the
+    picture's ``(width, height)``."""
 
     def __init__(self, server, rows, backend, *, frames: bool, size):
         super().__init__(1)  # reads the clock every step, and nothing else unless a snapshot is due
@@ -85,7 +86,7 @@ class LiveFeed(Callback):
 
     def step(self, trainer) -> None:
         began = time.perf_counter()
-        if began < self.due:
+        if began < self.due or not self.server.watching():
             return
         snapshot = self.snapshot(trainer.model)
         self.due = began + max(self.period, (time.perf_counter() - began) / LIVE_SHARE)
