@@ -342,3 +342,11 @@ def test_after_the_fit_a_terminal_serves_until_ctrl_c_and_a_script_for_a_few_sec
     threading.Timer(0.5, _thread.interrupt_main).start()  # Ctrl-C, as the terminal sends it
     server.serve_after_fit(said.append, interactive=True)
     assert said == ["training done; Ctrl-C stops the server", "stopped serving"]
+
+
+def test_a_fit_that_cannot_start_ends_at_once_with_its_one_line(capsys, tmp_path):
+    began = time.monotonic()
+    assert main(["fit", str(tmp_path / "missing.png"), "--live", "--no-browser", "--port", "0"]) == 2
+    assert time.monotonic() - began < 1.5  # no page watching: nothing to wait for
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("ironlearn fit: error: ") and "missing.png" in err[-1]

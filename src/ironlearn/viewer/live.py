@@ -109,7 +109,7 @@ class LiveServer:
                 interrupted = isinstance(error, KeyboardInterrupt)
                 why = "interrupted" if interrupted else (str(error).splitlines() or [type(error).__name__])[0]
                 self.stop(f"training stopped ({why})")
-            if error is not None:
+            if error is not None and self.watched.is_set():  # no page, no wait (a usage error, say)
                 self.ended.wait(STOP_LINGER_SECONDS)
         finally:
             self.httpd.shutdown()
