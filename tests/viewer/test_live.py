@@ -73,13 +73,23 @@ def evaluated(page, expression):
         raise
 
 
-def open_live(browser, url, bare=True):
-    errors = PageErrors()
-    size = SHOT if bare else (720, 480)
-    page = errors.watch(browser.new_page(viewport={"width": max(size[0], 100), "height": max(size[1], 100)}))
-    page.goto(url + (f"#bare&size={SHOT[0]}x{SHOT[1]}" if bare else ""))
-    until(page, "window.ironlearnViewer && window.ironlearnViewer.live", timeout=60_000)
-    return page, errors
+@pytest.fixture
+def pages(browser):
+    """Opens live pages in the test browser, and closes them after the test (each holds a WebGL context)."""
+    opened = []
+
+    def open_live(url, bare=True):
+        errors = PageErrors()
+        size = SHOT if bare else (720, 480)
+        page = errors.watch(browser.new_page(viewport={"width": max(size[0], 100), "height": max(size[1], 100)}))
+        opened.append(page)
+        page.goto(url + (f"#bare&size={SHOT[0]}x{SHOT[1]}" if bare else ""))
+        until(page, "window.ironlearnViewer && window.ironlearnViewer.live", timeout=120_000)
+        return page, errors
+
+    yield open_live
+    for page in opened:
+        page.close()
 
 
 def drawn(page):
@@ -107,10 +117,10 @@ def at_step(tmp_path, step):
     return rendered(tmp_path, run / "model.npz", f"step-{step}")
 
 
-def test_the_page_follows_the_fit_then_shows_the_final_model(browser, tmp_path):
+def test_the_page_follows_the_fit_then_shows_the_final_model(pages, tmp_path):
     process, url, run = start(tmp_path)
     try:
-        page, errors = open_live(browser, url)
+        page, errors = pages(url)
         until(page, "window.ironlearnViewer.live.step > 0", timeout=60_000)
         first, first_step = drawn(page)
         time.sleep(2)
@@ -131,10 +141,10 @@ def test_the_page_follows_the_fit_then_shows_the_final_model(browser, tmp_path):
     assert psnr_db(final, rendered(tmp_path, run / "model.npz", "final")) >= MIN_PSNR_DB
 
 
-def test_the_interactive_page_grows_the_curves_and_says_done(browser, tmp_path):
+def test_the_interactive_page_grows_the_curves_and_says_done(pages, tmp_path):
     process, url, _ = start(tmp_path, seconds=10)
     try:
-        page, errors = open_live(browser, url, bare=False)
+        page, errors = pages(url, bare=False)
         until(page, "document.querySelector('#loss-figure') && !document.querySelector('#loss-figure').hidden",
                                timeout=60_000)
         assert page.locator("#loss svg polyline").count() == 2  # loss and PSNR
@@ -148,10 +158,10 @@ def test_the_interactive_page_grows_the_curves_and_says_done(browser, tmp_path):
 
 
 @pytest.mark.parametrize("how", ["kill", "interrupt"])
-def test_a_fit_that_stops_leaves_the_page_saying_so(browser, tmp_path, how):
+def test_a_fit_that_stops_leaves_the_page_saying_so(pages, tmp_path, how):
     process, url, _ = start(tmp_path, seconds=60)
     try:
-        page, _ = open_live(browser, url)
+        page, _ = pages(url)
         until(page, "window.ironlearnViewer.live.step > 0", timeout=60_000)
         process.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
         until(page, "window.ironlearnViewer.live.status === 'stopped'", timeout=30_000)
@@ -276,7 +286,7 @@ def test_live_leaves_the_fit_unchanged_bit_for_bit(tmp_path, monkeypatch, frames
         np.testing.assert_array_equal(plain[name], watched[name], err_msg=name)
 
 
-def test_a_large_model_is_drawn_from_the_fits_frames(browser, tmp_path, monkeypatch):
+def test_a_large_model_is_drawn_from_the_fits_frames(pages, tmp_path, monkeypatch):
     """Past MAX_LIVE_FLOATS the fit renders what the page shows; the page says so."""
     picture = make_picture(tmp_path / "disc.png", size=32, colour=True)
     monkeypatch.setattr(live_module, "MAX_LIVE_FLOATS", 0)
@@ -285,7 +295,7 @@ def test_a_large_model_is_drawn_from_the_fits_frames(browser, tmp_path, monkeypa
     with LiveServer(0) as served:
         thread, _ = fit_in_thread(options, served)
         try:
-            page, errors = open_live(browser, served.url)
+            page, errors = pages(served.url)
             until(page, "window.ironlearnViewer.live.step > 0", timeout=60_000)
             assert page.evaluate("window.ironlearnViewer.mode") == "frames"
             thread.join(120)  # the fit is over (nobody says done here): its last frame stays
