@@ -57,7 +57,7 @@ def until(page, expression, timeout=60_000):
     end = time.monotonic() + timeout / 1000
     while not evaluated(page, expression):
         if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {expression}")
+            raise AssertionError(f"timed out waiting for {expression} on {page.url}: {page.content()[:400]}")
         time.sleep(0.05)
 
 
@@ -68,7 +68,7 @@ def evaluated(page, expression):
     try:
         return page.evaluate(expression)
     except Error as exc:
-        if "context was destroyed" in str(exc) or "ironlearnViewer" in str(exc):
+        if "context was destroyed" in str(exc) or "Cannot read properties of undefined" in str(exc):
             return None
         raise
 
@@ -78,13 +78,14 @@ def pages(browser):
     """Opens live pages in the test browser, and closes them after the test (each holds a WebGL context)."""
     opened = []
 
-    def open_live(url, bare=True):
+    def open_live(url, bare=True, wait=True):
         errors = PageErrors()
         size = SHOT if bare else (720, 480)
         page = errors.watch(browser.new_page(viewport={"width": max(size[0], 100), "height": max(size[1], 100)}))
         opened.append(page)
         page.goto(url + (f"#bare&size={SHOT[0]}x{SHOT[1]}" if bare else ""))
-        until(page, "window.ironlearnViewer && window.ironlearnViewer.live", timeout=120_000)
+        if wait:
+            until(page, "window.ironlearnViewer && window.ironlearnViewer.live", timeout=120_000)
         return page, errors
 
     yield open_live
@@ -95,7 +96,7 @@ def pages(browser):
 def drawn(page):
     """A screenshot of the bare canvas and the step the page says it shows, once it is drawn whole."""
     for _ in range(50):
-        until(page, "window.ironlearnViewer.ready", timeout=60_000)
+        until(page, "window.ironlearnViewer?.ready", timeout=60_000)
         before = page.evaluate("[window.ironlearnViewer.live.step, window.ironlearnViewer.live.status]")
         shot = page.screenshot(clip={"x": 0, "y": 0, "width": SHOT[0], "height": SHOT[1]})
         after = page.evaluate("[window.ironlearnViewer.ready, window.ironlearnViewer.live.step]")
@@ -121,15 +122,15 @@ def test_the_page_follows_the_fit_then_shows_the_final_model(pages, tmp_path):
     process, url, run = start(tmp_path)
     try:
         page, errors = pages(url)
-        until(page, "window.ironlearnViewer.live.step > 0", timeout=60_000)
+        until(page, "window.ironlearnViewer?.live?.step > 0", timeout=60_000)
         first, first_step = drawn(page)
         time.sleep(2)
-        until(page, f"window.ironlearnViewer.live.step > {first_step}", timeout=30_000)
+        until(page, f"window.ironlearnViewer?.live?.step > {first_step}", timeout=30_000)
         second, second_step = drawn(page)
-        until(page, "window.ironlearnViewer.live.status === 'done' && window.ironlearnViewer.ready",
+        until(page, "window.ironlearnViewer?.live?.status === 'done' && window.ironlearnViewer.ready",
                                timeout=60_000)  # the page reloaded into the run's final page
         final, _ = drawn(page)
-        message = page.evaluate("window.ironlearnViewer.live.message")
+        message = page.evaluate("window.ironlearnViewer?.live?.message")
         assert not errors, errors
     finally:
         process.wait(timeout=60)
@@ -149,7 +150,7 @@ def test_the_interactive_page_grows_the_curves_and_says_done(pages, tmp_path):
                                timeout=60_000)
         assert page.locator("#loss svg polyline").count() == 2  # loss and PSNR
         assert "training" in page.inner_text("#live")
-        until(page, "window.ironlearnViewer.live.status === 'done'", timeout=60_000)
+        until(page, "window.ironlearnViewer?.live?.status === 'done'", timeout=60_000)
         assert page.inner_text("#live").startswith("training done: the final model, step")
         assert page.locator("#compare-label").is_visible()  # the training picture, to split in
         assert not errors, errors
@@ -162,10 +163,10 @@ def test_a_fit_that_stops_leaves_the_page_saying_so(pages, tmp_path, how):
     process, url, _ = start(tmp_path, seconds=60)
     try:
         page, _ = pages(url)
-        until(page, "window.ironlearnViewer.live.step > 0", timeout=60_000)
+        until(page, "window.ironlearnViewer?.live?.step > 0", timeout=60_000)
         process.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
-        until(page, "window.ironlearnViewer.live.status === 'stopped'", timeout=30_000)
-        message = page.evaluate("window.ironlearnViewer.live.message")
+        until(page, "window.ironlearnViewer?.live?.status === 'stopped'", timeout=30_000)
+        message = page.evaluate("window.ironlearnViewer?.live?.message")
     finally:
         try:
             process.wait(timeout=30)
@@ -293,14 +294,15 @@ def test_a_large_model_is_drawn_from_the_fits_frames(pages, tmp_path, monkeypatc
     options = FitOptions(input=str(picture), out=str(tmp_path / "run"), steps=100000, time_budget=6,
                          device="cpu", quiet=True, schedule="constant", lr=0.002)
     with LiveServer(0) as served:
+        page, errors = pages(served.url, wait=False)  # before the fit: the page that reloads until it starts
         thread, _ = fit_in_thread(options, served)
         try:
-            page, errors = pages(served.url)
-            until(page, "window.ironlearnViewer.live.step > 0", timeout=60_000)
+            until(page, "window.ironlearnViewer && window.ironlearnViewer.live", timeout=120_000)
+            until(page, "window.ironlearnViewer?.live?.step > 0", timeout=60_000)
             assert page.evaluate("window.ironlearnViewer.mode") == "frames"
             thread.join(120)  # the fit is over (nobody says done here): its last frame stays
             last = served.snapshot()
-            until(page, f"window.ironlearnViewer.live.version === {last[2]['X-Version']}")
+            until(page, f"window.ironlearnViewer?.live?.version === {last[2]['X-Version']}")
             shot, step = drawn(page)
             notes = page.evaluate("window.ironlearnViewer.data.notes.join(' ')")
             assert "renders the region in view at screen size" in notes

@@ -59,10 +59,12 @@ AFTER_FIT_SECONDS = 10.0  # how long the final page is served after the fit when
 STOP_LINGER_SECONDS = 2.0  # after Ctrl-C, the most the fit waits for a page to read that it stopped
 WATCHING_SECONDS = 5.0  # a page that has not polled for this long is gone (a closed tab)
 MAX_BODY = 1024  # bytes of a POST /view
-STARTING = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" "
-            "content=\"1\"><title>ironlearn: starting</title></head><body style=\"background:#16181c;color:"
-            "#d8dbe0;font:14px system-ui,sans-serif\"><p>The fit is starting: loading the picture and "
-            "building the network&hellip;</p></body></html>")
+#: The page until the fit has built its network: it reloads itself every second (by script: a meta
+#: refresh of an address with a #fragment, as #bare&size=... is, does not reload in Chromium).
+STARTING = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ironlearn: starting</title>"
+            "</head><body style=\"background:#16181c;color:#d8dbe0;font:14px system-ui,sans-serif\"><p>The fit "
+            "is starting: loading the picture and building the network&hellip;</p>"
+            "<script>setTimeout(() => location.reload(), 1000);</script></body></html>")
 #: The page may load nothing from anywhere: its script, style and pictures are inline, and it
 #: speaks only to this server.
 POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
