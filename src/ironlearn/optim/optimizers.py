@@ -88,10 +88,18 @@ class Optimizer:
             table[name] = get_array_module(like).zeros_like(like)
         return table[name]
 
-    def _buffer(self, name, like):
-        if name not in self._scratch:
-            self._scratch[name] = get_array_module(like).empty_like(like)
-        return self._scratch[name]
+    def _buffer(self, name, like, shape=None):
+        """A scratch array of ``shape`` (default ``like``'s), ``like``'s dtype and device: a view of
+        one flat buffer a parameter, grown only when a larger shape asks.  A step on a tile's
+        rectangle of a large table needs a small part of the table's size (at 100 MP the whole
+        would be 192 MiB of the GPU's memory)."""
+        shape = like.shape if shape is None else tuple(shape)
+        size = math.prod(shape)
+        buffer = self._scratch.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = self._scratch[name] = None  # the old one goes before the new one is made
+            buffer = self._scratch[name] = get_array_module(like).empty(size, dtype=like.dtype)
+        return buffer[:size].reshape(shape)
 
     # -- state as plain data ---------------------------------------------------------
     def state_dict(self, copy: bool = True) -> dict:
@@ -218,10 +226,6 @@ class Adam(Optimizer):
         correction = math.sqrt(1.0 - b2 ** self.step_count)
         return b1, b2, lr * correction / (1.0 - b1 ** self.step_count), self.eps * correction
 
-    def _scratch_for(self, name, param, shape):
-        """A scratch buffer of ``shape``: a view of the start of ``param``'s, never a new one."""
-        return self._buffer(name, param).reshape(-1)[:math.prod(shape)].reshape(shape)
-
     def _update(self, name, param, grad, lr, touched=None):
         m, v = self._slot("m", name, param), self._slot("v", name, param)
         kernels.adam_update(param, grad, m, v, self._buffer(name, param), *self._step_arguments(lr), touched)
@@ -232,7 +236,7 @@ class Adam(Optimizer):
     def _update_block(self, name, param, grad, lr):
         # Lazy like _update_rows, on the rectangle's views: the same arithmetic as a dense step.
         m, v = grad.view(self._slot("m", name, param)), grad.view(self._slot("v", name, param))
-        kernels.adam_update(grad.view(param), grad.values, m, v, self._scratch_for(name, param, grad.values.shape),
+        kernels.adam_update(grad.view(param), grad.values, m, v, self._buffer(name, param, grad.values.shape),
                             *self._step_arguments(lr))
 
     def _update_rows(self, name, param, rows, grad, lr):
@@ -241,7 +245,7 @@ class Adam(Optimizer):
         # on their old momentum.  Bias correction still counts every step.
         slots = (param, self._slot("m", name, param), self._slot("v", name, param))
         moved, m, v = (take_rows(array, rows) for array in slots)
-        kernels.adam_update(moved, grad, m, v, self._scratch_for(name, param, grad.shape), *self._step_arguments(lr))
+        kernels.adam_update(moved, grad, m, v, self._buffer(name, param, grad.shape), *self._step_arguments(lr))
         for array, rows_of in zip(slots, (moved, m, v)):
             put_rows(array, rows, rows_of)
 
