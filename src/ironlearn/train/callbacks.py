@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
+from ..backend import to_host
 from . import checkpoint
 from .trainer import DivergenceError
 
@@ -151,6 +152,16 @@ class Checkpointer(Callback):
             pass
 
 
+def _host_copies(state: dict) -> dict:
+    """``state``'s arrays copied into the host's memory (off a GPU, or copied on the host), the
+    rest as it is."""
+    copies = {}
+    for name, value in state.items():
+        host = to_host(value) if hasattr(value, "shape") else value
+        copies[name] = host.copy() if host is value and hasattr(value, "shape") else host
+    return copies
+
+
 class Rollback(Callback):
     """Remembers the model and optimizer state, so that a run whose loss diverges can
     :meth:`restore` it and go on: each state ``checkpointer`` writes (read back from its file on
@@ -167,8 +178,10 @@ class Rollback(Callback):
 
     def remember(self, trainer) -> None:
         self.model_state = self.optimizer_state = None  # the old copies go before the new ones are made
-        self.model_state = trainer.model.state_dict()
-        self.optimizer_state = trainer.optimizer.state_dict()
+        # In the host's memory: on a GPU, a second copy of a large model would take the run's room
+        # (at 100 MP, the spline level is 192 MiB); a restore copies it back.
+        self.model_state = _host_copies(trainer.model.named_arrays())
+        self.optimizer_state = _host_copies(trainer.optimizer.state_dict(copy=False))
         self.on_disk = False
 
     def step(self, trainer) -> None:
