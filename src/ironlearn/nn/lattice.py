@@ -136,7 +136,7 @@ class Reads(NamedTuple):
 
 
 class LevelReads(NamedTuple):
-    """A :class:`HashGrid`'s levels as ``(L,)`` arrays on a device, for reading every level at once."""
+    """A :class:`HashGrid`'s levels as ``(L, 1)`` arrays on a device, for reading every level at once."""
 
     axes: tuple  # along x, then y: (cells, last vertex, last cell's first vertex) in the coordinates'
     #              dtype, and the last vertex as int64
@@ -149,8 +149,8 @@ class LevelReads(NamedTuple):
 
     @classmethod
     def of(cls, grid, xp, dtype) -> "LevelReads":
-        def on(values, kind):
-            return xp.asarray(np.asarray(values, dtype=kind))
+        def on(values, kind):  # a column: levels down, to broadcast against (n,) points across
+            return xp.asarray(np.asarray(values, dtype=kind).reshape(-1, 1))
 
         axes = tuple((on(cells, dtype), on(np.subtract(sides, 1), dtype), on(np.maximum(np.subtract(sides, 2), 0), dtype),
                       on(np.subtract(sides, 1), np.int64))
