@@ -147,8 +147,7 @@ class HashGrid(Layer):
         # that rendering a time-lapse frame (one or two tiles) does not evict the training batch's.
         self._lookups = []
         self._marks = self._slots = None  # row bookkeeping for sparse gradients, made on first use
-        self._constants = None  # per-level arrays on the device, made on first use
-        self._reads_on = None  # the same for reads: (device and dtype, LevelReads)
+        self._reads_on = None  # each level's numbers on a device, made on first use: (device and dtype, LevelReads)
         self._axes = {}  # reads of recent lattices' axes: (device, level, axis, coordinates) -> AxisRead
         self._rectangles = None  # where the last lattice read each level, for backward
 
