@@ -154,12 +154,13 @@ class Checkpointer(Callback):
 
 def _host_copies(state: dict) -> dict:
     """``state``'s arrays copied into the host's memory (off a GPU, or copied on the host), the
-    rest as it is."""
-    copies = {}
-    for name, value in state.items():
-        host = to_host(value) if hasattr(value, "shape") else value
-        copies[name] = host.copy() if host is value and hasattr(value, "shape") else host
-    return copies
+    rest (the optimizer's step) as it is."""
+    return {name: _host_copy(value) if hasattr(value, "shape") else value for name, value in state.items()}
+
+
+def _host_copy(array):
+    host = to_host(array)  # a copy off a GPU; the array itself on the host
+    return host.copy() if host is array else host
 
 
 class Rollback(Callback):
