@@ -41,8 +41,6 @@ from .viewer.run import locate_model
 
 #: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
 FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
-#: How long fit(live=True) waits, after the fit, for an open page to load the final model.
-LIVE_HAND_OVER_SECONDS = 2.0
 #: fit()'s on/off options: the command's flags (``resume``, ``force``, ``quiet``).
 FIT_FLAGS = {f.name for f in dataclasses.fields(FitOptions) if f.type == "bool"}
 
@@ -112,7 +110,7 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
         Show the fit learning on a page served on 127.0.0.1 (``port``, default 8000 or a free
         one), as ``ironlearn fit --live`` does: its URL is printed, and opened in a browser unless
         ``open_browser`` is False.  When the fit ends the page turns into the final model's
-        (waiting up to 2 s for an open page to load it); then the server stops and fit() returns.
+        (waiting until an open page has loaded it, at most 5 s); then the server stops and fit() returns.
     **options
         Any option of ``ironlearn fit`` by its Python name: ``steps``, ``time_budget``,
         ``model``, ``mode``, ``size``, ``lr``, ``seed``, ``device``, ``resume``, ``force``, ...,
@@ -152,7 +150,7 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
             server.stop(f"training stopped at step {exc.step:,}; its checkpoint is saved (resume=True goes on)")
             raise
         server.finish(fit_options.run_folder)
-        server.hand_over(LIVE_HAND_OVER_SECONDS)
+        server.hand_over()
     return load(fit_options.run_folder)
 
 

@@ -56,8 +56,11 @@ POLL_MS = 250  # how often the page asks for the state: a snapshot reaches it wi
 #: frames.  A snapshot of 4 million takes about 45 ms to pack on a CPU (docs/viewer.md).
 MAX_LIVE_FLOATS = 1 << 22
 AFTER_FIT_SECONDS = 10.0  # how long the final page is served after the fit when stdout is no terminal
-STOP_LINGER_SECONDS = 2.0  # after Ctrl-C, the most the fit waits for a page to read that it stopped
 WATCHING_SECONDS = 5.0  # a page that has not polled for this long is gone (a closed tab)
+#: After Ctrl-C, the most the fit waits for a watching page to read that it stopped (it goes as soon
+#: as the page has): as long as a page may go without polling and still count as watching, since
+#: a page polls between its redraws, and a redraw without a GPU can take seconds.
+STOP_LINGER_SECONDS = WATCHING_SECONDS
 MAX_BODY = 1024  # bytes of a POST /view
 #: The page until the fit has built its network: it reloads itself every second (by script: a meta
 #: refresh of an address with a #fragment, as #bare&size=... is, does not reload in Chromium).
@@ -178,7 +181,7 @@ class LiveServer:
         with self._lock:
             self._state.update(status="stopped", message=message)
 
-    def hand_over(self, seconds: float) -> None:
+    def hand_over(self, seconds: float = STOP_LINGER_SECONDS) -> None:
         """Wait up to ``seconds`` for a page that is watching to load the final page; at once when
         none has asked for the state."""
         if self.watched.is_set():
