@@ -6,8 +6,8 @@ and thresholded, against bicubic and Lanczos upscaling: no network, no training.
 A cubic B-spline's vertices at ``half`` times the interpolating coefficients
 (:func:`ironlearn.nn.splines.bspline_coefficients`) plus ``1 - half`` times the pixels themselves:
 1 interpolates the pixels (what a pixel spline started as the picture draws), 0 smooths them.
-``tuned`` is the nine drawings of ``redraw_sets.py`` (where 0.5 was chosen); ``held-out``, sixteen
-drawn here from other seeds, which were not.  Scored as ``redraw_sets.py --sets drawings-original``
+``tuned`` is the nine drawings of ``redraw_sets.py`` (where 0.5 was chosen); ``held-out``, its sixteen
+drawn from other seeds (``redraw_sets.held_out``), which were not.  Scored as ``redraw_sets.py --sets drawings-original``
 scores a fit: the share of pixels right against the drawing made at that size and thresholded.
 """
 
@@ -16,42 +16,10 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
-from redraw_sets import DRAWN, FINE, ORIGINAL_SIZES, as_unit, binary, drawing
+from PIL import Image
+from redraw_sets import FINE, ORIGINAL_SIZES, as_unit, binary, drawing, held_out
 
 from ironlearn.nn.splines import INTERPOLATIONS, bspline_coefficients
-
-WORDS = ("Zoom", "pixel", "network", "sketch", "lines")
-
-
-def held_out(seed: int) -> Image.Image:
-    """Drawing ``seed`` of the held-out set: random strokes, ellipses, words or a spiral with
-    hatching, thick (10-28 px at DRAWN) on even seeds and thin (4-8 px) on odd ones."""
-    image = Image.new("L", (DRAWN, DRAWN), 255)
-    pen = ImageDraw.Draw(image)
-    rng = np.random.default_rng(1000 + seed)
-    width = int(rng.integers(4, 9)) if seed % 2 else int(rng.integers(10, 28))
-    kind = seed % 4
-    if kind == 0:
-        for _ in range(18):
-            x0, y0, x1, y1 = rng.uniform(80, 1520, 4)
-            pen.line([(x0, y0), (x1, y1)], fill=0, width=width)
-    elif kind == 1:
-        for _ in range(9):
-            cx, cy, r = *rng.uniform(300, 1300, 2), rng.uniform(60, 400)
-            pen.ellipse([cx - r, cy - r * rng.uniform(0.5, 1), cx + r, cy + r], outline=0, width=width)
-    elif kind == 2:
-        font = ImageFont.load_default(size=int(rng.integers(160, 300)))
-        for row in range(3):
-            pen.text((80, 150 + 480 * row), WORDS[(seed + row) % len(WORDS)], font=font, fill=0)
-    else:
-        t, a = np.linspace(0, rng.uniform(4, 8) * np.pi, 500), rng.uniform(25, 45)
-        pen.line([(800 + a * s * np.cos(s), 800 + a * s * np.sin(s)) for s in t], fill=0, width=width)
-        for k in range(int(rng.integers(8, 20))):
-            y = 100 + 70 * k
-            pen.line([(100, y), (500, y + rng.uniform(-50, 50))], fill=0, width=max(2, width // 2))
-    return image
-
 
 def upsampling(n: int, side: int) -> np.ndarray:
     """``(side, n)``: the cubic B-spline of ``n`` vertices (one per pixel centre, the edge vertex

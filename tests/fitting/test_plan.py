@@ -9,7 +9,7 @@ from ironlearn.fitting import FitOptions, UsageError, make_plan, resume_options
 from ironlearn.fitting.options import validate
 from ironlearn.fitting.plan import DEFAULT_TIME_BUDGET, RETRY_LR_FACTOR, fingerprint
 from ironlearn.fitting.presets import PRESETS
-from ironlearn.fitting.regimes import WHOLE_FINEST_LOG2, hashgrid_size
+from ironlearn.fitting.regimes import PIXEL_SPLINE, WHOLE_FINEST_LOG2, hashgrid_size
 from ironlearn.image.io import Picture
 from ironlearn.nn import HashGrid
 from ironlearn.nn.encodings import LOG2_TABLE_SIZES
@@ -146,8 +146,8 @@ def test_a_colour_thumbnail_gets_a_coarse_pyramid_and_a_detail_level_within_the_
 
 @pytest.mark.parametrize("mode, width, height, vertices", [
     ("gray", 256, 256, "centres"), ("gray", 200, 120, "centres"), ("gray", 257, 100, "centres"),
-    ("gray", 1024, 600, "centres"), ("gray", 5000, 3400, "centres"), ("binary", 5000, 3400, "corners"),
-    ("binary", 200, 200, "corners"), ("rgb", 256, 256, "corners")])
+    ("gray", 1024, 600, "centres"), ("gray", 5000, 3400, "centres"), ("binary", 5000, 3400, "centres"),
+    ("binary", 200, 200, "centres"), ("rgb", 256, 256, "corners")])
 def test_hashgrid_vertices_sit_on_centres_for_gray_thumbnails(mode, width, height, vertices):
     options = PRESETS["hashgrid"].resolve({}, width, height, mode)
     assert options["vertices"] == vertices
@@ -156,6 +156,9 @@ def test_hashgrid_vertices_sit_on_centres_for_gray_thumbnails(mode, width, heigh
     assert model.layers[0].centred == (vertices == "centres")
     assert model.num_parameters <= width * height or finest_level_is_whole(options)
     assert PRESETS["hashgrid"].resolve({"vertices": "corners"}, width, height, mode)["vertices"] == "corners"
+    # A pyramid asked of a drawing keeps its vertices on corners (binary drawings in short runs).
+    if mode == "binary":
+        assert PRESETS["hashgrid"].resolve({"levels": 4}, width, height, mode)["vertices"] == "corners"
 
 
 def test_a_run_saved_before_the_vertices_option_resumes_on_corners():
@@ -187,7 +190,9 @@ def test_a_gray_thumbnail_gets_one_dense_bspline_level_within_the_budget(width, 
     ("rgb", 512, 512, {}, "centres"),  # a vertex per pixel, read by a spline: the pixels pin it too
     ("rgb", 4097, 4096, {}, "centres"),  # past 2^24 pixels the level has fewer vertices, and the pixels pin it still
     ("rgb", 512, 512, {"model_options": {"levels": 4}}, "lanczos"),
-    ("gray", 512, 512, {}, "centres"), ("gray", 256, 256, {}, "lanczos"), ("binary", 200, 200, {}, "lanczos")])
+    ("gray", 512, 512, {}, "centres"), ("gray", 256, 256, {}, "lanczos"),
+    ("binary", 200, 200, {}, "spline"), ("binary", 5000, 3400, {}, "spline"),  # a drawing learns the spline between
+    ("binary", 200, 200, {"model_options": {"levels": 4}}, "lanczos")])
 def test_only_a_level_the_pixels_pin_trains_on_pixel_centres_by_default(mode, width, height, given, expected):
     channels = 3 if mode == "rgb" else 1
     plan = make_plan(FitOptions("p.png", steps=10, **given), picture(width, height, channels, mode))
@@ -235,8 +240,8 @@ def test_the_spline_level_of_a_picture_of_any_shape_stays_within_2_to_the_24_ver
 
 
 @pytest.mark.parametrize("mode, width, height, given", [
-    ("binary", 5000, 3400, {}), ("rgb", 8192, 2049, {"levels": 4}), ("rgb", 512, 512, {"interpolation": "linear"}),
-    ("rgb", 384, 256, {"finest_y": 300}), ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {}),
+    ("binary", 5000, 3400, {"levels": 4}), ("rgb", 8192, 2049, {"levels": 4}), ("rgb", 512, 512, {"interpolation": "linear"}),
+    ("rgb", 384, 256, {"finest_y": 300}), ("rgb", 256, 120, {}), ("rgb", 128, 128, {}), ("binary", 200, 200, {"finest": 100}),
     ("gray", 5000, 3400, {"interpolation": "linear"}), ("gray", 64, 64, {}), ("gray", 200, 150, {}),
     ("gray", 256, 256, {"levels": 4}), ("gray", 256, 256, {"interpolation": "linear"})])
 def test_other_pictures_keep_the_bilinear_pyramid(mode, width, height, given):
@@ -372,15 +377,17 @@ def test_fingerprint_follows_the_pixels():
     assert fingerprint(a) != fingerprint(b)
 
 
-@pytest.mark.parametrize("mode, channels, between, weight",
-                         [("gray", 1, 1 / 16, 0.2), ("rgb", 3, 1 / 16, 1 / 9), ("binary", 1, 1 / 32, None)])
-def test_a_small_picture_trains_whole_with_its_mode_s_samples_between_pixels(mode, channels, between, weight):
+@pytest.mark.parametrize("mode, channels, given, between, weight", [
+    ("gray", 1, {}, 1 / 16, 0.2), ("rgb", 3, {}, 1 / 16, 1 / 9),
+    ("binary", 1, {}, 1 / 4, 1 / 2),  # a drawing's spline filter: SPLINE_BETWEEN
+    ("binary", 1, {"model_options": {"levels": 4}}, 1 / 32, None)])  # a pyramid asked of it: BETWEEN's
+def test_a_small_picture_trains_whole_with_its_mode_s_samples_between_pixels(mode, channels, given, between, weight):
     from ironlearn.backend import Backend
     from ironlearn.fitting.run import training_data
     from ironlearn.image.sampling import EveryPixel
 
     pic = picture(64, 48, channels, mode)
-    source = training_data(make_plan(FitOptions("p.png", steps=10), pic), pic, Backend("cpu"))["batches"]
+    source = training_data(make_plan(FitOptions("p.png", steps=10, **given), pic), pic, Backend("cpu"))["batches"]
     assert isinstance(source, EveryPixel) and source.between.batch_size == round(64 * 48 * between)
     by_count = source.between.batch_size / (64 * 48 + source.between.batch_size)
     assert source.weight == pytest.approx(by_count if weight is None else weight)
@@ -392,3 +399,12 @@ def test_a_peak_of_ones_own_ends_at_a_hundredth_of_it_as_the_presets_do():
     assert plan.lr_min == pytest.approx(0.005)
     assert make_plan(FitOptions("p.png", steps=10), picture(32, 32)).lr_min == PRESETS["hashgrid"].lr_min
     assert make_plan(FitOptions("p.png", steps=10, lr=0.5, lr_min=0.1), picture(32, 32)).lr_min == 0.1
+
+
+def test_a_drawing_starts_random_so_that_its_time_lapse_shows_it_learning():
+    drawing = picture(200, 200, 1, "binary")
+    plan = make_plan(FitOptions("p.png", steps=10), drawing)
+    assert plan.regime is PIXEL_SPLINE and plan.start == "random" and not plan.starts_as_picture
+    # Asked, it starts as the picture; a photograph's default is the picture.
+    assert make_plan(FitOptions("p.png", steps=10, start="picture"), drawing).starts_as_picture
+    assert make_plan(FitOptions("p.png", steps=10), picture(300, 300, 1, "gray")).starts_as_picture

@@ -11,7 +11,7 @@ from ironlearn.image import psnr, render
 from ironlearn.image.io import Picture
 from ironlearn.image.metrics import BandScore
 from ironlearn.image.coords import pixel_grid
-from ironlearn.image.sampling import FILTERS, EveryPixel, PictureSampler, TileSampler, uniform
+from ironlearn.image.sampling import FILTERS, SPLINE_HALF, EveryPixel, PictureSampler, TileSampler, uniform
 from ironlearn.nn import hashgrid, mse
 from ironlearn.optim import Adam
 from ironlearn.train import Trainer
@@ -22,7 +22,7 @@ def photo(height=24, width=40, channels=3, dtype=np.uint8, seed=0):
     return (values * 255).astype(np.uint8) if dtype == np.uint8 else values.astype(np.float32)
 
 
-@pytest.mark.parametrize("kind", FILTERS)
+@pytest.mark.parametrize("kind", [kind for kind in FILTERS if kind != "spline"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_targets_equal_the_pixels_at_pixel_centres(kind, dtype):
     values = photo(dtype=dtype)
@@ -72,6 +72,67 @@ def test_targets_between_pixels_are_the_filter_written_out(kind, channels):
     expected = np.array([reference_target(values, float(x), float(y), kind) for x, y in zip(px, py)])
     assert targets.shape == (len(px), channels) and targets.dtype == np.float32
     np.testing.assert_allclose(targets, expected, atol=2e-6)
+
+
+def reference_spline(values, x: float, y: float) -> np.ndarray:
+    """The ``spline`` filter at one position, in float64, written out: the interpolating
+    coefficients solved as a dense system along each axis (the B-spline weighs a vertex and its
+    neighbours 1/6, 4/6, 1/6, the edge vertex repeated past the edge), halfway to the pixels, then
+    read tap by tap."""
+    pixels = values.astype(np.float64) / (255.0 if values.dtype == np.uint8 else 1.0)
+
+    def system(n):
+        matrix = np.zeros((n, n))
+        for i in range(n):
+            for offset, weight in ((-1, 1 / 6), (0, 4 / 6), (1, 1 / 6)):
+                matrix[i, min(max(i + offset, 0), n - 1)] += weight
+        return matrix
+
+    height, width, _ = pixels.shape
+    through = np.linalg.solve(system(height), pixels.reshape(height, -1)).reshape(pixels.shape)
+    through = np.linalg.solve(system(width), through.transpose(1, 0, 2).reshape(width, -1))
+    through = through.reshape(width, height, -1).transpose(1, 0, 2)
+    vertices = SPLINE_HALF * through + (1 - SPLINE_HALF) * pixels
+
+    def taps(u, n):
+        u -= 0.5
+        base = math.floor(u)
+        t = u - base
+        weights = ((1 - t) ** 3 / 6, (3 * t**3 - 6 * t**2 + 4) / 6, (-3 * t**3 + 3 * t**2 + 3 * t + 1) / 6, t**3 / 6)
+        return [(min(max(base + o, 0), n - 1), w) for o, w in zip((-1, 0, 1, 2), weights)]
+
+    out = sum(wy * wx * vertices[iy, ix] for iy, wy in taps(y, height) for ix, wx in taps(x, width))
+    return np.clip(out, 0, 1)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_the_spline_filter_is_the_halfway_spline_written_out(channels, dtype):
+    values = photo(channels=channels, dtype=dtype)
+    rng = np.random.default_rng(8)
+    px = np.concatenate([rng.uniform(0, 40, 100), [0.0, 0.5, 39.9, 39.999, 20.5]]).astype(np.float32)
+    py = np.concatenate([rng.uniform(0, 24, 100), [0.0, 23.99, 0.5, 12.25, 23.5]]).astype(np.float32)
+    targets = PictureSampler(values, 10, kind="spline").targets(px, py)
+    expected = np.array([reference_spline(values, float(x), float(y)) for x, y in zip(px, py)])
+    assert targets.shape == (len(px), channels) and targets.dtype == np.float32
+    np.testing.assert_allclose(targets, expected, atol=2e-5)
+
+
+def test_the_spline_filter_at_a_pixel_centre_is_halfway_between_the_pixel_and_its_smoothing():
+    """The spline through the pixels gives the pixel there, and the B-spline of the pixels weighs
+    each and its neighbours 1/6, 4/6, 1/6 along each axis; the filter takes the two halfway."""
+    values = photo(channels=1, dtype=np.float32)[..., :1]
+    smooth = values.astype(np.float64)
+    for axis in (0, 1):
+        padded = np.concatenate([smooth.take([0], axis), smooth, smooth.take([-1], axis)], axis)
+        n = smooth.shape[axis]
+        smooth = (padded.take(range(0, n), axis) + 4 * padded.take(range(1, n + 1), axis)
+                  + padded.take(range(2, n + 2), axis)) / 6
+    rows, cols = np.mgrid[0:24, 0:40]
+    sampler = PictureSampler(values, 10, kind="spline")
+    at = sampler.targets((cols.ravel() + 0.5).astype(np.float32), (rows.ravel() + 0.5).astype(np.float32))
+    expected = np.clip(SPLINE_HALF * values + (1 - SPLINE_HALF) * smooth, 0, 1).reshape(-1, 1)
+    np.testing.assert_allclose(at, expected, atol=2e-5)
 
 
 def test_batches_are_a_pure_function_of_seed_and_step():

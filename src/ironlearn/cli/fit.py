@@ -22,6 +22,21 @@ from .common import report_fit, say
 from .status import ExitCode
 
 
+#: --filter's help: which filter each kind of picture gets by default, and why.
+FILTER_HELP = ("how training reads the picture between pixel centres: lanczos (default), bicubic, "
+               "bilinear, spline (a B-spline halfway between passing through the pixels and "
+               "smoothing them: a binary drawing's default, which redraws it larger above bicubic), "
+               "or centres (pixel centres only: the sharpest fit, the roughest renders larger; the "
+               "default for a photograph's level of a vertex per pixel and a colour thumbnail's "
+               "detail level, which the pixels pin)")
+#: --start's help.
+START_HELP = ("how a new fit's network begins: picture (the default, but for binary drawings) "
+              "sets the hash grid's level of a vertex per pixel (photographs past 256 px, "
+              "drawings) to the picture's B-spline, so the fit starts where training would end; "
+              "random (a drawing's default) starts every layer random, to watch the network learn "
+              "in the time-lapse (it needs many steps there)")
+
+
 def add_fit_options(parser: argparse.ArgumentParser) -> None:
     """The options of one fit (picture, network, training, device), shared by ``fit`` and ``fit-many``;
     :func:`fit_options` turns them back into :class:`FitOptions`."""
@@ -57,15 +72,9 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
                         help="points per step; 0 = the whole picture every step (default: the preset's; a "
                              "picture no larger trains whole)")
     parser.add_argument("--filter", choices=FILTERS,
-                        help="how training reads the picture between pixel centres: lanczos (default), bicubic, "
-                             "bilinear, or centres (pixel centres only: the sharpest fit, the roughest renders "
-                             "larger; the default for a colour thumbnail's detail level, which needs no samples "
-                             "between)")
+                        help=FILTER_HELP)
     parser.add_argument("--start", choices=STARTS,
-                        help="how a new fit's network begins: picture (default) sets the hash grid's level of a "
-                             "vertex per pixel (pictures past 256 px) to the picture's B-spline, so the fit "
-                             "starts where training would end; random starts every layer random, to watch the "
-                             "network learn in the time-lapse (it needs many steps there)")
+                        help=START_HELP)
     parser.add_argument("--seed", type=count, help="random seed (default 0)")
     parser.add_argument("--device", choices=DEVICES,
                         help="where to train (default: the GPU when CuPy sees one, else the CPU; naming auto "

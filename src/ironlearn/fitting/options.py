@@ -47,8 +47,8 @@ class FitOptions:
     lr_min: float | None = None
     schedule: str | None = None  # cosine
     batch_size: int | None = None  # 0 = full batch
-    filter: str | None = None  # the preset's (lanczos)
-    start: str | None = None  # how a new fit's network begins (STARTS); None: picture
+    filter: str | None = None  # the preset's for the picture (lanczos; its regime's for the hash grid)
+    start: str | None = None  # how a new fit's network begins (STARTS); None: plan.default_start (picture; a drawing random)
     max_pixels: int | None = None  # image.io.MAX_PIXELS
     seed: int | None = None  # 0
     device: str | None = None  # cpu, cuda or auto; None: auto, without the notice that auto prints

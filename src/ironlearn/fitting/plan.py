@@ -300,14 +300,21 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         width=picture.width, height=picture.height, channels=picture.channels, model=preset.name,
         model_options=model_options, lr=lr, lr_min=lr_min, schedule=options.schedule or "cosine",
         batch_size=_batch_size(options, preset, picture.width * picture.height),
-        filter=options.filter or preset.default_filter(model_options),
+        filter=options.filter or preset.default_filter(model_options, picture.mode),
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,
         time_budget=time_budget, timed=timed, anneal_from=anneal_from,
         checkpoint_every=options.checkpoint_every, snapshot_every=options.snapshot_every,
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
         prior_stalled=float(saved.get("stalled_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
-        start=options.start or (saved or {}).get("start") or "picture")
+        start=options.start or (saved or {}).get("start") or default_start(picture.mode))
+
+
+def default_start(mode: str) -> str:
+    """How a new fit begins unless ``--start`` says: a drawing (``binary``) from random, so that its
+    time-lapse shows it learning (its redraws are as good: docs/benchmarks.md); a photograph as the
+    picture where its model can (``fitting.start``)."""
+    return "random" if mode == "binary" else "picture"
 
 
 #: The share of a time budget a timed run may stop short of it, at its planned steps, and be done.

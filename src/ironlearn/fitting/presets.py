@@ -87,7 +87,8 @@ class Preset:
     lr_min: float
     batch_size: int | None = None  # None: full batch
     defaults: dict = field(default_factory=dict)
-    # Targets between pixel centres (image.sampling.FILTERS), or a function of the resolved options.
+    # Targets between pixel centres (image.sampling.FILTERS), or a function of the resolved options
+    # and the picture's mode.
     filter: str | Callable = "lanczos"
     size: Callable | None = None  # (width_px, height_px, mode, options) -> options, Auto ones filled
 
@@ -109,9 +110,10 @@ class Preset:
         merged = {k: given.get(k, None if isinstance(v, Auto) else v) for k, v in self.defaults.items()}
         return self.size(width_px, height_px, mode, merged) if self.size else merged
 
-    def default_filter(self, resolved: dict) -> str:
-        """The filter a run uses when none is given, for ``resolved`` options (from :meth:`resolve`)."""
-        return self.filter(resolved) if callable(self.filter) else self.filter
+    def default_filter(self, resolved: dict, mode: str) -> str:
+        """The filter a run uses when none is given, for ``resolved`` options (from :meth:`resolve`)
+        and the picture's ``mode``."""
+        return self.filter(resolved, mode) if callable(self.filter) else self.filter
 
     def build(self, channels: int, resolved: dict, rng):
         """The untrained network for ``resolved`` options (from :meth:`resolve`)."""

@@ -7,12 +7,14 @@ pyramid:
 =============  ==============================================================================
 gray spline    gray pictures up to :data:`THUMBNAIL` px a side: one dense level of as many
                vertices as a parameter a pixel allows, read by a cubic B-spline, then an MLP
-pixel spline   colour and gray pictures past :data:`THUMBNAIL` px: one level of a vertex per
-               pixel (up to :data:`PIXEL_SPLINE_PIXELS`), read by a B-spline, a linear layer and
-               a sigmoid; it starts as the picture (``fitting.start``)
+pixel spline   colour and gray pictures past :data:`THUMBNAIL` px, and binary drawings of any
+               size: one level of a vertex per pixel (up to :data:`PIXEL_SPLINE_PIXELS`), read
+               by a B-spline, a linear layer and a sigmoid; a photograph starts as the picture
+               (``fitting.start``), a drawing from random (its time-lapse shows it learning) and
+               trains between pixels on the ``spline`` filter
 colour detail  colour pictures up to :data:`THUMBNAIL` px a side and 2:1: a coarse pyramid of two
                levels and a dense detail level of one feature beside it, then an MLP
-pyramid        everything else, binary drawings included: Instant-NGP's multiresolution levels,
+pyramid        everything else: Instant-NGP's multiresolution levels,
                hashed where the table is smaller than a level, then an MLP
 =============  ==============================================================================
 
@@ -42,7 +44,7 @@ DENSE_SHARE = 7 / 8
 #: pixel up to 16.8 MP (4096x4096 or any shape of as many pixels), fewer past it (:func:`spline_sides`).
 PIXEL_SPLINE_PIXELS = 1 << 24
 #: Features a vertex of the pixel spline's level, by mode.
-PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1}
+PIXEL_SPLINE_FEATURES = {"rgb": 3, "gray": 1, "binary": 1}
 #: A pyramid's table holds its finest level whole (a row per vertex) where that takes at most
 #: 2**WHOLE_FINEST_LOG2 rows (pictures up to WHOLE_FINEST_SIDE px a side); larger ones keep the table of
 #: one parameter per pixel, their finest level hashed.  Collisions there do not train away in a short
@@ -59,14 +61,14 @@ class Regime:
     ``when`` says which pictures get it and ``layout`` what it builds (both for ``--help``);
     ``size(width_px, height_px, mode, options)``
     returns the options filled in, or None where the regime does not fit the picture; ``filter``
-    is the default way it trains between pixels, for resolved options.
+    is the default way it trains between pixels, for resolved options and the picture's mode.
     """
 
     name: str
     when: str
     layout: str
     size: Callable
-    filter: Callable = lambda o: "lanczos"
+    filter: Callable = lambda o, mode: "lanczos"
 
     def __repr__(self) -> str:
         return f"Regime({self.name!r})"
@@ -125,8 +127,10 @@ def _gray_spline(width_px: int, height_px: int, mode: str, o: dict) -> dict | No
 
 
 def _pixel_spline(width_px: int, height_px: int, mode: str, o: dict) -> dict | None:
-    """A vertex per pixel (:func:`spline_sides`) of :data:`PIXEL_SPLINE_FEATURES`, a linear head."""
-    if mode not in PIXEL_SPLINE_FEATURES or max(width_px, height_px) <= THUMBNAIL or o["interpolation"] == "linear":
+    """A vertex per pixel (:func:`spline_sides`) of :data:`PIXEL_SPLINE_FEATURES`, a linear head:
+    photographs past :data:`THUMBNAIL` px, drawings at any size."""
+    small = max(width_px, height_px) <= THUMBNAIL and mode != "binary"
+    if mode not in PIXEL_SPLINE_FEATURES or small or o["interpolation"] == "linear":
         return None
     o = {**o, "depth": 0 if o["depth"] is None else o["depth"], "features": o["features"] or PIXEL_SPLINE_FEATURES[mode]}
     across, down = spline_sides(width_px, height_px)
@@ -192,18 +196,21 @@ def _pyramid(width_px: int, height_px: int, mode: str, o: dict) -> dict:
 GRAY_SPLINE = Regime("gray spline", f"gray pictures up to {THUMBNAIL} px a side",
                      "a dense level read by a B-spline, and a small MLP", _gray_spline,
                      # A level of several features is pinned by the pixels alone.
-                     filter=lambda o: "centres" if o.get("features", 1) > 1 else "lanczos")
-PIXEL_SPLINE = Regime("pixel spline", f"colour and gray pictures past {THUMBNAIL} px",
+                     filter=lambda o, mode: "centres" if o.get("features", 1) > 1 else "lanczos")
+# A photograph's level is pinned by its pixels, and starts as the picture.  A drawing learns from
+# random, between its pixels too: the spline filter there is what redraws it larger above bicubic
+# (docs/benchmarks.md, "The drawings at the original project's sizes").
+PIXEL_SPLINE = Regime("pixel spline", f"colour and gray pictures past {THUMBNAIL} px, and binary drawings",
                       "the picture itself, as B-spline coefficients (a value a pixel and channel: model.npz "
                       "takes about 4 bytes a pixel value, the checkpoint 12), read by a linear layer and a "
-                      "sigmoid; it starts where training would end", _pixel_spline,
-                      filter=lambda o: "centres")
+                      "sigmoid; a photograph starts where training would end, a drawing learns from random",
+                      _pixel_spline, filter=lambda o, mode: "spline" if mode == "binary" else "centres")
 # The detail level and the pyramid's cell for every 4 x 4 pixels are pinned by the pixels alone:
 # samples between them have no freedom left to constrain, and cost a sixth of the step.
 COLOUR_DETAIL = Regime("colour detail", f"colour pictures up to {THUMBNAIL} px a side and 2:1",
                        "a coarse pyramid of two levels and a dense detail level, and a small MLP", _colour_detail,
-                       filter=lambda o: "centres")
-PYRAMID = Regime("pyramid", "the rest, binary drawings included, and any picture whose layout is given",
+                       filter=lambda o, mode: "centres")
+PYRAMID = Regime("pyramid", "the rest, and any picture whose layout is given",
                  "Instant-NGP's multiresolution levels, hashed where a level outgrows its table, and a small MLP",
                  _pyramid)
 #: Tried in this order; the pyramid fits every picture.
@@ -244,6 +251,6 @@ def vertex_per_pixel(o: dict, width_px: int, height_px: int, channels: int) -> b
             and 2 ** o.get("log2_table_size", 0) >= across * down)
 
 
-def grid_filter(o: dict) -> str:
-    """How a hash grid trains between pixel centres by default: its regime's way."""
-    return regime_of(o).filter(o)
+def grid_filter(o: dict, mode: str) -> str:
+    """How a hash grid trains between pixel centres by default: its regime's way for a ``mode`` picture."""
+    return regime_of(o).filter(o, mode)

@@ -23,7 +23,7 @@ from ..backend import get_backend
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
-from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, EveryPixel, PictureSampler, TileSampler
+from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, SPLINE_BETWEEN, EveryPixel, PictureSampler, TileSampler
 from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..nn.lattice import Lattice
@@ -229,8 +229,8 @@ def training_data(plan: RunPlan, picture, backend) -> dict:
         backend.asarray(pixel_grid(plan.width, plan.height))
     if plan.filter == "centres":
         return {"inputs": pixels, "targets": backend.asarray(picture.pixels.reshape(-1, plan.channels))}
-    return {"batches": EveryPixel(values, pixels, plan.seed, plan.filter, between=BETWEEN[plan.mode],
-                                  weight=BETWEEN_WEIGHT[plan.mode])}
+    between, weight = SPLINE_BETWEEN if plan.filter == "spline" else (BETWEEN[plan.mode], BETWEEN_WEIGHT[plan.mode])
+    return {"batches": EveryPixel(values, pixels, plan.seed, plan.filter, between=between, weight=weight)}
 
 
 def new_model(plan: RunPlan, picture=None):

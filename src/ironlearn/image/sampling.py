@@ -6,7 +6,7 @@ and a hash grid fills that freedom with a checkerboard that shows in every rende
 larger than the picture.  Sampling continuous positions, with targets from a
 reconstruction filter, asks the network for a continuous picture instead (as
 Instant-NGP and tiny-cuda-nn train on images).  At a pixel centre every filter
-here returns the pixel itself.
+here but ``spline`` returns the pixel itself.
 
 Each batch is a pure function of ``(seed, step)``: positions come from a
 counter-based hash computed with the array module itself, so a resumed run draws
@@ -21,12 +21,21 @@ import math
 
 import numpy as np
 
-from ..backend import get_array_module, take_rows
+from ..backend import get_array_module, take_rows, to_host
 from ..nn.lattice import Lattice
+from ..nn.splines import INTERPOLATIONS, bspline_coefficients
 from .coords import axis
 from .io import as_float
 
-FILTERS = ("lanczos", "bicubic", "bilinear", "centres")
+FILTERS = ("lanczos", "bicubic", "bilinear", "spline", "centres")
+
+#: The ``spline`` filter: a cubic B-spline whose vertices are this share of the coefficients of
+#: the spline through the pixels (``nn.splines.bspline_coefficients``) and the rest the pixels
+#: themselves (the smoothing B-spline of the picture).  Halfway, it redraws 200x200 binary drawings
+#: thresholded at 474 and 1024 px above bicubic on all 32 (drawing, size) pairs of 16 drawings
+#: held out from choosing it, where the spline through the pixels is under bicubic on 21
+#: (benchmarks/drawing_splines.py, docs/benchmarks.md).
+SPLINE_HALF = 0.5
 #: The share of each batch placed on pixel centres, for a picture larger than one batch; the rest
 #: lies anywhere, spread evenly.  Measured on the 12.6-megapixel test photograph, 60 s each, two
 #: runs: 7/8 gave 27.16 and 27.11 dB (470 steps), 3/4 26.76 and 26.77 (424).  (On camera at 256
@@ -60,6 +69,13 @@ BETWEEN = {"binary": 1 / 32, "gray": 1 / 16, "rgb": 1 / 16}
 #: 41.28 / 29.39; astronaut 35.62, 35.58, 35.08.  Colour takes the ninth that 1/8 between had by
 #: count, with half as many samples (:data:`BETWEEN`).
 BETWEEN_WEIGHT = {"binary": None, "gray": 0.2, "rgb": 1 / 9}
+
+#: ``(share, weight)`` of :data:`BETWEEN` and :data:`BETWEEN_WEIGHT` for the ``spline`` filter, for
+#: any mode: a drawing's pixel spline learns the spline between its pixels from many samples
+#: weighing half the loss.  Measured on nine 200x200 drawings and sixteen held out, 5 s fits from
+#: random, redrawn at 474 and 1024 px: at 1/4 and 1/2, 18 of 18 and 31 of 32 (drawing, size) pairs
+#: above bicubic and Lanczos; at 1/16 and 1/2 (twice the steps), 15 of 18 and 29 of 32.
+SPLINE_BETWEEN = (1 / 4, 1 / 2)
 
 _GOLDEN, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
@@ -103,6 +119,8 @@ def _taps(u, last, kind: str, xp):
     base = base.astype(xp.int64)
     if kind == "bilinear":
         first, weights = 0, xp.stack((1 - t, t))
+    elif kind == "spline":
+        first, weights = -1, xp.stack(INTERPOLATIONS["bspline"][1](t)[0])
     elif kind == "lanczos":
         # The six taps in one (6, n) array: one pass of each operation, not six (the offsets
         # made where t is: a list would be a copy to the GPU each batch).
@@ -125,10 +143,12 @@ class PictureSampler:
         The picture, on the device it trains on.  It is read, never copied.
     batch_size : int
     seed : int
-    kind : {"lanczos", "bicubic", "bilinear", "centres"}
+    kind : {"lanczos", "bicubic", "bilinear", "spline", "centres"}
         The reconstruction filter between pixels (Lanczos-3, Keys' cubic with a = -0.5,
-        bilinear); ``centres`` samples whole pixels only (the picture as a set of points,
-        as full-batch training sees it).
+        bilinear, or the B-spline halfway between the one through the pixels and the one
+        smoothing them, :data:`SPLINE_HALF`); ``centres`` samples whole pixels only (the picture
+        as a set of points, as full-batch training sees it).  Samples on pixel centres take the
+        pixel itself, whatever the filter.
     centred : float
         The share of each batch placed exactly on pixel centres (targets: the pixels
         themselves), which keeps the fit at the picture's own size sharp.
@@ -155,6 +175,8 @@ class PictureSampler:
         self.height, self.width, self.channels = values.shape
         self.scale = np.float32(1 / 255) if values.dtype == np.uint8 else np.float32(1)
         self._rows = values.reshape(-1, self.channels)  # gathered whole (backend.take_rows)
+        # What the filter's taps read: the pixels, or the spline's vertices (made once, on the host).
+        self._taps_read = self._rows if kind != "spline" else xp.asarray(halfway_vertices(values).reshape(-1, self.channels))
         self._last = xp.asarray([[self.width - 1], [self.height - 1]], dtype=xp.int64)  # the last column and row
         # Positions stay below these (float32 rounding can carry ``255 + 0.99999994`` to 256).
         self._below = (np.nextafter(np.float32(self.width), np.float32(0)),
@@ -226,13 +248,24 @@ class PictureSampler:
         # (sample-major (n, ky, kx) runs loops of k values, or copies at each reshape: 4,096
         # Lanczos samples of a 256x256 picture took 2.05 ms a batch that way, 1.07 this way).
         flat = iy[:, None, :] * self.width + ix[None, :, :]
-        window = self._gather(flat.reshape(k * k, n))  # (ky kx, n, c)
-        weights = (wy * self.scale)[:, None, :] * wx[None, :, :]
+        window = take_rows(self._taps_read, flat.reshape(k * k, n)).astype(np.float32)  # (ky kx, n, c)
+        weights = (wy * (self.scale if self.kind != "spline" else np.float32(1)))[:, None, :] * wx[None, :, :]
         out = xp.einsum("jn,jnc->nc", weights.reshape(k * k, n), window)
         return xp.clip(out, 0, 1, out=out)  # cubic overshoot at hard edges
 
     def _gather(self, flat):
         return take_rows(self._rows, flat).astype(np.float32)
+
+
+def halfway_vertices(values) -> np.ndarray:
+    """The ``spline`` filter's vertices for a picture ``(height, width, channels)`` (uint8 or float32
+    in [0, 1]): :data:`SPLINE_HALF` of the interpolating B-spline's coefficients plus the rest of the
+    pixels, float32 in [0, 1]'s units, on the host."""
+    pixels = as_float(to_host(values))
+    through = bspline_coefficients(pixels)
+    through *= np.float32(SPLINE_HALF)
+    through += np.float32(1 - SPLINE_HALF) * pixels
+    return through
 
 
 class TileSampler:
