@@ -16,7 +16,7 @@ from .argtypes import positive_float, positive_int
 from .common import report_fit, say
 from .status import ExitCode
 
-DEMO_SECONDS = 20.0  # the drawing passes 50 dB within 5 s; the rest makes a longer time-lapse
+DEMO_SECONDS = 20.0  # every pixel of the drawing is right within 5 s; the rest makes a longer time-lapse
 
 
 def add_parser(commands) -> None:
