@@ -191,7 +191,8 @@ def test_a_gray_thumbnail_gets_one_dense_bspline_level_within_the_budget(width, 
     ("rgb", 4097, 4096, {}, "centres"),  # past 2^24 pixels the level has fewer vertices, and the pixels pin it still
     ("rgb", 512, 512, {"model_options": {"levels": 4}}, "lanczos"),
     ("gray", 512, 512, {}, "centres"), ("gray", 256, 256, {}, "lanczos"),
-    ("binary", 200, 200, {}, "spline"), ("binary", 5000, 3400, {}, "spline"),  # a drawing learns the spline between
+    ("binary", 200, 200, {}, "spline"), ("binary", 256, 100, {}, "spline"),  # a drawing learns the spline between
+    ("binary", 5000, 3400, {}, "centres"), ("binary", 257, 100, {}, "centres"),  # a larger one: tiles, as a photograph
     ("binary", 200, 200, {"model_options": {"levels": 4}}, "lanczos")])
 def test_only_a_level_the_pixels_pin_trains_on_pixel_centres_by_default(mode, width, height, given, expected):
     channels = 3 if mode == "rgb" else 1
@@ -405,6 +406,11 @@ def test_a_drawing_starts_random_so_that_its_time_lapse_shows_it_learning():
     drawing = picture(200, 200, 1, "binary")
     plan = make_plan(FitOptions("p.png", steps=10), drawing)
     assert plan.regime is PIXEL_SPLINE and plan.start == "random" and not plan.starts_as_picture
-    # Asked, it starts as the picture; a photograph's default is the picture.
+    # Asked, it starts as the picture; a photograph's default is the picture, and so is a drawing's
+    # past 256 px (trained a tile a step: from random it learned too slowly).
     assert make_plan(FitOptions("p.png", steps=10, start="picture"), drawing).starts_as_picture
     assert make_plan(FitOptions("p.png", steps=10), picture(300, 300, 1, "gray")).starts_as_picture
+    large = make_plan(FitOptions("p.png", steps=10), picture(300, 300, 1, "binary"))
+    assert large.starts_as_picture and large.trains_tiles and large.filter == "centres"
+    # Other presets start random, drawings or not.
+    assert not make_plan(FitOptions("p.png", steps=10, model="siren"), drawing).starts_as_picture

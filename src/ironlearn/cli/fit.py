@@ -25,15 +25,16 @@ from .status import ExitCode
 #: --filter's help: which filter each kind of picture gets by default, and why.
 FILTER_HELP = ("how training reads the picture between pixel centres: lanczos (default), bicubic, "
                "bilinear, spline (a B-spline halfway between passing through the pixels and "
-               "smoothing them: a binary drawing's default, which redraws it larger above bicubic), "
+               "smoothing them: the default for a binary drawing up to 256 px, which redraws it "
+               "larger above bicubic), "
                "or centres (pixel centres only: the sharpest fit, the roughest renders larger; the "
                "default for a photograph's level of a vertex per pixel and a colour thumbnail's "
                "detail level, which the pixels pin)")
 #: --start's help.
-START_HELP = ("how a new fit's network begins: picture (the default, but for binary drawings) "
-              "sets the hash grid's level of a vertex per pixel (photographs past 256 px, "
-              "drawings) to the picture's B-spline, so the fit starts where training would end; "
-              "random (a drawing's default) starts every layer random, to watch the network learn "
+START_HELP = ("how a new fit's network begins: picture (default) sets the hash grid's level of a "
+              "vertex per pixel (pictures past 256 px, and binary drawings) to the picture's "
+              "B-spline, so the fit starts where training would end; random (the default for a "
+              "binary drawing up to 256 px) starts every layer random, to watch the network learn "
               "in the time-lapse (it needs many steps there)")
 
 

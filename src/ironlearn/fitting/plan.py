@@ -21,7 +21,7 @@ from ..image.timelapse import frame_steps
 from ..optim import constant, cosine, warmup_cosine
 from .options import SCHEDULES, FitOptions, UsageError
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
-from .regimes import PIXEL_SPLINE, Regime, regime_of, vertex_per_pixel
+from .regimes import PIXEL_SPLINE, Regime, drawn_thumbnail, regime_of, vertex_per_pixel
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 MIN_STEPS = 10  # a time budget never plans fewer steps than this
@@ -307,14 +307,14 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
         prior_stalled=float(saved.get("stalled_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
-        start=options.start or (saved or {}).get("start") or default_start(picture.mode))
+        start=options.start or (saved or {}).get("start") or default_start(preset.name, model_options, picture.mode))
 
 
-def default_start(mode: str) -> str:
-    """How a new fit begins unless ``--start`` says: a drawing (``binary``) from random, so that its
-    time-lapse shows it learning (its redraws are as good: docs/benchmarks.md); a photograph as the
-    picture where its model can (``fitting.start``)."""
-    return "random" if mode == "binary" else "picture"
+def default_start(model: str, model_options: dict, mode: str) -> str:
+    """How a new fit begins unless ``--start`` says: as the picture where its model can
+    (``fitting.start``), but a drawing up to 256 px, from random, so that its time-lapse shows it
+    learning (its redraws are as good: ``regimes.drawn_thumbnail``, docs/benchmarks.md)."""
+    return "random" if model == "hashgrid" and drawn_thumbnail(model_options, mode) else "picture"
 
 
 #: The share of a time budget a timed run may stop short of it, at its planned steps, and be done.
