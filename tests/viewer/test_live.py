@@ -215,6 +215,26 @@ def server():
         yield served
 
 
+def test_the_fit_may_go_only_once_the_page_has_the_whole_answer(server, monkeypatch):
+    """The fit exits as soon as ``ended`` is set: set while the answer was still being written, the
+    page's poll failed and it said the fit was no longer answering (a CI run failed so)."""
+    handler = server.httpd.RequestHandlerClass
+    send, seen = handler._send, []
+
+    def slow_send(self, *args, **kwargs):
+        seen.append(server.ended.is_set())
+        time.sleep(0.2)  # a busy machine
+        send(self, *args, **kwargs)
+        seen.append(server.ended.is_set())
+
+    monkeypatch.setattr(handler, "_send", slow_send)
+    assert state(server.httpd.server_port)["status"] == "starting" and not server.ended.is_set()
+    server.stop("training stopped by Ctrl-C at step 3")
+    assert state(server.httpd.server_port)["status"] == "stopped"
+    assert seen == [False, False, False, False]  # never while an answer was on its way
+    wait_for(server.ended.is_set, seconds=5)
+
+
 @pytest.mark.parametrize("host", ["evil.example:{port}", "127.0.0.1:1", "", "127.0.0.1.evil.example:{port}"])
 def test_any_other_host_is_refused(server, host):
     connection = http.client.HTTPConnection("127.0.0.1", server.httpd.server_port, timeout=5)
@@ -279,7 +299,7 @@ def test_live_leaves_the_fit_unchanged_bit_for_bit(tmp_path, monkeypatch, frames
         thread.join(120)
         assert served.status == "training" and served.snapshot()[1] == ("image/png" if frames else
                                                                          "application/octet-stream")
-        assert json.loads(served.state())["version"] == 25  # one a step
+        assert json.loads(served.state()[0])["version"] == 25  # one a step
     plain = load_checkpoint(tmp_path / "plain" / "model.npz").model.named_arrays()
     watched = load_checkpoint(tmp_path / "live" / "model.npz").model.named_arrays()
     assert plain.keys() == watched.keys()

@@ -204,20 +204,26 @@ class LiveServer:
             log("stopped serving")
 
     # -- what the server's threads call -------------------------------------------------------
-    def page(self) -> bytes:
+    def page(self) -> tuple[bytes, bool]:
+        """The page, and whether it is the final one."""
         with self._lock:
-            if self._state["status"] == "done":
-                self.ended.set()
-            return self._page
+            return self._page, self._state["status"] == "done"
 
-    def state(self) -> bytes:
+    def state(self) -> tuple[bytes, bool]:
+        """The state as JSON, and whether it says training stopped."""
         with self._lock:
             text = json.dumps(self._state, separators=(",", ":"))
             self._polled = time.monotonic()
             self.watched.set()
-            if self._state["status"] == "stopped":
-                self.ended.set()
-        return text.encode()
+            return text.encode(), self._state["status"] == "stopped"
+
+    def delivered(self, last: bool) -> None:
+        """The handler has sent an answer whole; ``last``: the final page, or the state saying that
+        training stopped, which is all the page needs, so the fit may go.  (Set before the bytes
+        were written, the fit could exit with the answer half sent, and the page, its poll failed,
+        said the fit was no longer answering: a CI run failed so.)"""
+        if last:
+            self.ended.set()
 
     def snapshot(self):
         with self._lock:
@@ -246,9 +252,13 @@ def _handler(live: LiveServer):
                 return
             path = self.path.split("?")[0]
             if path in ("/", "/index.html"):
-                self._send(live.page(), "text/html; charset=utf-8", {"Content-Security-Policy": POLICY})
+                page, last = live.page()
+                self._send(page, "text/html; charset=utf-8", {"Content-Security-Policy": POLICY})
+                live.delivered(last)
             elif path == "/state":
-                self._send(live.state(), "application/json")
+                state, last = live.state()
+                self._send(state, "application/json")
+                live.delivered(last)
             elif path == "/snapshot" and live.snapshot() is not None:
                 self._send(*live.snapshot())
             else:
