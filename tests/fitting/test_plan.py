@@ -380,7 +380,7 @@ def test_fingerprint_follows_the_pixels():
 
 @pytest.mark.parametrize("mode, channels, given, between, weight", [
     ("gray", 1, {}, 1 / 16, 0.2), ("rgb", 3, {}, 1 / 16, 1 / 9),
-    ("binary", 1, {}, 1 / 4, 1 / 2),  # a drawing's spline filter: SPLINE_BETWEEN
+    ("binary", 1, {}, 1 / 2, 1 / 2),  # a drawing's spline filter: SPLINE_BETWEEN
     ("binary", 1, {"model_options": {"levels": 4}}, 1 / 32, None)])  # a pyramid asked of it: BETWEEN's
 def test_a_small_picture_trains_whole_with_its_mode_s_samples_between_pixels(mode, channels, given, between, weight):
     from ironlearn.backend import Backend
