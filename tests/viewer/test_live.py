@@ -231,8 +231,8 @@ def test_the_fit_may_go_only_once_the_page_has_the_whole_answer(server, monkeypa
     assert state(server.httpd.server_port)["status"] == "starting" and not server.ended.is_set()
     server.stop("training stopped by Ctrl-C at step 3")
     assert state(server.httpd.server_port)["status"] == "stopped"
+    wait_for(server.ended.is_set, seconds=5)  # after the handler's last look, which follows the send
     assert seen == [False, False, False, False]  # never while an answer was on its way
-    wait_for(server.ended.is_set, seconds=5)
 
 
 @pytest.mark.parametrize("host", ["evil.example:{port}", "127.0.0.1:1", "", "127.0.0.1.evil.example:{port}"])
