@@ -202,3 +202,24 @@ def test_default_checkpoints_keep_to_a_share_of_the_time_and_a_given_interval_is
     job = build(plan, picture, None, Backend("cpu"))
     checkpointer, = [c for c in job.trainer.callbacks if isinstance(c, Checkpointer)]
     assert checkpointer.max_share == share and SAVING_SHARE == 0.1
+
+
+@pytest.mark.parametrize("model, threads", [("hashgrid", 1), ("siren", None)])
+def test_a_fit_trains_on_its_presets_blas_threads(tmp_path, monkeypatch, capsys, model, threads):
+    """The hash grid trains on one BLAS thread (beside another fit, two spun for the cores); SIREN,
+    whose products are wide, on the library's own; either way they are as they were after."""
+    from threadpoolctl import threadpool_info
+
+    from ironlearn.fitting import run
+
+    def blas():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before, seen, train = blas(), [], run.train
+    assert before, "NumPy's BLAS should be found"
+    monkeypatch.setattr(run, "train", lambda job, log: (seen.append(blas()), train(job, log)))
+    picture = make_picture(tmp_path / "p.png", size=16)
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 3, "--model", model, "--quiet")
+    assert code == 0, err
+    assert seen == [[1] * len(before) if threads == 1 else before]
+    assert blas() == before

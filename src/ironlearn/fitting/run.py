@@ -140,13 +140,24 @@ def _run(plan: RunPlan, picture, saved, backend, log, live) -> dict:
     else:
         if not plan.quiet:
             log(start_message(job))
-        train(job, log)
+        with blas_threads(plan.preset.blas_threads if backend.device == "cpu" else None):
+            train(job, log)
     if not plan.quiet:
         outputs = "reconstruction, model, plot" if plan.starts_as_picture else "reconstruction, model, time-lapse, plot"
         log(f"writing the outputs to {plan.out}/ ({outputs})")
     result = write_outputs(job, picture)
     folder.clean(plan.out)
     return result
+
+
+def blas_threads(threads: int | None):
+    """At most ``threads`` BLAS threads within the block (None: as they are), set in the BLAS
+    library itself, which reads its environment only once, at load (threadpoolctl)."""
+    if threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads, user_api="blas")
 
 
 # -- build -------------------------------------------------------------------------------------
