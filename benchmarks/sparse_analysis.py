@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from common import SPORCO_PHOTOS, sporco_photos
-from ironlearn.codec.pyramid import COLOURS, DEADZONE, MAX_SYMBOL, Pyramid, _projection, analyse, prepare_analysis
+from ironlearn.codec.pyramid import COLOURS, DEADZONE, MAX_SYMBOL, Pyramid, analyse, prepare_analysis, upsampling
 from ironlearn.codec.ratecontrol import distortion, latent_bits
 from ironlearn.image.metrics import psnr_from_mse
 
@@ -46,8 +46,7 @@ def sparse_analyse(picture: np.ndarray, step: float, levels: int, weight: float,
     height, width, channels = picture.shape
     closed = analyse(picture, step, levels)
     steps = closed.steps.astype(np.float32)
-    mats = [(_projection(height, k)[0].astype(np.float32), _projection(width, k)[0].astype(np.float32))
-            for k in range(levels)]
+    mats = [(upsampling(height, height, k), upsampling(width, width, k)) for k in range(levels)]
 
     def up(w, k):  # level k's normalised values to the picture
         return w if k == 0 else mats[k][0] @ w @ mats[k][1].T / (1 << k)
