@@ -31,14 +31,9 @@ import time
 import numpy as np
 
 from common import SPORCO_PHOTOS, sporco_photos
-from ironlearn.codec.pyramid import COLOURS, DEADZONE, MAX_SYMBOL, Pyramid, analyse, prepare_analysis, upsampling
+from ironlearn.codec.pyramid import COLOURS, Pyramid, analyse, prepare_analysis, rounded, upsampling
 from ironlearn.codec.ratecontrol import distortion, latent_bits
 from ironlearn.image.metrics import psnr_from_mse
-
-
-def _quantised(values: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    z = values / steps[:, None, None]
-    return np.clip(np.sign(z) * np.floor(np.abs(z) + DEADZONE), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32)
 
 
 def sparse_analyse(picture: np.ndarray, step: float, levels: int, weight: float, iterations: int) -> Pyramid:
@@ -55,7 +50,7 @@ def sparse_analyse(picture: np.ndarray, step: float, levels: int, weight: float,
         return r if k == 0 else mats[k][0].T @ r @ mats[k][1] / (1 << k)
 
     x = picture.transpose(2, 0, 1).astype(np.float32)
-    ws = [closed.latents[k] * steps[k][:, None, None] * (1 << k) for k in range(levels)]
+    ws = [closed.values(k) * (1 << k) for k in range(levels)]
     pyramid = Pyramid(height, width, channels, levels, closed.steps)
     fixed = np.zeros_like(x)  # what the levels already rounded draw
     for k in reversed(range(1, levels)):
@@ -72,10 +67,10 @@ def sparse_analyse(picture: np.ndarray, step: float, levels: int, weight: float,
                 moving[j] = new[j] + (t - 1) / t_next * (new[j] - ws[j])
                 ws[j] = new[j]
             t = t_next
-        pyramid.latents[k] = _quantised(ws[k] / (1 << k), steps[k])
-        ws[k] = pyramid.latents[k] * steps[k][:, None, None] * (1 << k)
+        pyramid.latents[k] = rounded(ws[k] / (1 << k) / steps[k][:, None, None])
+        ws[k] = pyramid.values(k) * (1 << k)
         fixed += up(ws[k], k)
-    pyramid.latents[0] = _quantised(x - fixed, steps[0])
+    pyramid.latents[0] = rounded((x - fixed) / steps[0][:, None, None])
     return pyramid
 
 

@@ -217,6 +217,13 @@ class Pyramid:
         return features.reshape(-1, self.levels, self.channels).sum(axis=1)
 
 
+def rounded(z: np.ndarray) -> np.ndarray:
+    """Values in steps, ``z``, as a file's integers: rounded with the dead zone :data:`DEADZONE`
+    and clipped to what a file holds (only a tiny step on a small picture reaches the clip; the
+    finer levels correct what it leaves, as they correct the rounding)."""
+    return np.clip(np.sign(z) * np.floor(np.abs(z) + DEADZONE), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32)
+
+
 def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     """The pyramid of ``picture`` (``(H, W, C)``, decorrelated colours) at quantisation step
     ``step`` for level 0, halved at each coarser level (the slope of distortion against rate is
@@ -234,10 +241,7 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     for k in reversed(range(levels)):
         (up_y, fit_y), (up_x, fit_x) = _projection(height, k), _projection(width, k)
         fitted = residual if k == 0 else fit_y @ residual @ fit_x.T  # level 0 is the identity
-        z = fitted / pyramid.steps[k][:, None, None]
-        # Clipped to what a file holds (only a tiny step on a small picture reaches it); the
-        # finer levels correct what the clip leaves, as they correct the rounding.
-        q = np.clip(np.sign(z) * np.floor(np.abs(z) + DEADZONE), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32)
+        q = rounded(fitted / pyramid.steps[k][:, None, None])
         pyramid.latents[k] = q
         coarse = q * pyramid.steps[k][:, None, None].astype(np.float64)
         residual -= coarse if k == 0 else up_y @ coarse @ up_x.T
