@@ -8,7 +8,7 @@ from .. import codec
 from ..files import check_output
 from ..files import is_generated_page
 from ..fitting import UsageError
-from ..viewer import make_server, serve, write_viewer
+from ..viewer import make_server, serve, write_app, write_viewer
 from ..viewer.run import locate_model
 from .argtypes import port_arg
 from .common import say
@@ -23,9 +23,14 @@ def add_parser(commands) -> None:
                                              "WebGL2: drag to pan, wheel, pinch or +/- to zoom, beside the "
                                              "training picture, time-lapse and metrics of the run. For a file of "
                                              "'ironlearn compress', the page draws the picture from its latent "
-                                             "grids (and MLP) per screen pixel the same way.")
-    view_p.add_argument("source", metavar="RUN_DIR|MODEL.npz|FILE",
+                                             "grids (and MLP) per screen pixel the same way. With --app, a page "
+                                             "with no picture: drop any such file on it, or pick one, and it "
+                                             "decodes and draws it (one page to share beside small files).")
+    view_p.add_argument("source", metavar="RUN_DIR|MODEL.npz|FILE", nargs="?",
                         help="run folder of 'ironlearn fit', a model file, or a file 'ironlearn compress' wrote")
+    view_p.add_argument("--app", action="store_true",
+                        help="write the page for any compressed file instead (no SOURCE; default "
+                             f"{APP_PAGE} here): it opens .ilc files dropped on it or picked, in the browser")
     view_p.add_argument("-o", "--output", metavar="PAGE.html",
                         help="page to write (default: viewer.html in the run folder, or beside the model file; "
                              "NAME.html beside a compressed NAME.ilc)")
@@ -46,6 +51,30 @@ def add_parser(commands) -> None:
     view_p.set_defaults(func=cmd_view)
 
 
+#: The page of ``view --app`` when no ``-o`` names one.
+APP_PAGE = "ironlearn-viewer.html"
+
+
+def _write_app(args) -> int:
+    """``view --app``: the page that opens any compressed file."""
+    if args.source is not None:
+        raise UsageError(f"--app writes a page with no picture; leave out {args.source} (or drop --app to "
+                         "write that file's own page)")
+    if args.with_picture is not None:
+        raise UsageError("--app writes a page with no picture; leave out --with-picture / --without-picture")
+    output = args.output or APP_PAGE
+    if not output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
+    check_output(output, args.force or (args.output is None and is_generated_page(output)))
+    if args.serve:
+        make_server(output, args.port).server_close()
+    write_app(output, named=args.output is not None)
+    say(f"wrote {output} ({os.path.getsize(output) / 2**10:.0f} KB): open it in a browser and drop an .ilc file on it")
+    if args.serve:
+        serve(output, args.port, open_browser=not args.no_browser, log=say)
+    return ExitCode.OK
+
+
 def _default_page(model_path: str, compressed: bool) -> str:
     """viewer.html beside a model (in its run folder); NAME.html beside a compressed NAME.ilc, so
     that two pictures in one folder get two pages."""
@@ -56,6 +85,11 @@ def _default_page(model_path: str, compressed: bool) -> str:
 
 
 def cmd_view(args) -> int:
+    if args.app:
+        return _write_app(args)
+    if args.source is None:
+        raise UsageError("view needs a run folder, a model file or a compressed file; or --app for the page "
+                         "that opens any compressed file")
     if not args.serve and (args.port is not None or args.no_browser):
         flag = "--port" if args.port is not None else "--no-browser"
         raise UsageError(f"{flag} is for serving the page; add --serve, or drop {flag}")

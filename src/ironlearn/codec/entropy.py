@@ -99,7 +99,7 @@ def classes(activity) -> np.ndarray:
 
 
 @lru_cache(maxsize=1)
-def _class_log_activity() -> np.ndarray:
+def class_log_activity() -> np.ndarray:
     """``log(EPS + x)`` for each class's typical activity ``x``: the middle of its quarter-octave,
     in the units of :class:`Model` (a latent above, times 1).  Computed once, with scalar
     ``math`` (the same on every machine); read-only."""
@@ -123,7 +123,7 @@ class Model:
     def log_scales(self) -> np.ndarray:
         """The log-scale of each class, float64 ``(CLASSES,)``: a product, a sum and a clip,
         each exactly rounded, so the same on every machine."""
-        return np.clip(self.a + (self.slope / SLOPE_STEPS) * _class_log_activity(), *LOG_SCALE_RANGE)
+        return np.clip(self.a + (self.slope / SLOPE_STEPS) * class_log_activity(), *LOG_SCALE_RANGE)
 
     def scale_table(self) -> np.ndarray:
         """The Laplace scale of each class, float64 ``(CLASSES,)``, as the range coder takes
@@ -146,7 +146,7 @@ def fit(q, parent) -> tuple[Model, float]:
     base = int(magnitudes.max()) + 1  # (class, magnitude) pairs as one key
     keys, counts = np.unique(classes(activity(q, parent)) * base + magnitudes, return_counts=True)
     pair_class, magnitude = np.divmod(keys, base)
-    x = _class_log_activity()[pair_class]
+    x = class_log_activity()[pair_class]
 
     low, high = LOG_SCALE_RANGE
     slopes = np.arange(SLOPES) / SLOPE_STEPS

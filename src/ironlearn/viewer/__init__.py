@@ -7,10 +7,10 @@ texture (:mod:`.plan`); without WebGL2 it follows the same plan in JavaScript.
 Beside the network it shows what the run folder holds (:mod:`.run`).
 """
 
-from .page import payload, picture_payload, render_page, write_viewer
+from .page import app_payload, payload, picture_payload, render_page, write_app, write_viewer
 from .plan import DRAWABLE, Plan, ViewerError, build_picture_plan, build_plan
 from .serve import make_server, serve
 from .shader import fragment_shader
 
-__all__ = ["DRAWABLE", "Plan", "ViewerError", "build_picture_plan", "build_plan", "fragment_shader", "make_server",
-           "payload", "picture_payload", "render_page", "serve", "write_viewer"]
+__all__ = ["DRAWABLE", "app_payload", "Plan", "ViewerError", "build_picture_plan", "build_plan", "fragment_shader", "make_server",
+           "payload", "picture_payload", "render_page", "serve", "write_app", "write_viewer"]

@@ -9,6 +9,7 @@ opens from ``file://`` and never touches the network.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
@@ -16,16 +17,24 @@ import re
 from importlib import resources
 
 from .. import codec
+from ..codec import entropy
+from ..codec.header import MODES
+from ..codec.pyramid import COLOURS, CUBIC, CUBIC_BEFORE_5, FILTER_OFFSETS
+from ..codec.synthesis import FEATURE_GAIN
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..train import load_checkpoint
 from ..version import __version__
 from .packing import pack
-from .plan import Plan, ViewerError, build_picture_plan, build_plan, texture_shape
+from .plan import ROW_TEXELS, Plan, ViewerError, build_picture_plan, build_plan, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
-from .shader import fragment_shader
+from .shader import fragment_shader, template
 
 #: The page's script files, inlined in this order into one <script>.
 SCRIPTS = ("network.js", "unpack.js", "painter.js", "viewer.js")
+#: The page for any compressed file (``view --app``) also reads and draws the file itself.
+APP_SCRIPTS = ("network.js", "unpack.js", "ilcfile.js", "ilcdecode.js", "picture.js", "painter.js", "viewer.js")
+#: The shader templates a compressed picture's operations use (``picture.js`` fills them in).
+PICTURE_TEMPLATES = ("prelude", "main", "latents", "latents_level", "linear", "activation", "mix", "mix_term")
 
 
 def _static(name: str) -> str:
@@ -116,6 +125,33 @@ def picture_payload(decoded, name: str = "compressed picture", *, file_bytes: in
     }
 
 
+def app_payload() -> dict:
+    """What the page for any compressed file reads (``ironlearn view --app``), JSON-ready: no
+    picture, but what the page needs to decode and draw a file dropped on it (``codec``): the
+    range decoder compiled to WebAssembly (``static/rangedecoder.wasm``), the entropy model's and
+    the pyramid's constants, and the shader templates.  The page draws a file as
+    :func:`picture_payload` would (``static/picture.js``)."""
+    wasm = (resources.files(__package__) / "static" / "rangedecoder.wasm").read_bytes()
+    return {
+        "title": "ironlearn viewer: open a compressed picture",
+        "app": True,
+        "model": None, "preset": None, "picture": {"width": None, "height": None, "mode": None},
+        "ops": None, "output": None, "texture": None, "weights": None, "shader": None,
+        "metrics": {}, "original": None, "timelapse": None, "lossPlot": None, "history": None, "notes": [],
+        "version": __version__,
+        "codec": {
+            "rangeDecoder": base64.b64encode(wasm).decode("ascii"),
+            "classLogActivity": [float(x) for x in entropy.class_log_activity()],
+            "slopeSteps": entropy.SLOPE_STEPS, "logScaleRange": list(entropy.LOG_SCALE_RANGE),
+            "colours": {channels: matrix.tolist() for channels, matrix in COLOURS.items()},
+            "featureGain": FEATURE_GAIN, "filterOffsets": [list(d) for d in FILTER_OFFSETS],
+            "cubic": CUBIC, "cubicBefore5": CUBIC_BEFORE_5, "modes": MODES, "rowTexels": ROW_TEXELS,
+            "templates": {name: template(name).template for name in PICTURE_TEMPLATES},
+            "version": __version__,
+        },
+    }
+
+
 def _drawing(plan: Plan) -> dict:
     """The payload's part that draws: the plan's operations, packed numbers and shader."""
     return {
@@ -144,6 +180,16 @@ def render_page(data: dict, scripts=SCRIPTS) -> str:
             raise RuntimeError(f"viewer.html must hold {marker} exactly once")
     # One pass: what goes in (a title, the data) is never scanned for markers again.
     return re.sub("|".join(map(re.escape, values)), lambda match: values[match[0]], page)
+
+
+def write_app(out_html, *, named: bool = False) -> str:
+    """Write the page for any compressed file (:func:`app_payload`) to ``out_html``, atomically;
+    ``named`` as for :func:`write_viewer`.  Returns ``out_html``."""
+    page = render_page(app_payload(), APP_SCRIPTS)
+    if named:
+        page = page.replace(PAGE_GENERATOR, f"{PAGE_GENERATOR}\n{NAMED_PAGE}", 1)
+    write_bytes(out_html, page.encode("utf-8"))
+    return os.fspath(out_html)
 
 
 def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE,

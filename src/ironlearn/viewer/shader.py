@@ -29,12 +29,13 @@ ACTIVATIONS = {
 
 
 @lru_cache(maxsize=None)
-def _template(name: str) -> Template:
+def template(name: str) -> Template:
+    """The GLSL template ``glsl/NAME.glsl``, its last newline dropped."""
     return Template((resources.files(__package__) / "glsl" / f"{name}.glsl").read_text().rstrip("\n"))
 
 
-def _fill(template: str, **values) -> str:
-    return _template(template).substitute(**values)
+def _fill(glsl: str, /, **values) -> str:
+    return template(glsl).substitute(**values)
 
 
 def _float(value: float) -> str:

@@ -74,7 +74,7 @@ IL.PARTS = {
   grid(weights, bytes, part) {
     const [columns, rows] = part.cells, cells = columns * rows, channels = part.channels;
     if (part.nonzero.length !== channels || part.steps.length !== channels) throw IL.damaged("a grid's channels disagree");
-    const integers = new Float64Array(channels * cells);
+    const scaled = new Float64Array(channels * cells);
     const numbers = new IL.Varints(bytes);
     const where = part.nonzero.map((count) => {
       const found = new Int32Array(count);
@@ -88,31 +88,40 @@ IL.PARTS = {
     where.forEach((found, c) => {
       for (const at of found) {
         const z = numbers.next();
-        integers[c * cells + at] = (z % 2 ? -(z + 1) / 2 : z / 2) * part.steps[c];
+        scaled[c * cells + at] = (z % 2 ? -(z + 1) / 2 : z / 2) * part.steps[c];
       }
     });
     if (numbers.at !== bytes.length) throw IL.damaged("a grid has bytes left over");
-    const clampRow = (y) => Math.min(Math.max(y, 0), rows - 1);
-    const clampColumn = (x) => Math.min(Math.max(x, 0), columns - 1);
-    for (let c = 0; c < channels; c++) {
-      const plane = integers.subarray(c * cells, (c + 1) * cells);
-      const taps = part.corrections && part.corrections[c];
-      for (let y = 0; y < rows; y++) {
-        for (let x = 0; x < columns; x++) {
-          let value = plane[y * columns + x];
-          if (taps) {  // filtered() in codec/pyramid.py, term by term in its order
-            value *= 1 + taps[0];
-            for (let j = 1; j < taps.length; j++) {
-              const [dy, dx] = part.offsets[j];
-              value += taps[j] * (plane[clampRow(y + dy) * columns + clampColumn(x + dx)]
-                                  + plane[clampRow(y - dy) * columns + clampColumn(x - dx)]);
-            }
+    IL.fillGrid(weights, part, scaled);
+  },
+};
+
+// A grid's table from its values (`scaled`: each channel's integers times its step, float64), as
+// Pyramid.values computes it: through the level's filter, if any, times the gain, rounded to float32
+// once. part: at (texel), cells [columns, rows], channels, corrections (null, or a channel's taps
+// each), offsets, gain.
+IL.fillGrid = function (weights, part, scaled) {
+  const [columns, rows] = part.cells, cells = columns * rows, channels = part.channels;
+  const clampRow = (y) => Math.min(Math.max(y, 0), rows - 1);
+  const clampColumn = (x) => Math.min(Math.max(x, 0), columns - 1);
+  for (let c = 0; c < channels; c++) {
+    const plane = scaled.subarray(c * cells, (c + 1) * cells);
+    const taps = part.corrections && part.corrections[c];
+    for (let y = 0; y < rows; y++) {
+      for (let x = 0; x < columns; x++) {
+        let value = plane[y * columns + x];
+        if (taps) {  // filtered() in codec/pyramid.py, term by term in its order
+          value *= 1 + taps[0];
+          for (let j = 1; j < taps.length; j++) {
+            const [dy, dx] = part.offsets[j];
+            value += taps[j] * (plane[clampRow(y + dy) * columns + clampColumn(x + dx)]
+                                + plane[clampRow(y - dy) * columns + clampColumn(x - dx)]);
           }
-          weights[(part.at + y * columns + x) * 4 + c] = value * part.gain;
         }
+        weights[(part.at + y * columns + x) * 4 + c] = value * part.gain;
       }
     }
-  },
+  }
 };
 
 // The payload of viewer/packing.py as the Float32Array of the plan's buffer.

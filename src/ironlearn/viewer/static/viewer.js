@@ -50,8 +50,13 @@ IL.start = function () {
   const options = IL.parseHash(location.hash);
   const api = window.ironlearnViewer = { ready: false, error: null, mode: null, zoom: 1, data };
   if (options.bare) document.body.classList.add("bare");
+  if (data.app) IL.app(data, options, api);
   // A live fit's page for a large model has no weights: it draws the frames the fit renders (live.js).
-  const unpacked = data.weights ? IL.unpack(data.weights) : Promise.resolve(null);
+  else IL.show(data, data.weights ? IL.unpack(data.weights) : Promise.resolve(null), options, api);
+};
+
+// Draw the model of `data` once its numbers (`unpacked`, a promise) are there.
+IL.show = function (data, unpacked, options, api) {
   unpacked.then((weights) => {
     api.weights = weights;
     const canvas = document.getElementById("network");
@@ -67,9 +72,48 @@ IL.start = function () {
   }, (error) => IL.refuse(api, error));
 };
 
+// The page for any compressed file (ironlearn view --app): it waits for an .ilc file, dropped on it or
+// picked, decodes it here (ilcdecode.js) and draws it as the file's own page would (picture.js). A
+// file it cannot read is refused in one line, and the page waits for another.
+IL.app = function (data, options, api) {
+  const open = document.getElementById("open"), input = document.getElementById("file");
+  open.hidden = false;
+  document.getElementById("title").textContent = "Open a compressed picture";
+  let shown = false;
+  const read = async (file) => {
+    if (shown) {  // one picture a page: its pan and zoom are set up once
+      IL.refuse(api, new IL.FileRefused(`to open ${file.name}, reload the page and drop it again`));
+      return;
+    }
+    try {
+      const picture = await IL.readIlc(new Uint8Array(await file.arrayBuffer()), data.codec);
+      const drawn = IL.pictureData(picture, data.codec, file.name);
+      shown = true;
+      open.hidden = true;
+      document.getElementById("error").hidden = true;
+      api.data = drawn;
+      api.error = null;
+      IL.show(drawn, Promise.resolve(drawn.unpacked), options, api);
+    } catch (error) {
+      const why = error instanceof IL.FileRefused ? error.message
+        : `it cannot be drawn (${error.name}: ${error.message}); is it a file of ironlearn compress?`;
+      IL.refuse(api, new IL.FileRefused(`${file.name}: ${why}`));
+    }
+  };
+  input.addEventListener("change", () => { if (input.files.length) read(input.files[0]); });
+  document.addEventListener("dragover", (event) => { event.preventDefault(); open.classList.add("over"); });
+  document.addEventListener("dragleave", () => open.classList.remove("over"));
+  document.addEventListener("drop", (event) => {
+    event.preventDefault();
+    open.classList.remove("over");
+    if (event.dataTransfer.files.length) read(event.dataTransfer.files[0]);
+  });
+  api.open = open;
+};
+
 // Numbers that do not unpack draw nothing: the page says why, in place of the picture.
 IL.refuse = function (api, error) {
-  if (!(error instanceof IL.Damaged)) throw error;
+  if (!(error instanceof IL.Damaged || (IL.FileRefused && error instanceof IL.FileRefused))) throw error;
   api.error = error.message;
   const line = document.getElementById("error");
   line.textContent = error.message;

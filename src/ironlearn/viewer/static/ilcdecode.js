@@ -1,0 +1,187 @@
+// ilcdecode.js: an .ilc file's two range-coded sections decoded in the page, as codec/bitstream.py's
+// walk decodes them, by constriction's own range decoder compiled to WebAssembly (rangedecoder.wasm,
+// built by tools/rangedecoder/build.sh). The header comes from ilcfile.js (IL.readHeader); what comes
+// out is the file's latent integers, its MLP's weights and its filters, which picture.js draws.
+//
+// The latents' scales follow codec/entropy.py: an integer activity a latent from the two rows above
+// and the coarser level's 3 x 3 cells, its class (a quarter of an octave), and each class's scale
+// exp(clip(a + slope / 8 * log(0.2 + x), -12, 12)), the logs given by the page (IL.readIlc's
+// `codec`), computed once in Python. Each section is checked, as the Python decoder checks it, to
+// hold exactly the coding of what it decodes to; anything else is an IL.FileRefused.
+"use strict";
+
+// constriction's range decoder over one section's words (codec/bitstream.py's RangeCoder, decoding).
+IL.Section = class {
+  constructor(wasm, bytes, what) {
+    this.wasm = wasm;
+    this.what = what;
+    if (bytes.length % 4) {
+      throw new IL.FileRefused(`the ${what} section is damaged (its length is not whole words); compress the picture again`);
+    }
+    this.guard(() => {
+      const words = wasm.il_alloc(bytes.length);
+      new Uint8Array(wasm.memory.buffer, words, bytes.length).set(bytes);
+      this.handle = wasm.section_new(words, bytes.length / 4);
+      wasm.il_free(words, bytes.length);
+    });
+    this.scratch = { size: 0 };
+  }
+
+  // A trap in the module (constriction panicking on damage) or a failed call, as one refusal.
+  guard(call) {
+    let done;
+    try {
+      done = call();
+    } catch (error) {
+      if (!(error instanceof WebAssembly.RuntimeError)) throw error;
+      done = 0;
+    }
+    if (done === 0) {
+      throw new IL.FileRefused(`the ${this.what} section cannot be decoded; compress the picture again`);
+    }
+    return done;
+  }
+
+  // Room in the module for `count` symbols' means, scales and values, kept for the next call.
+  room(count) {
+    const wasm = this.wasm, scratch = this.scratch;
+    if (scratch.size < count) {
+      if (scratch.size) wasm.il_free(scratch.at, 20 * scratch.size);
+      scratch.at = wasm.il_alloc(20 * count);
+      scratch.size = count;
+    }
+    return { means: scratch.at, scales: scratch.at + 8 * count, out: scratch.at + 16 * count };
+  }
+
+  // `scales.length` symbols, symbol i under the Laplace of mean 0 and scale scales[i] on min..max.
+  decode(min, max, scales) {
+    const count = scales.length, at = this.room(count), wasm = this.wasm;
+    new Float64Array(wasm.memory.buffer, at.means, count).fill(0);
+    new Float64Array(wasm.memory.buffer, at.scales, count).set(scales);
+    this.guard(() => wasm.section_decode(this.handle, min, max, at.means, at.scales, at.out, count));
+    return new Int32Array(wasm.memory.buffer, at.out, count).slice();
+  }
+
+  // `count` symbols, all under one Laplace of mean 0 and `scale` on min..max.
+  decodeAll(min, max, scale, count) {
+    const at = this.room(count), wasm = this.wasm;
+    this.guard(() => wasm.section_decode_iid(this.handle, min, max, 0, scale, at.out, count));
+    return new Int32Array(wasm.memory.buffer, at.out, count).slice();
+  }
+
+  // The section must be exactly the coding of what was decoded: no word missing or left over.
+  finish() {
+    const same = this.wasm.section_finish(this.handle);
+    this.handle = null;
+    if (!same) {
+      throw new IL.FileRefused(`the ${this.what} section does not hold what its header declares (words are missing, `
+        + "left over or out of place); compress the picture again");
+    }
+  }
+};
+
+// entropy.classes: 0 for no activity, else 1 + 4 * (octave) + quarter, exact for integers below 2**53.
+IL.activityClass = function (activity) {
+  if (activity === 0) return 0;
+  let exponent = Math.floor(Math.log2(activity)) + 1;  // activity = mantissa * 2**exponent, mantissa in [0.5, 1)
+  if (2 ** (exponent - 1) > activity) exponent -= 1;
+  else if (2 ** exponent <= activity) exponent += 1;
+  const mantissa = activity / 2 ** exponent;
+  return 1 + 4 * (exponent - 1) + Math.floor((mantissa - 0.5) * 8);
+};
+
+// entropy.Model.scale_table: each class's Laplace scale for a grid's a and slope.
+IL.scaleTable = function (codec, a, slope) {
+  const [low, high] = codec.logScaleRange;
+  return codec.classLogActivity.map((x) => Math.exp(Math.min(Math.max(a + (slope / codec.slopeSteps) * x, low), high)));
+};
+
+// entropy._parent_box: each cell of the coarser grid, its 3 x 3 neighbourhood's |values| summed.
+IL.parentBox = function (parent, rows, columns) {
+  const box = new Float64Array(rows * columns);
+  for (let y = 0; y < rows; y++) {
+    for (let x = 0; x < columns; x++) {
+      let sum = 0;
+      for (let dy = -1; dy <= 1; dy++) {
+        for (let dx = -1; dx <= 1; dx++) {
+          const yy = y + dy, xx = x + dx;
+          if (yy >= 0 && yy < rows && xx >= 0 && xx < columns) sum += Math.abs(parent[yy * columns + xx]);
+        }
+      }
+      box[y * columns + x] = sum;
+    }
+  }
+  return box;
+};
+
+// entropy.code, decoding: one grid of rows x columns, row by row, each latent's scale from its class.
+IL.decodeGrid = function (section, codec, [rows, columns], parent, model, magnitude) {
+  const grid = new Int32Array(rows * columns);
+  const box = parent && IL.parentBox(parent.values, parent.rows, parent.columns);
+  const table = IL.scaleTable(codec, model.a, model.slope);
+  const scales = new Float64Array(columns);
+  let above = new Float64Array(columns), twoAbove = new Float64Array(columns);  // |values| of the rows coded
+  for (let y = 0; y < rows; y++) {
+    for (let x = 0; x < columns; x++) {
+      const left = x > 0 ? above[x - 1] : 0, right = x + 1 < columns ? above[x + 1] : 0;
+      const fromParent = box ? box[(y >> 1) * parent.columns + (x >> 1)] : 0;
+      scales[x] = table[IL.activityClass(fromParent + 9 * (2 * above[x] + left + right + twoAbove[x]))];
+    }
+    const row = section.decode(-magnitude, magnitude, scales);
+    grid.set(row, y * columns);
+    [twoAbove, above] = [above, twoAbove];
+    for (let x = 0; x < columns; x++) above[x] = Math.abs(row[x]);
+  }
+  return grid;
+};
+
+// bitstream.code_latents, decoding: every grid, coarsest level first; a level whose grids all have
+// magnitude 0 is left empty (null), and an empty level says nothing to the one below it.
+IL.decodeLatents = function (wasm, header, codec) {
+  const { levels, channels } = header;
+  const latents = new Array(levels).fill(null);
+  const section = new IL.Section(wasm, header.sections[0], "latents");
+  for (let k = levels - 1; k >= 0; k--) {
+    const grids = header.grids.slice(k * channels, (k + 1) * channels);
+    if (!grids.some((grid) => grid[3])) continue;
+    const [rows, columns] = header.gridShapes[k];
+    const above = k + 1 < levels && latents[k + 1] !== null;
+    latents[k] = grids.map(([, a, slope, magnitude], c) => {
+      if (!magnitude) return new Int32Array(rows * columns);
+      const parent = above ? { values: latents[k + 1][c], rows: header.gridShapes[k + 1][0],
+                               columns: header.gridShapes[k + 1][1] } : null;
+      return IL.decodeGrid(section, codec, [rows, columns], parent, { a, slope }, magnitude);
+    });
+  }
+  section.finish();
+  return latents;
+};
+
+// bitstream.code_symbols, decoding: each MLP tensor, then each filter, under one Laplace a tensor.
+IL.decodeWeights = function (wasm, header, codec) {
+  const taps = header.channels * codec.filterOffsets.length;
+  const sizes = [...header.tensorSizes, ...header.filters.map(() => taps)];
+  const section = new IL.Section(wasm, header.sections[1], "weights");
+  const values = [...header.weights, ...header.filters].map(([, logScale, magnitude], i) => (
+    magnitude ? section.decodeAll(-magnitude, magnitude, Math.exp(logScale), sizes[i]) : new Int32Array(sizes[i])));
+  section.finish();
+  return values;
+};
+
+// The picture an .ilc file holds (bitstream.read): its header, latents (level by level, a grid a
+// channel, null for an empty level), steps, MLP tensors (float32, as named_parameters orders them)
+// and filters (null, or a level's integers and exponent).
+IL.readIlc = async function (bytes, codec) {
+  const header = IL.readHeader(bytes);
+  const { instance } = await WebAssembly.instantiate(IL.base64Bytes(codec.rangeDecoder));
+  const wasm = instance.exports;
+  const latents = IL.decodeLatents(wasm, header, codec);
+  const values = IL.decodeWeights(wasm, header, codec);
+  const mlp = header.weights.length;
+  const tensors = values.slice(0, mlp).map((q, i) => {
+    const scale = 2 ** header.weights[i][0];
+    return Float32Array.from(q, (v) => v * scale);
+  });
+  const filters = header.filters.map(([exponent, , magnitude], k) => (magnitude ? { q: values[mlp + k], exponent } : null));
+  return { header, latents, tensors, filters, bytes: bytes.length };
+};

@@ -1,0 +1,172 @@
+"""The page for any compressed file (``ironlearn view --app``), in a real Chromium: a file dropped on
+it or picked is decoded in the page, by constriction's range decoder compiled to WebAssembly, into
+the same latents, operations, numbers (to the bit) and shader as the file's own page
+(``ironlearn view FILE.ilc``) has, and draws what ``render FILE`` draws; a damaged file is refused
+in one line whenever Python refuses it, and decodes to what Python decodes when Python does not.
+"""
+
+import base64
+
+import numpy as np
+import pytest
+
+from helpers import run_cli, waves, with_filters, with_mlp
+from ironlearn import codec
+from ironlearn.codec import bitstream
+from ironlearn.codec.quantise import weight_code
+from ironlearn.cli import main
+from ironlearn.viewer import build_picture_plan, picture_payload
+from pages import READY, bare_hash, read_rgb
+from test_compressed import PAGE_ALLOWANCE, close_enough, photograph_like
+
+SIZE = (96, 72)
+
+
+def _with_everything(data: bytes) -> bytes:
+    """The file of ``data``'s picture given filters on three levels and a rounded MLP (a small
+    picture's file rarely keeps either): a file with every section in use."""
+    decoded = with_mlp(with_filters(codec.read(data)))
+    codes = [(*weight_code(p, -7), ) for p in decoded.net.named_parameters().values()]
+    return bitstream.write(decoded.pyramid, (decoded.net, [(q, -7, log_scale) for q, log_scale in codes]))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("app")
+    rgb = codec.encode(waves(30, 40, 3), bpp=2.0, seconds=0.5)
+    made = {"rgb": rgb, "gray": codec.encode(waves(33, 27, 1), bpp=2.0, seconds=0.5),
+            "photo": codec.encode(photograph_like(96, 128), bpp=1.0, seconds=1), "rgb-mlp": _with_everything(rgb)}
+    paths = {}
+    for name, data in made.items():
+        paths[name] = folder / f"{name}.ilc"
+        paths[name].write_bytes(data)
+    app = folder / "viewer.html"
+    assert main(["view", "--app", "-o", str(app)]) == 0
+    return app, paths
+
+
+def opened(browser, app, path, hash=""):
+    """Drop ``path`` on the page (through its file picker): ``(page, api)`` once it draws or refuses."""
+    page = browser.new_page()
+    page.goto(app.as_uri() + hash)
+    page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.open")
+    page.set_input_files("#file", str(path))
+    page.wait_for_function(f"({READY}) || window.ironlearnViewer.error", timeout=60_000)
+    return page
+
+
+@pytest.mark.parametrize("name", ["rgb", "gray", "photo", "rgb-mlp"])
+def test_a_dropped_file_becomes_its_own_page_to_the_bit(browser, files, name):
+    app, paths = files
+    page = opened(browser, app, paths[name], bare_hash(SIZE))
+    try:
+        drawn = page.evaluate("""() => { const api = window.ironlearnViewer, d = api.data;
+            return { error: api.error, ops: d.ops, shader: d.shader, output: d.output, texture: d.texture,
+                     model: d.model, picture: d.picture, metrics: d.metrics,
+                     weights: Array.from(new Uint8Array(d.unpacked.buffer), (b) => String.fromCharCode(b)).join("") }; }""")
+    finally:
+        page.close()
+    assert drawn["error"] is None
+    decoded = codec.read(paths[name].read_bytes())
+    expected = picture_payload(decoded, paths[name].name, file_bytes=paths[name].stat().st_size)
+    for key in ("ops", "shader", "output", "texture", "model", "picture"):
+        assert drawn[key] == expected[key], key
+    assert drawn["metrics"] == pytest.approx(expected["metrics"])
+    weights = np.frombuffer(drawn["weights"].encode("latin-1"), np.uint32)
+    assert np.array_equal(weights, build_picture_plan(decoded).weights.view(np.uint32))
+
+
+@pytest.mark.parametrize("name", ["photo", "rgb-mlp"])
+def test_it_draws_what_render_draws(browser, files, tmp_path, name):
+    app, paths = files
+    page = opened(browser, app, paths[name], bare_hash(SIZE))
+    try:
+        assert page.evaluate("window.ironlearnViewer.mode") == "webgl2"
+        drawn = page.locator("canvas#network").screenshot()
+    finally:
+        page.close()
+    (tmp_path / "drawn.png").write_bytes(drawn)
+    out = tmp_path / "expected.png"
+    assert main(["render", str(paths[name]), "--size", f"{SIZE[0]}x{SIZE[1]}", "-o", str(out)]) == 0
+    assert close_enough(read_rgb(tmp_path / "drawn.png"), read_rgb(out))
+
+
+def _damaged(data: bytes, rng) -> list:
+    """Truncations, and single bytes changed all over the file (most in its sections)."""
+    variants = [data[:n] for n in (0, 3, 8, len(data) // 3, len(data) // 2, len(data) - 4, len(data) - 1)]
+    variants.append(data + b"\0\0\0\0")
+    for at in list(range(min(64, len(data)))) + list(rng.integers(0, len(data), 120)):
+        changed = bytearray(data)
+        changed[at] ^= 1 << int(rng.integers(0, 8))
+        variants.append(bytes(changed))
+    return variants
+
+
+def test_a_damaged_file_is_refused_as_python_refuses_it(browser, files):
+    """Each variant through the page's own reader (IL.readIlc), all in one call: refused exactly when
+    Python refuses it, with one line; otherwise decoded to Python's latents."""
+    app, paths = files
+    variants = _damaged(paths["rgb-mlp"].read_bytes(), np.random.default_rng(0))
+    page = browser.new_page()
+    page.goto(app.as_uri())
+    page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.open")
+    try:
+        results = page.evaluate("""async (files) => {
+            const codec = window.ironlearnViewer.data.codec, out = [];
+            for (const text of files) {
+              try {
+                const picture = await IL.readIlc(IL.base64Bytes(text), codec);
+                out.push({ latents: picture.latents.map((level) => level && level.map((g) => Array.from(g))) });
+              } catch (error) {
+                out.push({ error: error instanceof IL.FileRefused ? error.message : `${error.name}: ${error.message}` });
+              }
+            }
+            return out; }""", [base64.b64encode(v).decode() for v in variants])
+    finally:
+        page.close()
+    refused = 0
+    for variant, result in zip(variants, results):
+        try:
+            decoded = codec.read(variant)
+        except codec.CodecError as exc:
+            # The same words; where a section's decoding fails, constriction's words for it differ.
+            assert "error" in result and "\n" not in result["error"], result
+            assert result["error"] == str(exc) or ("section" in str(exc) and "section" in result["error"]), result
+            refused += 1
+            continue
+        assert "latents" in result, result["error"]
+        for k, grids in enumerate(result["latents"]):
+            assert (grids is None) == decoded.pyramid.is_empty(k)
+            if grids is not None:
+                assert np.array_equal(np.asarray(grids).reshape(decoded.pyramid.latents[k].shape),
+                                      decoded.pyramid.latents[k])
+    assert refused > len(variants) // 2  # most damage is found
+
+
+def test_a_damaged_file_dropped_on_the_page_says_so(browser, files, tmp_path):
+    app, paths = files
+    broken = tmp_path / "broken.ilc"
+    broken.write_bytes(paths["photo"].read_bytes()[:-8])
+    page = opened(browser, app, broken)
+    try:
+        error = page.evaluate("window.ironlearnViewer.error")
+        shown = page.locator("#error").inner_text()
+        ready = page.evaluate(READY)
+    finally:
+        page.close()
+    assert not ready and error.startswith("broken.ilc: ") and shown == error
+
+
+# -- the command, without a browser ----------------------------------------------------------------
+def test_view_app_writes_one_small_page(tmp_path, capsys, files):
+    page = tmp_path / "viewer.html"
+    code, _, err = run_cli(capsys, "view", "--app", "-o", page)
+    assert code == 0 and "drop an .ilc file" in err
+    assert page.stat().st_size <= PAGE_ALLOWANCE
+    page.write_text("mine")
+    code, _, err = run_cli(capsys, "view", "--app", "-o", page)
+    assert code == 2 and "already exists" in err and page.read_text() == "mine"
+    code, _, err = run_cli(capsys, "view", "--app", files[1]["rgb"], "-o", tmp_path / "other.html")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--app" in err
+    code, _, err = run_cli(capsys, "view")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--app" in err
