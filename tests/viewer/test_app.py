@@ -49,7 +49,7 @@ def opened(browser, app, path, hash=""):
     """Drop ``path`` on the page (through its file picker): ``(page, api)`` once it draws or refuses."""
     page = browser.new_page()
     page.goto(app.as_uri() + hash)
-    page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.open")
+    page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.waiting")
     page.set_input_files("#file", str(path))
     page.wait_for_function(f"({READY}) || window.ironlearnViewer.error", timeout=60_000)
     return page
@@ -109,7 +109,7 @@ def test_a_damaged_file_is_refused_as_python_refuses_it(browser, files):
     variants = _damaged(paths["rgb-mlp"].read_bytes(), np.random.default_rng(0))
     page = browser.new_page()
     page.goto(app.as_uri())
-    page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.open")
+    page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.waiting")
     try:
         results = page.evaluate("""async (files) => {
             const codec = window.ironlearnViewer.data.codec, out = [];
@@ -141,6 +141,29 @@ def test_a_damaged_file_is_refused_as_python_refuses_it(browser, files):
                 assert np.array_equal(np.asarray(grids).reshape(decoded.pyramid.latents[k].shape),
                                       decoded.pyramid.latents[k])
     assert refused > len(variants) // 2  # most damage is found
+
+
+def test_another_file_replaces_the_picture(browser, files, tmp_path):
+    """A damaged file is refused and the page waits; a good one draws; another replaces it, with its
+    own stage (the last one's listeners gone: one key press zooms once)."""
+    app, paths = files
+    broken = tmp_path / "broken.ilc"
+    broken.write_bytes(paths["rgb"].read_bytes()[:-8])
+    page = opened(browser, app, broken)
+    try:
+        assert page.evaluate("window.ironlearnViewer.error").startswith("broken.ilc: ")
+        page.set_input_files("#file", str(paths["photo"]))
+        page.wait_for_function(READY)
+        page.set_input_files("#another-file", str(paths["gray"]))
+        page.wait_for_function(f"{READY} && window.ironlearnViewer.data.picture.mode === 'gray'")
+        assert page.evaluate("window.ironlearnViewer.error") is None
+        assert page.locator("#error").is_hidden() and page.locator("#open").is_hidden()
+        assert page.evaluate("window.ironlearnViewer.data.title") == "gray.ilc: ironlearn viewer"
+        page.locator("#stage").focus()
+        page.keyboard.press("+")
+        assert page.evaluate("window.ironlearnViewer.zoom") == pytest.approx(1.25)
+    finally:
+        page.close()
 
 
 def test_a_damaged_file_dropped_on_the_page_says_so(browser, files, tmp_path):

@@ -74,41 +74,54 @@ IL.show = function (data, unpacked, options, api) {
 
 // The page for any compressed file (ironlearn view --app): it waits for an .ilc file, dropped on it or
 // picked, decodes it here (ilcdecode.js) and draws it as the file's own page would (picture.js). A
-// file it cannot read is refused in one line, and the page waits for another.
+// file it cannot read is refused in one line, and the page waits for another. Each picture gets a
+// fresh stage and panel: the last one's listeners (api.signal) go with them.
 IL.app = function (data, options, api) {
-  const open = document.getElementById("open"), input = document.getElementById("file");
-  open.hidden = false;
-  document.getElementById("title").textContent = "Open a compressed picture";
-  let shown = false;
+  const pristine = ["stage", "panel"].map((id) => document.getElementById(id).cloneNode(true));
+  let controller = null;
+  const fresh = () => {
+    if (controller) controller.abort();
+    for (const element of pristine) document.getElementById(element.id).replaceWith(element.cloneNode(true));
+    controller = new AbortController();
+    api.signal = controller.signal;
+    wire();
+  };
   const read = async (file) => {
-    if (shown) {  // one picture a page: its pan and zoom are set up once
-      IL.refuse(api, new IL.FileRefused(`to open ${file.name}, reload the page and drop it again`));
-      return;
-    }
+    let drawn;
     try {
       const picture = await IL.readIlc(new Uint8Array(await file.arrayBuffer()), data.codec);
-      const drawn = IL.pictureData(picture, data.codec, file.name);
-      shown = true;
-      open.hidden = true;
-      document.getElementById("error").hidden = true;
-      api.data = drawn;
-      api.error = null;
-      IL.show(drawn, Promise.resolve(drawn.unpacked), options, api);
+      drawn = IL.pictureData(picture, data.codec, file.name);
     } catch (error) {
       const why = error instanceof IL.FileRefused ? error.message
         : `it cannot be drawn (${error.name}: ${error.message}); is it a file of ironlearn compress?`;
       IL.refuse(api, new IL.FileRefused(`${file.name}: ${why}`));
+      return;
+    }
+    fresh();
+    document.getElementById("open").hidden = true;
+    document.getElementById("another").hidden = false;
+    delete document.documentElement.dataset.ready;
+    delete document.documentElement.dataset.error;
+    Object.assign(api, { data: drawn, error: null, ready: false });
+    IL.show(drawn, Promise.resolve(drawn.unpacked), options, api);
+  };
+  const wire = () => {
+    for (const input of document.querySelectorAll("#file, #another-file")) {
+      input.addEventListener("change", () => { if (input.files.length) read(input.files[0]); });
     }
   };
-  input.addEventListener("change", () => { if (input.files.length) read(input.files[0]); });
-  document.addEventListener("dragover", (event) => { event.preventDefault(); open.classList.add("over"); });
-  document.addEventListener("dragleave", () => open.classList.remove("over"));
+  wire();
+  document.getElementById("open").hidden = false;
+  document.getElementById("title").textContent = "Open a compressed picture";
+  const box = () => document.getElementById("open");
+  document.addEventListener("dragover", (event) => { event.preventDefault(); box().classList.add("over"); });
+  document.addEventListener("dragleave", () => box().classList.remove("over"));
   document.addEventListener("drop", (event) => {
     event.preventDefault();
-    open.classList.remove("over");
+    box().classList.remove("over");
     if (event.dataTransfer.files.length) read(event.dataTransfer.files[0]);
   });
-  api.open = open;
+  api.waiting = true;
 };
 
 // Numbers that do not unpack draw nothing: the page says why, in place of the picture.
@@ -313,7 +326,7 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     else if ((event.key === "o" || event.key === "O") && data.original) setCompare(!state.compare);
     else return;
     event.preventDefault();
-  });
+  }, { signal: api.signal });
   const compareBox = document.getElementById("compare");
   function setCompare(on) {
     state.compare = on;
@@ -327,7 +340,7 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     matchMedia(`(resolution: ${window.devicePixelRatio}dppx)`).addEventListener("change", () => {
       resize();
       watchPixelRatio();
-    }, { once: true });
+    }, { once: true, signal: api.signal });
   })();
   api.zoomAt = zoomAt;
   api.panBy = panBy;
