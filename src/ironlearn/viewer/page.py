@@ -18,8 +18,7 @@ from importlib import resources
 
 from .. import codec
 from ..codec import entropy
-from ..codec.header import MODES
-from ..codec.pyramid import COLOURS, CUBIC, CUBIC_BEFORE_5, FILTER_OFFSETS
+from ..codec.pyramid import COLOURS, CUBIC, CUBIC_BEFORE_5
 from ..codec.synthesis import FEATURE_GAIN
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..train import load_checkpoint
@@ -128,8 +127,9 @@ def picture_payload(decoded, name: str = "compressed picture", *, file_bytes: in
 def app_payload() -> dict:
     """What the page for any compressed file reads (``ironlearn view --app``), JSON-ready: no
     picture, but what the page needs to decode and draw a file dropped on it (``codec``): the
-    range decoder compiled to WebAssembly (``static/rangedecoder.wasm``), the entropy model's and
-    the pyramid's constants, and the shader templates.  The page draws a file as
+    range decoder compiled to WebAssembly (``static/rangedecoder.wasm``), the constants of the
+    entropy model and the synthesis that the header reader (``static/ilcfile.js``, which holds
+    the header's bounds) does not, and the shader templates.  The page draws a file as
     :func:`picture_payload` would (``static/picture.js``)."""
     wasm = (resources.files(__package__) / "static" / "rangedecoder.wasm").read_bytes()
     return {
@@ -142,10 +142,9 @@ def app_payload() -> dict:
         "codec": {
             "rangeDecoder": base64.b64encode(wasm).decode("ascii"),
             "classLogActivity": [float(x) for x in entropy.class_log_activity()],
-            "slopeSteps": entropy.SLOPE_STEPS, "logScaleRange": list(entropy.LOG_SCALE_RANGE),
+            "slopeSteps": entropy.SLOPE_STEPS,
             "colours": {channels: matrix.tolist() for channels, matrix in COLOURS.items()},
-            "featureGain": FEATURE_GAIN, "filterOffsets": [list(d) for d in FILTER_OFFSETS],
-            "cubic": CUBIC, "cubicBefore5": CUBIC_BEFORE_5, "modes": MODES, "rowTexels": ROW_TEXELS,
+            "featureGain": FEATURE_GAIN, "cubic": CUBIC, "cubicBefore5": CUBIC_BEFORE_5, "rowTexels": ROW_TEXELS,
             "templates": {name: template(name).template for name in PICTURE_TEMPLATES},
             "version": __version__,
         },

@@ -92,7 +92,7 @@ IL.activityClass = function (activity) {
 
 // entropy.Model.scale_table: each class's Laplace scale for a grid's a and slope.
 IL.scaleTable = function (codec, a, slope) {
-  const [low, high] = codec.logScaleRange;
+  const [low, high] = IL.LOG_SCALE_RANGE;
   return codec.classLogActivity.map((x) => Math.exp(Math.min(Math.max(a + (slope / codec.slopeSteps) * x, low), high)));
 };
 
@@ -159,7 +159,7 @@ IL.decodeLatents = function (wasm, header, codec) {
 
 // bitstream.code_symbols, decoding: each MLP tensor, then each filter, under one Laplace a tensor.
 IL.decodeWeights = function (wasm, header, codec) {
-  const taps = header.channels * codec.filterOffsets.length;
+  const taps = header.channels * IL.FILTER_OFFSETS.length;
   const sizes = [...header.tensorSizes, ...header.filters.map(() => taps)];
   const section = new IL.Section(wasm, header.sections[1], "weights");
   const values = [...header.weights, ...header.filters].map(([, logScale, magnitude], i) => (

@@ -63,11 +63,11 @@ IL.picturePlan = function (picture, codec) {
     const table = packer.add(new Float32Array(rows * columns * IL.TEXEL));  // filled below (IL.fillGrid)
     planLevels.push({ cells: [columns, rows], scale, table });
     const steps = header.grids.slice(k * channels, (k + 1) * channels).map((grid) => grid[0]);
-    const corrections = filters[k] && IL.range(channels).map((c) => IL.range(codec.filterOffsets.length).map(
-      (j) => Math.fround(filters[k].q[c * codec.filterOffsets.length + j] * 2 ** filters[k].exponent)));
+    const corrections = filters[k] && IL.range(channels).map((c) => IL.range(IL.FILTER_OFFSETS.length).map(
+      (j) => Math.fround(filters[k].q[c * IL.FILTER_OFFSETS.length + j] * 2 ** filters[k].exponent)));
     const scaled = new Float64Array(channels * rows * columns);  // integers times steps, as Pyramid.values
     latents[k].forEach((q, c) => q.forEach((v, i) => { scaled[c * rows * columns + i] = v * steps[c]; }));
-    grids.push([{ at: table, cells: [columns, rows], channels, gain, corrections, offsets: codec.filterOffsets }, scaled]);
+    grids.push([{ at: table, cells: [columns, rows], channels, gain, corrections, offsets: IL.FILTER_OFFSETS }, scaled]);
   }
   const features = levels * channels;
   const ops = [{ type: "latents", src: [0, 1], channels, levels: planLevels, out4: IL.ceil4(features),
@@ -195,25 +195,23 @@ IL.mlpRepr = function (header, tensors) {
 
 // page.picture_payload: what the page reads about a decoded file, its numbers already unpacked.
 IL.pictureData = function (picture, codec, name) {
-  const { header, latents, tensors, filters } = picture;
+  const { header, tensors, filters } = picture;
   const plan = IL.picturePlan(picture, codec);
   const shapes = header.gridShapes.map(([rows, columns]) => `${columns}x${rows}`).join(", ");
   const filtered = IL.range(header.levels).filter((k) => filters[k]);
   const mlp = tensors.length ? `\nplus the MLP's correction: ${IL.mlpRepr(header, tensors)}` : "";
-  const numbers = latents.reduce((n, level, k) => n + header.channels * header.gridShapes[k][0] * header.gridShapes[k][1], 0)
-    + filtered.length * header.channels * codec.filterOffsets.length + tensors.reduce((n, t) => n + t.length, 0);
   return {
     title: `${name}: ironlearn viewer`,
     model: `latent pyramid: ${header.levels} levels of ${header.channels} grid(s) (${shapes}), `
       + (filtered.length ? `levels ${filtered.join(", ")} filtered, ` : "") + "read by Keys' cubic convolution and summed" + mlp,
     preset: "compressed picture",
-    picture: { width: header.width, height: header.height, mode: codec.modes[header.channels] },
+    picture: { width: header.width, height: header.height, mode: header.mode },
     ops: plan.ops,
     output: plan.output,
     texture: [codec.rowTexels, Math.max(1, Math.ceil(plan.weights.length / IL.TEXEL / codec.rowTexels))],
     shader: IL.pictureShader(plan, codec),
     unpacked: plan.weights,
-    metrics: { params: numbers, bytes: picture.bytes, bpp: (8 * picture.bytes) / (header.width * header.height) },
+    metrics: { params: header.numParameters, bytes: picture.bytes, bpp: (8 * picture.bytes) / (header.width * header.height) },
     original: null, timelapse: null, lossPlot: null, history: null, notes: [], version: codec.version,
   };
 };
