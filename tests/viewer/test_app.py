@@ -193,3 +193,5 @@ def test_view_app_writes_one_small_page(tmp_path, capsys, files):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--app" in err
     code, _, err = run_cli(capsys, "view")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--app" in err
+    code, _, err = run_cli(capsys, "view", "--app", "--port", "9000", "-o", tmp_path / "served.html")
+    assert code == 2 and "--serve" in err and not (tmp_path / "served.html").exists()

@@ -85,14 +85,14 @@ def _default_page(model_path: str, compressed: bool) -> str:
 
 
 def cmd_view(args) -> int:
+    if not args.serve and (args.port is not None or args.no_browser):
+        flag = "--port" if args.port is not None else "--no-browser"
+        raise UsageError(f"{flag} is for serving the page; add --serve, or drop {flag}")
     if args.app:
         return _write_app(args)
     if args.source is None:
         raise UsageError("view needs a run folder, a model file or a compressed file; or --app for the page "
                          "that opens any compressed file")
-    if not args.serve and (args.port is not None or args.no_browser):
-        flag = "--port" if args.port is not None else "--no-browser"
-        raise UsageError(f"{flag} is for serving the page; add --serve, or drop {flag}")
     model_path = locate_model(args.source)
     compressed = codec.container.is_compressed(model_path)
     if compressed and args.with_picture:
