@@ -157,21 +157,28 @@ def test_fitted_filters_undo_a_filter_the_picture_was_made_with():
     assert distortion(drawn, pyramid) < plain_error / 100
 
 
-def test_formats_3_and_4_still_decode(monkeypatch):
-    """Format 5 changed only how the grids are upsampled (Keys' a = -0.75, not -0.5): a format 4
-    file is a format 5 file read with the old kernel.  Format 4 only added the filters' fields at
-    the header's end: a format 3 file is a format 4 file without them."""
+def test_formats_3_to_5_still_decode(monkeypatch):
+    """Format 6 changed only the arithmetic of the scales (codec/portable.py's exp and log, not the
+    C library's): a format 5 file is coded with math.exp and math.log.  Format 5 changed only how
+    the grids are upsampled (Keys' a = -0.75, not -0.5): a format 4 file is a format 5 file read
+    with the old kernel.  Format 4 only added the filters' fields at the header's end: a format 3
+    file is a format 4 file without them."""
     picture = _picture(32, 40)
     pyramid = analyse(picture.astype(np.float32) / 255 @ COLOURS[3].T, 0.05, 3)
     data = bitstream.write(pyramid, None)
-    header, sections = container.unpack(data)
+    monkeypatch.setattr(container, "VERSION", 5)
+    format_5 = bitstream.write(pyramid, None)  # as ironlearn wrote it then: the C library's arithmetic
+    header, sections = container.unpack(format_5)
     filter_fields = 6 * 3  # a level: exponent 0 (1 byte), log-scale (4), largest value 0 (1)
     monkeypatch.setattr(container, "VERSION", 4)
     format_4 = container.pack(header, sections)
     monkeypatch.setattr(container, "VERSION", 3)
     format_3 = container.pack(header[:-filter_fields], sections)
     monkeypatch.undo()
-    assert (format_3[4], format_4[4], data[4]) == (3, 4, 5)
+    assert (format_3[4], format_4[4], format_5[4], data[4]) == (3, 4, 5, 6)
+    for old, new in zip(codec.read(format_5).pyramid.latents, codec.read(data).pyramid.latents):
+        np.testing.assert_array_equal(old, new)
+    np.testing.assert_array_equal(codec.decode(format_5), codec.decode(data))
     assert codec.read(data).pyramid.cubic == CUBIC == -0.75
     old_kernel = codec.read(data)
     old_kernel.pyramid.cubic = CUBIC_BEFORE_5

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import run_cli, waves, with_filters, with_mlp
 from ironlearn import codec
-from ironlearn.codec import bitstream
+from ironlearn.codec import bitstream, container, entropy, portable
 from ironlearn.codec.quantise import weight_code
 from ironlearn.cli import main
 from ironlearn.viewer import build_picture_plan, picture_payload
@@ -22,12 +22,24 @@ from test_compressed import PAGE_ALLOWANCE, close_enough, photograph_like
 SIZE = (96, 72)
 
 
+def _network(net):
+    """``net`` as a file holds it: each tensor rounded to steps of 2**-7, with its model."""
+    return net, [(q, -7, log_scale) for q, log_scale in (weight_code(p, -7) for p in net.named_parameters().values())]
+
+
 def _with_everything(data: bytes) -> bytes:
     """The file of ``data``'s picture given filters on three levels and a rounded MLP (a small
     picture's file rarely keeps either): a file with every section in use."""
     decoded = with_mlp(with_filters(codec.read(data)))
-    codes = [(*weight_code(p, -7), ) for p in decoded.net.named_parameters().values()]
-    return bitstream.write(decoded.pyramid, (decoded.net, [(q, -7, log_scale) for q, log_scale in codes]))
+    return bitstream.write(decoded.pyramid, _network(decoded.net))
+
+
+def _as_format_5(data: bytes) -> bytes:
+    """The same picture as ironlearn wrote it in format 5: its scales by the C library's exp and log."""
+    decoded = codec.read(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(container, "VERSION", 5)
+        return bitstream.write(decoded.pyramid, None if decoded.net is None else _network(decoded.net))
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +48,7 @@ def files(tmp_path_factory):
     rgb = codec.encode(waves(30, 40, 3), bpp=2.0, seconds=0.5)
     made = {"rgb": rgb, "gray": codec.encode(waves(33, 27, 1), bpp=2.0, seconds=0.5),
             "photo": codec.encode(photograph_like(96, 128), bpp=1.0, seconds=1), "rgb-mlp": _with_everything(rgb)}
+    made["rgb-mlp-format-5"] = _as_format_5(made["rgb-mlp"])
     paths = {}
     for name, data in made.items():
         paths[name] = folder / f"{name}.ilc"
@@ -55,7 +68,7 @@ def opened(browser, app, path, hash=""):
     return page
 
 
-@pytest.mark.parametrize("name", ["rgb", "gray", "photo", "rgb-mlp"])
+@pytest.mark.parametrize("name", ["rgb", "gray", "photo", "rgb-mlp", "rgb-mlp-format-5"])
 def test_a_dropped_file_becomes_its_own_page_to_the_bit(browser, files, name):
     app, paths = files
     page = opened(browser, app, paths[name], bare_hash(SIZE))
@@ -89,6 +102,24 @@ def test_it_draws_what_render_draws(browser, files, tmp_path, name):
     out = tmp_path / "expected.png"
     assert main(["render", str(paths[name]), "--size", f"{SIZE[0]}x{SIZE[1]}", "-o", str(out)]) == 0
     assert close_enough(read_rgb(tmp_path / "drawn.png"), read_rgb(out))
+
+
+def test_the_page_computes_portable_exp_and_log_as_python_does(browser, files):
+    """Format 6's scales (codec/portable.py) are the same float64 in the page, to the bit."""
+    app, _ = files
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([rng.uniform(-12, 12, 3000), [0.0, -12.0, 12.0]]).tolist()
+    ys = np.exp(rng.uniform(-3, 26, 3000)).tolist() + [0.2, 1.0]
+    page = browser.new_page()
+    page.goto(app.as_uri())
+    try:
+        found = page.evaluate("""([xs, ys]) => ({ exp: xs.map(IL.portableExp), log: ys.map(IL.portableLog),
+                                                  table: IL.classLogActivity(IL.portableLog) })""", [xs, ys])
+    finally:
+        page.close()
+    assert [float(v) for v in found["exp"]] == [portable.exp(x) for x in xs]
+    assert [float(v) for v in found["log"]] == [portable.log(y) for y in ys]
+    assert [float(v) for v in found["table"]] == entropy.class_log_activity(portable.log).tolist()
 
 
 def _damaged(data: bytes, rng) -> list:

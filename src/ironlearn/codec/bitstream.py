@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from . import container, entropy
+from . import container, entropy, portable
 from .container import CodecError
 from .decoded import Decoded
 from .header import Header, read_fields, write_header
@@ -41,11 +41,12 @@ def _constriction():
     return constriction
 
 
-def laplace(magnitude: int, log_scale: float | None = None):
+def laplace(magnitude: int, log_scale: float | None = None, exp=portable.exp):
     """constriction's quantised Laplace on ``-magnitude..magnitude``: with mean 0 and scale
-    ``exp(log_scale)``, or (no ``log_scale``) the family whose scale each symbol gives."""
+    ``exp(log_scale)`` (the file's ``exp``: :func:`.portable.for_version`), or (no
+    ``log_scale``) the family whose scale each symbol gives."""
     model = _constriction().stream.model.QuantizedLaplace
-    return model(-magnitude, magnitude) if log_scale is None else model(-magnitude, magnitude, 0.0, math.exp(log_scale))
+    return model(-magnitude, magnitude) if log_scale is None else model(-magnitude, magnitude, 0.0, exp(log_scale))
 
 
 class RangeCoder:
@@ -117,9 +118,9 @@ def _check_room(section: bytes, groups, what: str) -> None:
                          "that the values its header declares take at least; compress the picture again")
 
 
-def code_latents(coder: RangeCoder, pyramid: Pyramid, grids) -> None:
+def code_latents(coder: RangeCoder, pyramid: Pyramid, grids, arithmetic=portable.CURRENT) -> None:
     """Code ``pyramid``'s grids, coarsest level first, under ``grids`` (the header's, level-major
-    ``(step, a, slope, magnitude)``); decoding fills them.  A level whose grids are all empty
+    ``(step, a, slope, magnitude)``) and the file's ``arithmetic``; decoding fills them.  A level whose grids are all empty
     (magnitude 0) is skipped, and stays :func:`~.pyramid.zeros` in a decoded pyramid, which takes
     no memory; an empty parent says what none does."""
     models = {(k, c): (entropy.Model(a, slope), magnitude)
@@ -134,28 +135,31 @@ def code_latents(coder: RangeCoder, pyramid: Pyramid, grids) -> None:
             model, magnitude = models[k, c]
             if magnitude:
                 grid = pyramid.latents[k][c] if coder.mode == "decode" else pyramid.latents[k][c].astype(np.int32)
-                entropy.code(coder, grid, pyramid.latents[k + 1][c] if above else None, model, laplace(magnitude))
+                entropy.code(coder, grid, pyramid.latents[k + 1][c] if above else None, model, laplace(magnitude),
+                             arithmetic)
 
 
-def code_symbols(coder: RangeCoder, groups) -> list:
+def code_symbols(coder: RangeCoder, groups, exp=portable.exp) -> list:
     """Code ``[(symbols, magnitude, log_scale)]``, each group under one Laplace (decoding,
-    ``symbols`` holds zeros of its size): the symbols, int32, flat.  A group of magnitude 0
-    (all zeros) takes no bits."""
-    return [coder(symbols.reshape(-1).astype(np.int32), laplace(magnitude, log_scale)) if magnitude
+    ``symbols`` holds zeros of its size; the file's ``exp``): the symbols, int32, flat.  A group
+    of magnitude 0 (all zeros) takes no bits."""
+    return [coder(symbols.reshape(-1).astype(np.int32), laplace(magnitude, log_scale, exp)) if magnitude
             else np.zeros(symbols.size, np.int32) for symbols, magnitude, log_scale in groups]
 
 
-def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections=(b"", b"")) -> tuple[list, list]:
+def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections=(b"", b""),
+         version: int = container.VERSION) -> tuple[list, list]:
     """The two sections that ``header`` (its fields ``grids``, ``weights`` and ``filters``, as
     :mod:`.header` declares them) describes, for ``pyramid`` and ``symbols`` (each MLP tensor,
     then each filter; zeros to decode into): ``(sections, symbols)``, each coded in ``mode``
-    (decoding, from ``sections``)."""
+    (decoding, from ``sections``) with the arithmetic of format ``version``."""
+    arithmetic = portable.for_version(version)
     with RangeCoder(mode, sections[0], "latents") as coder:
-        code_latents(coder, pyramid, header["grids"])
+        code_latents(coder, pyramid, header["grids"], arithmetic)
     latents = coder.section()
     groups = [(q, m, s) for q, (_, s, m) in zip(symbols, header["weights"] + header["filters"])]
     with RangeCoder(mode, sections[1], "weights") as coder:
-        values = code_symbols(coder, groups)
+        values = code_symbols(coder, groups, arithmetic[0])
     return [latents, coder.section()], values
 
 
@@ -184,7 +188,7 @@ def write(pyramid: Pyramid, network) -> bytes:
                   hidden=WIDTH if network else 0, depth=DEPTH if network else 0, grids=tuple(grids),
                   weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]))
     header = write_header(fields)
-    sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded])
+    sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], version=container.VERSION)
     return container.pack(header, sections)
 
 
@@ -212,7 +216,7 @@ def decode_header(header: Header) -> Decoded:
     taps = channels * len(FILTER_OFFSETS)
     zeros = [np.zeros(p.size, np.int32) for p in tensors] + [np.zeros(taps, np.int32) for _ in header.filters]
     fields = {"grids": header.grids, "weights": header.weights, "filters": header.filters}
-    _, values = walk("decode", fields, pyramid, zeros, header.sections)
+    _, values = walk("decode", fields, pyramid, zeros, header.sections, header.version)
     for param, q, (exponent, _, _) in zip(tensors, values, header.weights):
         param[...] = q.reshape(param.shape) * np.float32(2.0 ** exponent)
     for k, (q, (exponent, _, magnitude)) in enumerate(zip(values[len(tensors):], header.filters)):

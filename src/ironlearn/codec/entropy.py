@@ -10,7 +10,8 @@ On the benchmark photographs this spends 16-51% fewer bits than one Laplace a gr
 
 The activity is integer arithmetic and its scale depends only on its *class* (a quarter of an
 octave of activity): the encoder and the decoder compute the same classes exactly, and the few
-scales a grid uses with Python's scalar ``math``, so files decode alike on any machine.  Only
+scales a grid uses with :mod:`.portable`'s ``exp`` and ``log`` (from format 6; the C library's
+before), so files decode alike on any machine and in the browser.  Only
 rows above are read, not the value to the left, so a whole row decodes in one call of the range
 coder (decoding a 768x512 picture takes a few thousand calls, not a million).
 """
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from . import portable
 
 #: The most bits one symbol costs: constriction's range coder keeps every bin's probability at
 #: 2**-24 or more.  (Counting outliers at 16 bits instead, as a first version did, chose scales
@@ -98,16 +101,16 @@ def classes(activity) -> np.ndarray:
     return np.where(activity == 0, 0, 1 + CLASSES_PER_OCTAVE * (exponent.astype(np.int64) - 1) + quarter)
 
 
-@lru_cache(maxsize=1)
-def class_log_activity() -> np.ndarray:
+@lru_cache(maxsize=2)
+def class_log_activity(log=portable.log) -> np.ndarray:
     """``log(EPS + x)`` for each class's typical activity ``x``: the middle of its quarter-octave,
-    in the units of :class:`Model` (a latent above, times 1).  Computed once, with scalar
-    ``math`` (the same on every machine); read-only."""
+    in the units of :class:`Model` (a latent above, times 1).  Computed once for each ``log``
+    (:func:`.portable.for_version`'s); read-only."""
     middles = [0.0]
     for c in range(1, CLASSES):
         octave, quarter = divmod(c - 1, CLASSES_PER_OCTAVE)
         middles.append(2.0 ** octave * (1 + (quarter + 0.5) / CLASSES_PER_OCTAVE) / 18)
-    table = np.array([math.log(EPS + x) for x in middles])
+    table = np.array([log(EPS + x) for x in middles])
     table.setflags(write=False)
     return table
 
@@ -120,15 +123,16 @@ class Model:
     a: float
     slope: int
 
-    def log_scales(self) -> np.ndarray:
-        """The log-scale of each class, float64 ``(CLASSES,)``: a product, a sum and a clip,
-        each exactly rounded, so the same on every machine."""
-        return np.clip(self.a + (self.slope / SLOPE_STEPS) * class_log_activity(), *LOG_SCALE_RANGE)
+    def log_scales(self, log=portable.log) -> np.ndarray:
+        """The log-scale of each class, float64 ``(CLASSES,)``, from :func:`class_log_activity`
+        of ``log``: a product, a sum and a clip, each exactly rounded, so the same everywhere."""
+        return np.clip(self.a + (self.slope / SLOPE_STEPS) * class_log_activity(log), *LOG_SCALE_RANGE)
 
-    def scale_table(self) -> np.ndarray:
+    def scale_table(self, arithmetic=portable.CURRENT) -> np.ndarray:
         """The Laplace scale of each class, float64 ``(CLASSES,)``, as the range coder takes
-        them (exponentials by scalar ``math``, the same on every machine)."""
-        return np.array([math.exp(log_scale) for log_scale in self.log_scales()])
+        them, by ``arithmetic``'s ``(exp, log)`` (:func:`.portable.for_version`'s)."""
+        exp, log = arithmetic
+        return np.array([exp(log_scale) for log_scale in self.log_scales(log)])
 
 
 def header_float(value: float, bounds=LOG_SCALE_RANGE) -> float:
@@ -186,13 +190,14 @@ def golden_section(f, low, high, iterations: int = 20, keep_going=None):
 
 
 # -- coding ---------------------------------------------------------------------------------------
-def code(coder, grid, parent, model: Model, family) -> np.ndarray:
+def code(coder, grid, parent, model: Model, family, arithmetic=portable.CURRENT) -> np.ndarray:
     """Code ``grid`` (int32 ``(h, w)``) row by row under ``model``, the one walk both directions
     take: ``coder(row, family, means, scales)`` encodes the row it is given and returns it, or
     decodes a row (``grid`` then zeros, filled here) and returns that.  Each row's scales come
     from the rows coded before it and from ``parent`` (the coarser level, or None), so the
-    encoder computes exactly the scales the decoder will; ``family`` is a ``QuantizedLaplace``
-    over the grid's range.  Returns ``grid``."""
+    encoder computes exactly the scales the decoder will (with the file's ``arithmetic``, as
+    :meth:`Model.scale_table`); ``family`` is a ``QuantizedLaplace`` over the grid's range.
+    Returns ``grid``."""
     h, w = grid.shape
     magnitude = np.zeros((h + 2, w), np.int64)  # two rows of zeros above the grid
     # The parent's boxes are read a row at a time: a grid's worth of int64 would be twice the grid.
@@ -200,7 +205,7 @@ def code(coder, grid, parent, model: Model, family) -> np.ndarray:
         box, parent_rows, parent_columns = np.zeros((1, 1), np.int64), np.zeros(h, np.int64), np.zeros(w, np.int64)
     else:
         box, parent_rows, parent_columns = _parent_box(parent), np.arange(h) // 2, np.arange(w) // 2
-    table, means = model.scale_table(), np.zeros(w)
+    table, means = model.scale_table(arithmetic), np.zeros(w)
     for i in range(h):
         from_parent = box[parent_rows[i], parent_columns]
         scales = table[classes(from_parent + above_activity(magnitude[i + 1], magnitude[i]))]

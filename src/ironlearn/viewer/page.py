@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import os
 import re
 from importlib import resources
@@ -141,7 +142,8 @@ def app_payload() -> dict:
         "version": __version__,
         "codec": {
             "rangeDecoder": base64.b64encode(wasm).decode("ascii"),
-            "classLogActivity": [float(x) for x in entropy.class_log_activity()],
+            # Format 5's class logarithms, the C library's (the page computes format 6's itself).
+            "classLogActivity": [float(x) for x in entropy.class_log_activity(math.log)],
             "slopeSteps": entropy.SLOPE_STEPS,
             "colours": {channels: matrix.tolist() for channels, matrix in COLOURS.items()},
             "featureGain": FEATURE_GAIN, "cubic": CUBIC, "cubicBefore5": CUBIC_BEFORE_5, "rowTexels": ROW_TEXELS,

@@ -5,8 +5,9 @@
 //
 // The latents' scales follow codec/entropy.py: an integer activity a latent from the two rows above
 // and the coarser level's 3 x 3 cells, its class (a quarter of an octave), and each class's scale
-// exp(clip(a + slope / 8 * log(0.2 + x), -12, 12)), the logs given by the page (IL.readIlc's
-// `codec`), computed once in Python. Each section is checked, as the Python decoder checks it, to
+// exp(clip(a + slope / 8 * log(0.2 + x), -12, 12)), by codec/portable.py's exp and log from format 6
+// on (the same float64 as Python's, step for step), before by the C library's (Math.exp here, and the
+// logs the page was given, computed in Python). Each section is checked, as the Python decoder checks it, to
 // hold exactly the coding of what it decodes to; anything else is an IL.FileRefused.
 "use strict";
 
@@ -90,10 +91,77 @@ IL.activityClass = function (activity) {
   return 1 + 4 * (exponent - 1) + Math.floor((mantissa - 0.5) * 8);
 };
 
+// codec/portable.py: exp and log from IEEE 754's exactly rounded + - * / in Python's order, and exact
+// scaling by powers of two, so that they give Python's float64 to the bit.
+IL.PORTABLE = (() => {
+  const factorial = (n) => (n < 2 ? 1 : n * factorial(n - 1));
+  return {
+    LN2_HI: 6.93147180369123816490e-01, LN2_LO: 1.90821492927058770002e-10, INV_LN2: 1.44269504088896338700e+00,
+    EXP_TERMS: Array.from({ length: 14 }, (_, n) => 1 / factorial(n)),
+    LOG_TERMS: Array.from({ length: 12 }, (_, n) => 1 / (2 * n + 1)),
+    SQRT_HALF: 0.7071067811865476,
+    SINCE_VERSION: 6,
+  };
+})();
+
+// 2**k exactly, for a normal float64's exponent (the bits written, as math.ldexp scales).
+IL.powerOfTwo = function (k) {
+  const bits = new DataView(new ArrayBuffer(8));
+  bits.setUint32(0, (k + 1023) << 20);
+  return bits.getFloat64(0);
+};
+
+// math.frexp for a normal positive float64: [m, e] with x = m * 2**e, m in [0.5, 1), both exact.
+IL.frexp = function (x) {
+  const bits = new DataView(new ArrayBuffer(8));
+  bits.setFloat64(0, x);
+  const e = ((bits.getUint32(0) >>> 20) & 0x7ff) - 1022;
+  return [x / IL.powerOfTwo(e), e];
+};
+
+IL.portableExp = function (x) {
+  const P = IL.PORTABLE, k = Math.floor(x * P.INV_LN2 + 0.5);
+  const r = (x - k * P.LN2_HI) - k * P.LN2_LO;
+  let total = P.EXP_TERMS[P.EXP_TERMS.length - 1];
+  for (let n = P.EXP_TERMS.length - 2; n >= 0; n--) total = total * r + P.EXP_TERMS[n];
+  // ldexp in two exact halves, as 2**k alone leaves the normal range for |k| past 1022
+  const half = Math.trunc(k / 2);
+  return total * IL.powerOfTwo(half) * IL.powerOfTwo(k - half);
+};
+
+IL.portableLog = function (x) {
+  const P = IL.PORTABLE;
+  let [m, e] = IL.frexp(x);
+  if (m < P.SQRT_HALF) [m, e] = [2 * m, e - 1];
+  const s = (m - 1) / (m + 1), s2 = s * s;
+  let total = P.LOG_TERMS[P.LOG_TERMS.length - 1];
+  for (let n = P.LOG_TERMS.length - 2; n >= 0; n--) total = total * s2 + P.LOG_TERMS[n];
+  return e * P.LN2_HI + (e * P.LN2_LO + 2 * s * total);
+};
+
+// entropy.class_log_activity: log(0.2 + x) of each class's middle activity x (161 classes).
+IL.classLogActivity = function (log) {
+  const middles = [0];
+  for (let c = 1; c < 1 + 4 * 40; c++) {
+    const [octave, quarter] = [Math.floor((c - 1) / 4), (c - 1) % 4];
+    middles.push(2 ** octave * (1 + (quarter + 0.5) / 4) / 18);
+  }
+  return middles.map((x) => log(0.2 + x));
+};
+
+// portable.for_version: the file's exp and its classes' logs.
+IL.arithmetic = function (version, codec) {
+  if (version >= IL.PORTABLE.SINCE_VERSION) {
+    IL.portableLogs = IL.portableLogs || IL.classLogActivity(IL.portableLog);
+    return { exp: IL.portableExp, logs: IL.portableLogs };
+  }
+  return { exp: Math.exp, logs: codec.classLogActivity };  // the C library's, as Python gave them
+};
+
 // entropy.Model.scale_table: each class's Laplace scale for a grid's a and slope.
-IL.scaleTable = function (codec, a, slope) {
+IL.scaleTable = function (arithmetic, codec, a, slope) {
   const [low, high] = IL.LOG_SCALE_RANGE;
-  return codec.classLogActivity.map((x) => Math.exp(Math.min(Math.max(a + (slope / codec.slopeSteps) * x, low), high)));
+  return arithmetic.logs.map((x) => arithmetic.exp(Math.min(Math.max(a + (slope / codec.slopeSteps) * x, low), high)));
 };
 
 // entropy._parent_box: each cell of the coarser grid, its 3 x 3 neighbourhood's |values| summed.
@@ -115,10 +183,10 @@ IL.parentBox = function (parent, rows, columns) {
 };
 
 // entropy.code, decoding: one grid of rows x columns, row by row, each latent's scale from its class.
-IL.decodeGrid = function (section, codec, [rows, columns], parent, model, magnitude) {
+IL.decodeGrid = function (section, arithmetic, codec, [rows, columns], parent, model, magnitude) {
   const grid = new Int32Array(rows * columns);
   const box = parent && IL.parentBox(parent.values, parent.rows, parent.columns);
-  const table = IL.scaleTable(codec, model.a, model.slope);
+  const table = IL.scaleTable(arithmetic, codec, model.a, model.slope);
   const scales = new Float64Array(columns);
   let above = new Float64Array(columns), twoAbove = new Float64Array(columns);  // |values| of the rows coded
   for (let y = 0; y < rows; y++) {
@@ -140,6 +208,7 @@ IL.decodeGrid = function (section, codec, [rows, columns], parent, model, magnit
 IL.decodeLatents = function (wasm, header, codec) {
   const { levels, channels } = header;
   const latents = new Array(levels).fill(null);
+  const arithmetic = IL.arithmetic(header.version, codec);
   const section = new IL.Section(wasm, header.sections[0], "latents");
   for (let k = levels - 1; k >= 0; k--) {
     const grids = header.grids.slice(k * channels, (k + 1) * channels);
@@ -150,7 +219,7 @@ IL.decodeLatents = function (wasm, header, codec) {
       if (!magnitude) return new Int32Array(rows * columns);
       const parent = above ? { values: latents[k + 1][c], rows: header.gridShapes[k + 1][0],
                                columns: header.gridShapes[k + 1][1] } : null;
-      return IL.decodeGrid(section, codec, [rows, columns], parent, { a, slope }, magnitude);
+      return IL.decodeGrid(section, arithmetic, codec, [rows, columns], parent, { a, slope }, magnitude);
     });
   }
   section.finish();
@@ -161,9 +230,10 @@ IL.decodeLatents = function (wasm, header, codec) {
 IL.decodeWeights = function (wasm, header, codec) {
   const taps = header.channels * IL.FILTER_OFFSETS.length;
   const sizes = [...header.tensorSizes, ...header.filters.map(() => taps)];
+  const { exp } = IL.arithmetic(header.version, codec);
   const section = new IL.Section(wasm, header.sections[1], "weights");
   const values = [...header.weights, ...header.filters].map(([, logScale, magnitude], i) => (
-    magnitude ? section.decodeAll(-magnitude, magnitude, Math.exp(logScale), sizes[i]) : new Int32Array(sizes[i])));
+    magnitude ? section.decodeAll(-magnitude, magnitude, exp(logScale), sizes[i]) : new Int32Array(sizes[i])));
   section.finish();
   return values;
 };

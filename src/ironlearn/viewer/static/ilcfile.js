@@ -16,8 +16,8 @@ IL.FileRefused = class extends Error {};
 // -- codec/container.py ---------------------------------------------------------------------------
 IL.ILC = Object.freeze({
   MAGIC: [0x89, 0x49, 0x4c, 0x43],  // b"\x89ILC"
-  VERSION: 5,
-  READABLE: [3, 4, 5],
+  VERSION: 6,
+  READABLE: [3, 4, 5, 6],
   MAX_HEADER_BYTES: 2 ** 16,
   MAX_SECTIONS: 256,
   MAX_FILE_BYTES: 2 ** 28,
