@@ -197,6 +197,19 @@ def test_another_file_replaces_the_picture(browser, files, tmp_path):
         page.close()
 
 
+def test_a_file_too_large_to_be_one_is_refused_unread(browser, files, tmp_path):
+    app, _ = files
+    huge = tmp_path / "huge.ilc"
+    with open(huge, "wb") as file:
+        file.truncate(container.MAX_FILE_BYTES + 1)  # sparse: no disk spent
+    page = opened(browser, app, huge)
+    try:
+        error = page.evaluate("window.ironlearnViewer.error")
+    finally:
+        page.close()
+    assert error.startswith("huge.ilc: it has 268,435,457 bytes, over the 268,435,456 ironlearn reads")
+
+
 def test_a_damaged_file_dropped_on_the_page_says_so(browser, files, tmp_path):
     app, paths = files
     broken = tmp_path / "broken.ilc"

@@ -89,6 +89,10 @@ IL.app = function (data, options, api) {
   const read = async (file) => {
     let drawn;
     try {
+      if (file.size > IL.ILC.MAX_FILE_BYTES) {  // container.read_file's check: refused before reading
+        throw new IL.FileRefused(`it has ${IL.withCommas(file.size)} bytes, over the `
+          + `${IL.withCommas(IL.ILC.MAX_FILE_BYTES)} ironlearn reads: it is not a compressed picture; ${IL.ILC.FOREIGN_HINT}`);
+      }
       const picture = await IL.readIlc(new Uint8Array(await file.arrayBuffer()), data.codec);
       drawn = IL.pictureData(picture, data.codec, file.name);
     } catch (error) {
