@@ -325,3 +325,51 @@ def test_compress_says_whether_the_mlp_lost_or_was_never_trained(tmp_path, capsy
     assert "no MLP was trained" in capsys.readouterr().err
     result = codec.compress_array(waves(96, 128, 3), bpp=0.5, seconds=20)
     assert result.mlp_tried
+
+
+class SteppedClock:
+    """A clock that advances ``seconds_per_call`` each time it is read, ``slower`` times as much
+    after ``until`` reads: a machine that slows down part-way, without waiting for it."""
+
+    def __init__(self, seconds_per_call, until=None, slower=1.0):
+        self.now, self.calls = 0.0, 0
+        self.seconds_per_call, self.until, self.slower = seconds_per_call, until, slower
+
+    def __call__(self):
+        self.calls += 1
+        late = self.until is not None and self.calls > self.until
+        self.now += self.seconds_per_call * (self.slower if late else 1.0)
+        return self.now
+
+
+@pytest.mark.parametrize("slower", [1.0, 3.0, 1 / 3])
+def test_the_mlp_trains_in_its_time_when_the_machine_slows_down_or_speeds_up(slower):
+    """Steps counted once at the start overran by the slowdown (3x slower after a fifth: 2.6x the
+    time) or left time unused; counted again as training goes, it ends on time."""
+    from ironlearn.codec.synthesis import train
+
+    rng = np.random.default_rng(0)
+    inputs, residual = rng.normal(size=(512, 6)).astype(np.float32), rng.normal(size=(512, 3)).astype(np.float32)
+    clock = SteppedClock(0.01, until=40, slower=slower)  # 200 steps' worth of 2 s at the first pace
+    _, steps = train(inputs, residual, 2.0, 0, None, clock=clock)
+    assert 1.9 <= clock.now <= 2.1
+    assert steps == pytest.approx(40 + 160 / slower, rel=0.1)
+
+
+@pytest.mark.parametrize("left", [20, 400])
+def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
+    from ironlearn.codec.synthesis import NETWORK_LR, TIMED_STEPS, _replanned
+    from ironlearn.optim import Adam
+    from ironlearn.optim.schedules import warmup_cosine
+
+    optimizer = Adam({"w": np.zeros(3, np.float32)}, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, 300))
+    for _ in range(150):
+        optimizer.step({"w": np.ones(3, np.float32)})
+    step = 150 + TIMED_STEPS  # the loop's step count: the optimizer started at TIMED_STEPS
+    before = optimizer.schedule(optimizer.step_count)
+    assert _replanned(optimizer, step, 300 + TIMED_STEPS, left) == step + left
+    assert optimizer.schedule(optimizer.step_count) == before  # no jump
+    last = optimizer.step_count + left  # the index of the last step's rate: the cosine's floor next
+    assert optimizer.schedule.total_steps == last + 1
+    assert optimizer.schedule(last + 1) == pytest.approx(NETWORK_LR / 100)
+    assert NETWORK_LR / 100 < optimizer.schedule(last) < before

@@ -10,9 +10,10 @@ import time
 
 import numpy as np
 
+from ..fitting.pace import Pace
 from ..image.metrics import psnr_from_mse
 from ..optim import Adam
-from ..optim.schedules import warmup_cosine
+from ..optim.schedules import cosine, warmup_cosine
 from .pyramid import synthesis
 
 #: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
@@ -28,6 +29,8 @@ MLP_BATCH = 1 << 13
 FEATURE_GAIN = 10.0
 #: Steps timed before the rest are counted to fit the time left (and Adam's schedule is set).
 TIMED_STEPS = 3
+#: The steps that fit are counted again each time this share of the training time has passed.
+REPLAN_SHARE = 1 / 20
 
 
 def mlp_problem(pyramid, picture):
@@ -38,26 +41,54 @@ def mlp_problem(pyramid, picture):
     return features * np.float32(FEATURE_GAIN), picture.reshape(-1, channels) - pyramid.summed(features)
 
 
-def train(inputs, residual, seconds, seed, progress):
-    """Train the MLP that maps ``inputs`` to ``residual`` for about ``seconds``, on
-    :data:`MLP_BATCH` random pixels a step: ``(net, steps)``."""
+def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter):
+    """Train the MLP that maps ``inputs`` to ``residual`` for about ``seconds`` (read from
+    ``clock``), on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``.
+
+    The steps that fit are counted after :data:`TIMED_STEPS`, and again each
+    :data:`REPLAN_SHARE` of the time at the pace the steps keep (the fit's :class:`Pace`, which
+    one stalled step does not move): a machine that slows down part-way still ends on time, its
+    cosine going on down from the rate reached."""
     net = synthesis(inputs.shape[1], residual.shape[1], WIDTH, DEPTH, seed)
     params = net.named_parameters()
     rng = np.random.default_rng(seed)
-    started = last_report = time.perf_counter()
+    started = last = planned = last_report = clock()
+    deadline, pace = started + seconds, Pace()
     steps, step, optimizer = 10, 0, None
     while step < steps:
         step += 1
         batch = rng.integers(0, len(inputs), MLP_BATCH) if len(inputs) > MLP_BATCH else slice(None)
         error = net.forward(inputs[batch]) - residual[batch]
         net.backward(error * np.float32(2 / error.size))
+        now = clock()
+        pace.add(now - last)
+        last = now
         if step == TIMED_STEPS:  # as many steps as fit the time
-            left = seconds - (time.perf_counter() - started)
-            steps = max(TIMED_STEPS, int(left / ((time.perf_counter() - started) / TIMED_STEPS)))
-            optimizer = Adam(params, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, steps))
+            steps = step + max(0, int((deadline - now) / pace.seconds_per_step))
+            optimizer = Adam(params, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, steps - step + 1))
+            planned = now
+        elif optimizer is not None and now - planned >= REPLAN_SHARE * seconds:
+            steps = _replanned(optimizer, step, steps, int((deadline - now) / pace.seconds_per_step))
+            planned = now
         if optimizer is not None:
             optimizer.step(net.named_gradients())
-        if progress is not None and time.perf_counter() - last_report > 1.0:
-            last_report = time.perf_counter()
+        if progress is not None and now - last_report > 1.0:
+            last_report = now
             progress("MLP step", step, steps, psnr_from_mse(float(np.mean(error * error))))
     return net, step
+
+
+def _replanned(optimizer, step: int, steps: int, left: int) -> int:
+    """The step count at ``step`` when ``left`` more steps fit: Adam's cosine re-sized to end
+    there, going on from the rate it has reached once past its warm-up (never up)."""
+    new = step + max(1, left)
+    if new != steps:
+        done, schedule = optimizer.step_count, optimizer.schedule
+        total = done + new - step + 1  # its index at the last step, plus one
+        if done >= schedule.warmup_steps:
+            lr = schedule(done)
+            optimizer.schedule = cosine(lr, min(schedule.lr_min, lr), total, warmup_steps=done)
+        else:
+            optimizer.schedule = cosine(schedule.lr_max, schedule.lr_min, max(total, schedule.warmup_steps + 1),
+                                        schedule.warmup_steps)
+    return new
