@@ -117,6 +117,7 @@ IL.app = function (data, options, api) {
   wire();
   document.getElementById("open").hidden = false;
   document.getElementById("title").textContent = "Open a compressed picture";
+  document.querySelector("#panel details").hidden = true;  // no network yet (the next panel has its own)
   const box = () => document.getElementById("open");
   document.addEventListener("dragover", (event) => { event.preventDefault(); box().classList.add("over"); });
   document.addEventListener("dragleave", () => box().classList.remove("over"));
