@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from ironlearn.fitting import FitOptions, make_plan
-from ironlearn.fitting.pace import RECENT_STEPS, Pace, Replan
+from ironlearn.fitting.pace import Replan
 from ironlearn.image.io import Picture
+from ironlearn.train.pace import RECENT_STEPS, Pace
 
 BUDGET = 12.0
 STEP = 0.01  # seconds a step, on the fake clock

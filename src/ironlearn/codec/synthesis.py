@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 
-from ..fitting.pace import Pace
 from ..image.metrics import psnr_from_mse
 from ..optim import Adam
 from ..optim.schedules import cosine, warmup_cosine
+from ..train.pace import Pace
 from .pyramid import synthesis
 
 #: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.

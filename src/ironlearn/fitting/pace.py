@@ -1,74 +1,15 @@
-"""How a timed fit keeps to its budget: a pace that one slow step cannot sway, and the re-plan.
+"""How a timed fit keeps to its budget: the re-plan.
 
 A run given only a time budget sizes its learning-rate schedule to the steps the budget allows.
 The machine's speed drifts (another process, a thermal limit), so the run measures its pace as
-it goes and re-sizes the schedule (:class:`Replan`).  A machine can also stop the process
-outright for a while: a laptop sleeps, a busy machine or a preempted VM deschedules it.  Such
-a *stall* costs its own duration of the budget, and it must cost nothing more: a pace read as
-a plain mean over a window holding a 4 s stall planned a handful of steps where hundreds were
-left, and the cosine ran to its floor and stayed there (a 12 s fit ended at 20.5 dB instead of
-28.9).  :class:`Pace` is the median of short blocks' means, so one slow step moves it not at
-all, while a machine that really slows down (every step) moves it within a window.
+it goes (:class:`~ironlearn.train.pace.Pace`, which one stalled step does not sway) and re-sizes
+the schedule (:class:`Replan`).
 """
 
 from __future__ import annotations
 
-import collections
-import statistics
-
 from ..train import Callback, Every
-
-#: How many of the latest steps the pace is read from, and in how many blocks.  A block's mean
-#: smooths steps that alternate in cost (a callback every few steps); the median over blocks
-#: ignores the block that holds a stall.
-RECENT_STEPS = 64
-BLOCKS = 8
-#: A step that takes this many times the pace, and this many seconds more, was stalled: the
-#: process did not run (a sleep, a stop, a busy machine).  Its time past the pace is counted.
-STALL_FACTOR = 4.0
-STALL_SECONDS = 0.05
-
-
-class Pace:
-    """Seconds per step from the latest :data:`RECENT_STEPS` step durations, robust to outliers,
-    and the seconds the steps spent stalled.
-
-    Examples
-    --------
-    >>> pace = Pace()
-    >>> for seconds in [0.01] * 20 + [4.0] + [0.01] * 5:
-    ...     pace.add(seconds)
-    >>> round(pace.seconds_per_step, 3), round(pace.stalled, 2)
-    (0.01, 3.99)
-    """
-
-    def __init__(self, stalled: float = 0.0):
-        self.recent = collections.deque(maxlen=RECENT_STEPS)
-        self.stalled = float(stalled)
-
-    def __len__(self) -> int:
-        return len(self.recent)
-
-    @property
-    def seconds_per_step(self) -> float | None:
-        """The median over up to :data:`BLOCKS` blocks of the recent steps of each block's mean
-        duration; None before the first step.  Plain Python: it runs every step, and NumPy's
-        calls on a few dozen numbers took 90 us, 2.5% of a 3.6 ms step."""
-        if not self.recent:
-            return None
-        values, blocks = list(self.recent), min(BLOCKS, len(self.recent))
-        bounds = [len(values) * i // blocks for i in range(blocks + 1)]
-        return statistics.median(sum(values[a:b]) / (b - a) for a, b in zip(bounds, bounds[1:]))
-
-    def add(self, seconds: float, own_seconds: float | None = None) -> None:
-        """Count one step that took ``seconds`` in all (its callbacks' share included), of which
-        ``own_seconds`` (default: all of it) were the step itself.  Only the step's own time can
-        count as stalled: a checkpoint's write is the run's work, not a stall."""
-        pace = self.seconds_per_step
-        own = seconds if own_seconds is None else own_seconds
-        if pace is not None and own > STALL_FACTOR * pace and own - pace > STALL_SECONDS:
-            self.stalled += own - pace
-        self.recent.append(seconds)
+from ..train.pace import Pace
 
 
 class Replan(Callback):
