@@ -46,8 +46,8 @@ def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter):
     ``clock``), on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``.
 
     The steps that fit are counted after :data:`TIMED_STEPS`, and again each
-    :data:`REPLAN_SHARE` of the time at the pace the steps keep (the fit's :class:`Pace`, which
-    one stalled step does not move): a machine that slows down part-way still ends on time, its
+    :data:`REPLAN_SHARE` of the time at the pace the steps keep (a timed fit's
+    :class:`~ironlearn.train.pace.Pace`, which one stalled step does not move): a machine that slows down part-way still ends on time, its
     cosine going on down from the rate reached."""
     net = synthesis(inputs.shape[1], residual.shape[1], WIDTH, DEPTH, seed)
     params = net.named_parameters()
