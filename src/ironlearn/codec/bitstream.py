@@ -147,12 +147,11 @@ def code_symbols(coder: RangeCoder, groups, exp=portable.exp) -> list:
             else np.zeros(symbols.size, np.int32) for symbols, magnitude, log_scale in groups]
 
 
-def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections=(b"", b""),
-         version: int = container.VERSION) -> tuple[list, list]:
+def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections, version: int) -> tuple[list, list]:
     """The two sections that ``header`` (its fields ``grids``, ``weights`` and ``filters``, as
     :mod:`.header` declares them) describes, for ``pyramid`` and ``symbols`` (each MLP tensor,
     then each filter; zeros to decode into): ``(sections, symbols)``, each coded in ``mode``
-    (decoding, from ``sections``) with the arithmetic of format ``version``."""
+    (decoding, from ``sections``; encoding, two empty ones) with the arithmetic of format ``version``."""
     arithmetic = portable.for_version(version)
     with RangeCoder(mode, sections[0], "latents") as coder:
         code_latents(coder, pyramid, header["grids"], arithmetic)
@@ -188,7 +187,7 @@ def write(pyramid: Pyramid, network) -> bytes:
                   hidden=WIDTH if network else 0, depth=DEPTH if network else 0, grids=tuple(grids),
                   weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]))
     header = write_header(fields)
-    sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], version=container.VERSION)
+    sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], (b"", b""), container.VERSION)
     return container.pack(header, sections)
 
 

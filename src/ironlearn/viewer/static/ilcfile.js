@@ -54,8 +54,21 @@ IL.storedCrc = (bytes) => new DataView(bytes.buffer, bytes.byteOffset, 4).getUin
 // A Python int formatted as f"{n:,}".
 IL.withCommas = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 
-// A Python float formatted as f"{x}", for the values messages quote (only non-finite ones).
-IL.pythonFloat = (x) => (Number.isNaN(x) ? "nan" : x === Infinity ? "inf" : x === -Infinity ? "-inf" : String(x));
+// Python's repr of a float (shortest digits that read back, in its fixed or exponent form).
+IL.pythonRepr = function (x) {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const [mantissa, power] = x.toExponential().split("e");
+  const exponent = Number(power), sign = x < 0 ? "-" : "";
+  const digits = mantissa.replace("-", "").replace(".", "");
+  if (exponent < -4 || exponent >= 16) {
+    const shown = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${shown}e${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
+  }
+  if (exponent < 0) return `${sign}0.${"0".repeat(-exponent - 1)}${digits}`;
+  if (digits.length <= exponent + 1) return `${sign}${digits}${"0".repeat(exponent + 1 - digits.length)}.0`;
+  return `${sign}${digits.slice(0, exponent + 1)}.${digits.slice(exponent + 1)}`;
+};
 
 // container.Reader: reads a flat record, refusing anything unexpected with IL.FileRefused. Every
 // read checks the bytes left before it takes any, and every number the bounds the caller gives.
@@ -119,7 +132,7 @@ IL.Reader = class {
   float32(name = "a field", finite = true) {
     const bytes = this.take(4, name);
     const value = new DataView(bytes.buffer, bytes.byteOffset, 4).getFloat32(0, true);
-    if (finite && !Number.isFinite(value)) throw this.corrupted(`${name} is ${IL.pythonFloat(value)}, not a finite number`);
+    if (finite && !Number.isFinite(value)) throw this.corrupted(`${name} is ${IL.pythonRepr(value)}, not a finite number`);
     return value;
   }
 

@@ -102,22 +102,6 @@ IL.picturePlan = function (picture, codec) {
   return { ops, weights, output: IL.range(channels) };
 };
 
-// Python's repr of a float (shortest digits that read back, in its fixed or exponent form).
-IL.pythonRepr = function (x) {
-  if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
-  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
-  const [mantissa, power] = x.toExponential().split("e");
-  const exponent = Number(power), sign = x < 0 ? "-" : "";
-  const digits = mantissa.replace("-", "").replace(".", "");
-  if (exponent < -4 || exponent >= 16) {
-    const shown = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
-    return `${sign}${shown}e${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
-  }
-  if (exponent < 0) return `${sign}0.${"0".repeat(-exponent - 1)}${digits}`;
-  if (digits.length <= exponent + 1) return `${sign}${digits}${"0".repeat(exponent + 1 - digits.length)}.0`;
-  return `${sign}${digits.slice(0, exponent + 1)}.${digits.slice(exponent + 1)}`;
-};
-
 // shader._float: a GLSL literal that reads back as the same float32.
 IL.glslFloat = function (value) {
   const text = IL.pythonRepr(Math.fround(value));
@@ -189,16 +173,16 @@ IL.mlpRepr = function (header, tensors) {
       + `init='${last ? "xavier" : "he"}')`);
     if (!last) lines.push(`  (${lines.length}): ReLU()`);
   }
-  const count = tensors.reduce((n, t) => n + t.length, 0).toLocaleString("en-US");
+  const count = IL.withCommas(tensors.reduce((n, t) => n + t.length, 0));
   return `Sequential(\n${lines.join("\n")}\n)  # ${count} parameters`;
 };
 
 // page.picture_payload: what the page reads about a decoded file, its numbers already unpacked.
 IL.pictureData = function (picture, codec, name) {
-  const { header, tensors, filters } = picture;
+  const { header, tensors } = picture;
   const plan = IL.picturePlan(picture, codec);
   const shapes = header.gridShapes.map(([rows, columns]) => `${columns}x${rows}`).join(", ");
-  const filtered = IL.range(header.levels).filter((k) => filters[k]);
+  const filtered = header.filteredLevels;
   const mlp = tensors.length ? `\nplus the MLP's correction: ${IL.mlpRepr(header, tensors)}` : "";
   return {
     title: `${name}: ironlearn viewer`,
