@@ -336,6 +336,19 @@ def keep_freed_memory() -> bool:
                ((m_mmap_threshold, 32 << 20), (m_trim_threshold, 1 << 30), (m_top_pad, 64 << 20)))
 
 
+def blas_threads(threads: int | None):
+    """At most ``threads`` BLAS threads within the block (None: as they are), set in the BLAS
+    library itself, which reads its environment only once, at load (threadpoolctl).  One thread
+    suits small products: on 2 cores, a second spins while the first works, and beside another
+    busy process each product waits for both (the codec's MLP: 1.5 times the steps alone on one
+    thread, 40 times beside a 2-thread job)."""
+    if threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads, user_api="blas")
+
+
 def get_backend(device: str = "cpu", *, notify=None) -> Backend:
     """Resolve ``cpu``, ``cuda`` or ``auto`` to a :class:`Backend`.
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import get_backend
+from ..backend import blas_threads, get_backend
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
@@ -148,16 +148,6 @@ def _run(plan: RunPlan, picture, saved, backend, log, live) -> dict:
     result = write_outputs(job, picture)
     folder.clean(plan.out)
     return result
-
-
-def blas_threads(threads: int | None):
-    """At most ``threads`` BLAS threads within the block (None: as they are), set in the BLAS
-    library itself, which reads its environment only once, at load (threadpoolctl)."""
-    if threads is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=threads, user_api="blas")
 
 
 # -- build -------------------------------------------------------------------------------------
