@@ -157,6 +157,45 @@ def test_fitted_filters_undo_a_filter_the_picture_was_made_with():
     assert distortion(drawn, pyramid) < plain_error / 100
 
 
+def test_a_fit_cut_short_reads_bands_from_all_over_the_picture(monkeypatch):
+    """Past its deadline the fit still reads FILTER_MIN_BANDS bands, the first ones of an order
+    whose every prefix is spread over the picture (one band was worse than no filters)."""
+    from ironlearn.codec import pyramid as module
+
+    assert sorted(module._spread(11)) == list(range(11))
+    assert list(module._spread(8)[:4]) == [0, 4, 2, 6]  # halves, then quarters
+    picture = _picture(200, 64).astype(np.float32) / 255 @ COLOURS[3].T
+    pyramid = analyse(picture, 0.02, 4)
+    monkeypatch.setattr(module, "FILTER_BAND_PIXELS", 64 * 8)  # bands of 8 rows: 25 of them
+    assert fit_filters(picture, pyramid)["count"] == 200 * 64
+    assert fit_filters(picture, pyramid, until=0.0)["count"] == module.FILTER_MIN_BANDS * 8 * 64
+
+
+def test_a_grid_the_fit_saw_too_little_of_gets_no_filter(monkeypatch):
+    """A sparse grid's taps, fitted on a few of its latents, took any value (-128) and cost the
+    rest of the picture 2.6 dB: read in part, it is left out; read whole, it is fitted."""
+    from ironlearn.codec import pyramid as module
+
+    picture = _picture(256, 64).astype(np.float32) / 255 @ COLOURS[3].T
+    pyramid = analyse(picture, 0.02, 4)
+    latents = pyramid.latents[1]
+    sparse = np.zeros_like(latents[2])
+    sparse[::8, ::4] = 1  # level 1's 128 x 32 cells hold 16 x 8 non-zero latents of channel 2
+    latents[2] = sparse
+    taps = len(FILTER_OFFSETS)
+    monkeypatch.setattr(module, "FILTER_MIN_LATENTS", 200)
+    whole = fit_filters(picture, pyramid)  # fewer than 200, but all of them
+    assert np.any(whole["gram"][2, taps:2 * taps])  # level 1 is the second filtered level
+    monkeypatch.setattr(module, "FILTER_BAND_PIXELS", 64 * 8)
+    monkeypatch.setattr(module, "FILTER_MIN_BANDS", 2)
+    part = fit_filters(picture, pyramid, until=0.0)  # two bands of 8 rows: a few rows of level 1
+    assert part["count"] == 2 * 8 * 64
+    assert not np.any(part["gram"][2, taps:2 * taps]) and not np.any(part["moment"][2, taps:2 * taps])
+    assert np.any(part["gram"][0, taps:2 * taps])  # the dense channels keep theirs
+    monkeypatch.setattr(module, "FILTER_MIN_LATENTS", 4)
+    assert np.any(fit_filters(picture, pyramid, until=0.0)["gram"][2, taps:2 * taps])
+
+
 def test_formats_3_to_5_still_decode(monkeypatch):
     """Format 6 changed only the arithmetic of the scales (codec/portable.py's exp and log, not the
     C library's): a format 5 file is coded with math.exp and math.log.  Format 5 changed only how
@@ -354,6 +393,36 @@ def test_the_mlp_trains_in_its_time_when_the_machine_slows_down_or_speeds_up(slo
     _, steps = train(inputs, residual, 2.0, 0, None, clock=clock)
     assert 1.9 <= clock.now <= 2.1
     assert steps == pytest.approx(40 + 160 / slower, rel=0.1)
+
+
+def test_the_mlp_leaves_the_time_of_the_steps_held_back():
+    """The weights' rounding is priced in the MLP's own steps: training leaves their time."""
+    from ironlearn.codec.synthesis import train
+
+    rng = np.random.default_rng(0)
+    inputs, residual = rng.normal(size=(512, 6)).astype(np.float32), rng.normal(size=(512, 3)).astype(np.float32)
+    clock = SteppedClock(0.01)  # a step reads the clock once: 200 steps' worth of 2 s
+    _, steps = train(inputs, residual, 2.0, 0, None, clock=clock, held_back=50)
+    assert steps == pytest.approx(150, abs=3)
+    assert clock.now == pytest.approx(1.5, abs=0.05)
+
+
+def test_an_encode_runs_its_mlp_on_one_blas_thread(monkeypatch):
+    """Small products: a second BLAS thread made the MLP's steps slower alone and 40 times as
+    slow beside another busy process; the library's threads are as they were after."""
+    from threadpoolctl import threadpool_info
+
+    from ironlearn.codec import encoder
+
+    def blas():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before, seen, train = blas(), [], encoder.train
+    monkeypatch.setattr(encoder, "train", lambda *args, **kwargs: (seen.append(blas()), train(*args, **kwargs))[1])
+    monkeypatch.setattr(encoder, "ONE_THREAD_PIXELS", 0)  # the analyses on the library's threads
+    codec.compress_array(_picture(64, 96), bpp=1.0, seconds=6.0)
+    assert seen == [[1] * len(before)]
+    assert blas() == before
 
 
 @pytest.mark.parametrize("left", [20, 400])

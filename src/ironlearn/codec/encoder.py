@@ -25,18 +25,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import blas_threads
 from ..image.metrics import psnr_from_mse
 from ..limits import MAX_SECONDS
 from .bitstream import read, write
 from .header import MAX_PIXELS, MAX_SIDE, MODES
 from .pyramid import COLOURS, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, prepare_analysis
 from .quantise import fit_filters, laplace_size, quantise_weights
-from .ratecontrol import (FILTER_COST, FINISH_COST, MLP_OVERHEAD_COST, REFINE_ANALYSES, SLOPE_COST, Clock,
-                          analyse_at_lambda, analyse_at_rate, slope)
+from .ratecontrol import (FILTER_COST, FILTER_SHARE, FINISH_COST, MLP_OVERHEAD_COST, REFINE_ANALYSES, SLOPE_COST,
+                          Clock, analyse_at_lambda, analyse_at_rate, slope)
 from .synthesis import DEPTH, WIDTH, mlp_problem, train
 
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
 DEFAULT_BPP, MAX_BPP = 0.5, 24
+#: Pictures up to this many pixels are encoded on one BLAS thread, and every picture's MLP (see
+#: docs/compression.md, *Beside another busy process*): on 2 cores an analysis at 768x512 took
+#: 0.18 s on one thread and 0.43 s on two, and the MLP made 1.5 times the steps; beside a 2-thread
+#: job, two threads spun against it, an analysis took 2.1 s and an MLP step 0.44 s.  At 1536x1024
+#: two threads analyse 1.45 times as fast.
+ONE_THREAD_PIXELS = 1 << 20
+#: The weights' rounding, priced in the MLP's training steps (it runs the MLP forward on the same
+#: pixels whatever the picture's size): 87 to 93 steps' time, at 160x128 and 768x512.
+ROUNDING_STEPS = 100
 #: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
 #: files written and checked.
 AFTER_RATE_COST = SLOPE_COST + FILTER_COST + 2 * FINISH_COST
@@ -134,22 +144,35 @@ def _arguments(values, bpp, lmbda, seconds, levels, seed, progress) -> _Job:
     return _Job(target, picture, bpp, lmbda, max(1, min(levels, MAX_LEVELS)), seed, clock, progress)
 
 
-def _pyramid_for(job: _Job, bits_left, around=None):
-    """The pyramid at the rate ``bits_left`` (a target; searched ``around`` a log-step when
-    given) or at lambda's best trade, its filters fitted if they fit in the time, and lambda
-    there (what the filters and the weights trade bits at; None without the filters)."""
+def _plain(job: _Job):
+    """The pyramid at the target rate or at lambda's best trade, its filters fitted if they fit in
+    the time, and lambda there (what the filters and the weights trade bits at; None without the
+    filters).  The filters' fit reads the picture for at most :data:`FILTER_SHARE` of the time."""
     clock = job.clock
     # Rate control keeps time for one file checked: the filters are left out first.
     if job.bpp is not None:
-        pyramid = analyse_at_rate(job.picture, job.levels, bits_left - job.filter_bits, clock, FINISH_COST, around,
-                                  job.progress)
+        bits = job.bpp * job.pixels - job.header_bits - job.filter_bits
+        pyramid = analyse_at_rate(job.picture, job.levels, bits, clock, FINISH_COST, None, job.progress)
     else:
         pyramid = analyse_at_lambda(job.picture, job.levels, job.lmbda, clock, FINISH_COST, job.progress)
     if not clock.affords(AFTER_RATE_COST):
         return pyramid, job.lmbda
     lam = job.lmbda if job.lmbda is not None else slope(job.picture, job.levels, pyramid)
-    fit_filters(job.picture, pyramid, lam, until=clock.deadline - (2 * FINISH_COST + 1) * clock.analysis)
+    until = min(clock.deadline - (2 * FINISH_COST + 1) * clock.analysis,
+                time.perf_counter() + FILTER_SHARE * clock.seconds)
+    fit_filters(job.picture, pyramid, lam, until)
     return pyramid, lam
+
+
+def _at_rate(job: _Job, bits, like):
+    """Rate control again, for ``bits`` of the file's: around the step of the pyramid ``like``,
+    whose filters it keeps (fitted a few per cent of the rate away: fitting them again gained
+    0.000 to 0.005 dB on sporco's four at 93% of the rate, for two more phases of the encode)."""
+    around = math.log(float(like.steps[0, 0]))
+    pyramid = analyse_at_rate(job.picture, job.levels, bits - job.header_bits - job.filter_bits, job.clock,
+                              FINISH_COST, around, job.progress)
+    pyramid.filters = list(like.filters)
+    return pyramid
 
 
 def _with_mlp(job: _Job, plain, lam) -> list:
@@ -158,27 +181,26 @@ def _with_mlp(job: _Job, plain, lam) -> list:
     its training and its weights' rounding, rate control once more for the bits they took, and
     two more files checked."""
     clock, bpp, pixels = job.clock, job.bpp, job.pixels
-    refit = REFINE_ANALYSES + AFTER_RATE_COST - 2 * FINISH_COST if bpp is not None else 0
+    refit = REFINE_ANALYSES if bpp is not None else 0
     if pixels < 64 or lam is None or not clock.affords(2 * refit + MLP_OVERHEAD_COST + 4 * FINISH_COST):
         return []
     pyramid = plain  # lambda's best step does not depend on the MLP
-    around = math.log(float(plain.steps[0, 0]))
     if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
         channels = job.target.shape[2]
         net_bits = 8 * WIDTH * (job.levels * channels + WIDTH * (DEPTH - 1) + channels)
-        pyramid, lam = _pyramid_for(job, bpp * pixels - job.header_bits - net_bits, around)
+        pyramid = _at_rate(job, bpp * pixels - net_bits, plain)
     inputs, residual = mlp_problem(pyramid, job.picture)
     training = clock.left() - (refit + MLP_OVERHEAD_COST + 4 * FINISH_COST) * clock.analysis
-    if lam is None or training <= 0:
+    if training <= 0:
         return []
-    net, steps = train(inputs, residual, training, job.seed, job.progress)
-    weights = quantise_weights(net, inputs, residual, lam)
+    with blas_threads(1):  # the MLP's products are small: one thread is faster, alone or not
+        net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS)
+        weights = quantise_weights(net, inputs, residual, lam)
     candidates = [(pyramid, (net, weights), steps)]
     if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
         spent_on_weights = sum(laplace_size(q, log_scale) for q, _, log_scale in weights)
         if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
-            refitted, _ = _pyramid_for(job, bpp * pixels - job.header_bits - spent_on_weights, around)
-            candidates.append((refitted, (net, weights), steps))
+            candidates.append((_at_rate(job, bpp * pixels - spent_on_weights, plain), (net, weights), steps))
     return candidates
 
 
@@ -186,7 +208,7 @@ def _candidates(job: _Job) -> list:
     """Every file worth writing, ``[(pyramid, network or None, steps)]``, least refined first:
     the pyramid without its filters (a fallback), with them, and with an MLP where time allows."""
     prepare_analysis(job.target.shape[0], job.target.shape[1], job.levels)
-    plain, lam = _pyramid_for(job, job.bpp * job.pixels - job.header_bits if job.bpp is not None else None)
+    plain, lam = _plain(job)
     return [(plain.unfiltered(), None, 0), (plain, None, 0)] + _with_mlp(job, plain, lam)
 
 
@@ -228,12 +250,14 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     files), not both; neither means ``bpp=0.5``.  ``seconds`` (at most :data:`MAX_SECONDS`)
     bounds the whole encode, wall clock: rate control stops bisecting, and the filters and the
     MLP are left out, where they would not fit in it; only the first analysis and one file
-    written and checked are done whatever it says.  ``progress``, if given, is called as
+    written and checked are done whatever it says.  It runs on one BLAS thread up to
+    :data:`ONE_THREAD_PIXELS` pixels, and the MLP always.  ``progress``, if given, is called as
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
     and about every second while the MLP trains.
     """
     job = _arguments(values, bpp, lmbda, seconds, levels, seed, progress)
-    return _cheapest(job, _candidates(job))
+    with blas_threads(1 if job.pixels <= ONE_THREAD_PIXELS else None):
+        return _cheapest(job, _candidates(job))
 
 
 def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,

@@ -63,8 +63,17 @@ FILTER_OFFSETS = tuple([(0, 0)] + [(dy, dx) for dy in range(FILTER_RADIUS + 1)
 #: on kodim23, monarch, sail, tulips and astronaut at 0.5 bpp, every one better: -0.65 +0.06 dB,
 #: -0.75 +0.07, -0.85 +0.07, -1 +0.04; a per-level choice added nothing.
 CUBIC, CUBIC_BEFORE_5 = -0.75, -0.5
-#: Pixels at most that :func:`fit_filters` reads (bands spread over a larger picture).
-FILTER_FIT_PIXELS = 1 << 19
+#: Pixels at most that :func:`fit_filters` reads, and about how many a band of its rows holds
+#: (small bands: any first few of them, as a deadline may leave, are spread over the picture).
+FILTER_FIT_PIXELS, FILTER_BAND_PIXELS = 1 << 19, 1 << 13
+#: Bands that :func:`fit_filters` reads whatever its deadline says: the first two (ten rows each
+#: at 768x512) gave filters worse than none for four of eight files (sporco's four, two rates);
+#: the first three or five, better than none for all eight.
+FILTER_MIN_BANDS = 4
+#: A grid is filtered only where the rows read hold all its non-zero latents or at least this
+#: many: fewer, of more, leave its 13 taps free to take values that the rows not read pay for (a
+#: grid of 20 latents, 2 of them read, gave a tap of -128 and cost 2.6 dB).
+FILTER_MIN_LATENTS = 64
 
 
 def zeros(shape) -> np.ndarray:
@@ -300,8 +309,11 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid, until: float | None = Non
     ``(gram, moment, count)`` of the normal equations (``gram`` and ``moment`` over the taps of
     every filtered level, level-major), whose solution ``solve(gram, moment)`` are the
     corrections.  Read on at most :data:`FILTER_FIT_PIXELS` pixels, in bands spread over the
-    picture, taken in a shuffled order and, past the ``time.perf_counter()`` value ``until``
-    (when given), no more of them after the first."""
+    picture, taken in an order whose every prefix is spread too (:func:`_spread`) and, past the
+    ``time.perf_counter()`` value ``until`` (when given), no more of them after the first
+    :data:`FILTER_MIN_BANDS`.  The taps of a grid with under :data:`FILTER_MIN_LATENTS` of its
+    non-zero latents in the rows read, and not all of them, are left out (zero in ``gram`` and
+    ``moment``: its corrections solve to zero)."""
     height, width, channels = picture.shape
     levels = [k for k in range(min(FILTER_LEVELS, pyramid.levels)) if np.any(pyramid.latents[k])]
     if not levels:
@@ -309,7 +321,7 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid, until: float | None = Non
     plain = pyramid.unfiltered()
     values = [plain.values(k) for k in range(plain.levels)]
     padded = {k: _padded(values[k]) for k in levels}
-    band = max(1, (1 << 16) // width)
+    band = max(1, FILTER_BAND_PIXELS // width)
     starts = range(0, height, band)
     if len(starts) * band * width > FILTER_FIT_PIXELS:  # spread the bands over the picture
         keep = max(1, FILTER_FIT_PIXELS // (band * width))
@@ -317,9 +329,10 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid, until: float | None = Non
     n_taps = len(FILTER_OFFSETS)
     gram = np.zeros((channels, n_taps * len(levels), n_taps * len(levels)))
     moment = np.zeros((channels, n_taps * len(levels)))
+    seen = {k: np.zeros(pyramid.latents[k].shape[1], bool) for k in levels}  # the grid rows read
     count = 0
-    for top in np.asarray(starts)[np.random.default_rng(0).permutation(len(starts))]:
-        if count and until is not None and time.perf_counter() > until:
+    for read_so_far, top in enumerate(np.asarray(starts)[_spread(len(starts))]):
+        if read_so_far >= FILTER_MIN_BANDS and until is not None and time.perf_counter() > until:
             break
         rows = slice(top, min(top + band, height))
         error = picture[rows].reshape(-1, channels) - plain.summed(plain.features(height, width, rows, None, values))
@@ -327,18 +340,34 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid, until: float | None = Non
         for k in levels:
             if k == 0:
                 read = _pairs(padded[k], rows.start, rows.stop)
+                seen[k][rows] = True
             else:  # the grid rows that the band's rows read, then upsampled
                 index_y, weight_y = (along[rows] for along in taps(height, height, k, None, pyramid.cubic))
                 first, last = int(index_y.min()), int(index_y.max()) + 1
                 slab = _pairs(padded[k], first, last).reshape(n_taps * channels, last - first, -1)
                 read = upsample(slab, (index_y - first, weight_y), taps(width, width, k, None, pyramid.cubic))
+                seen[k][first:last] = True
             columns.append(read.reshape(n_taps, channels, -1))
         # (C, levels * taps, pixels): products by BLAS, where einsum's own loops took 20 times as long
         design = np.ascontiguousarray(np.concatenate(columns).astype(np.float64).transpose(1, 0, 2))
         gram += design @ design.transpose(0, 2, 1)
         moment += (design @ error.T[:, :, None])[..., 0]
         count += error.shape[0]
+    for i, k in enumerate(levels):
+        for c in range(channels):
+            read = np.count_nonzero(pyramid.latents[k][c][seen[k]])
+            if read < FILTER_MIN_LATENTS and read < np.count_nonzero(pyramid.latents[k][c]):
+                part = slice(i * n_taps, (i + 1) * n_taps)
+                gram[c, part, :] = gram[c, :, part] = moment[c, part] = 0
     return {"levels": levels, "gram": gram, "moment": moment, "count": count}
+
+
+def _spread(n: int) -> np.ndarray:
+    """``range(n)`` in bit-reversed order (van der Corput's): each first few are spread over the
+    whole range, so that a fit cut short still sees all of the picture's parts."""
+    bits = max(1, (n - 1).bit_length())
+    order = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(1 << bits)]
+    return np.array([i for i in order if i < n], dtype=np.int64)
 
 
 @functools.lru_cache(maxsize=64)

@@ -30,10 +30,16 @@ RATE_START, RATE_TOLERANCE = math.log(2.0 ** -6), 0.01
 LAMBDA_NARROWINGS = 16
 LAMBDA_ANALYSES = 2 + LAMBDA_NARROWINGS
 #: The encode's phases priced in analyses, so that it can tell what still fits in its time: the
-#: slope of distortion against rate, the filters' fit, the MLP's problem and its weights' rounding
-#: together, and writing and checking a candidate file.  Measured at 768x512 on a busy machine: 3,
-#: 5 to 12 (the filters' fit then stops reading the picture when its time is up), 2.5 and 1.4.
-SLOPE_COST, FILTER_COST, MLP_OVERHEAD_COST, FINISH_COST = 3.0, 5.0, 3.0, 2.0
+#: slope of distortion against rate, the filters' fit (which stops reading the picture when its
+#: time is up), the MLP's problem, and writing and checking a candidate file.  Measured at 768x512
+#: on a busy machine: 3, 5 to 12, 2.5 (with the weights' rounding, now priced in the MLP's steps:
+#: ``encoder.ROUNDING_STEPS``) and 1.4; on a quiet one, one BLAS thread: 2.2, 3.5, 0.9 and 3.0,
+#: and at 160x128: -, -, 0.2 and 3.5 (a file's coding and checking shrink less than an analysis).
+SLOPE_COST, FILTER_COST, MLP_OVERHEAD_COST, FINISH_COST = 3.0, 5.0, 1.0, 3.0
+#: The filters' fit reads the picture for at most this share of the encode's time: on a quiet
+#: machine it reads all of a 768x512 picture in about a twentieth of 30 s, and on a busy one
+#: (BLAS threads competing) took ten times as long, leaving the MLP none.
+FILTER_SHARE = 0.1
 
 
 class Clock:
@@ -42,6 +48,7 @@ class Clock:
 
     def __init__(self, seconds: float):
         self.started = time.perf_counter()
+        self.seconds = seconds
         self.deadline = self.started + seconds
         self.analysis = 0.0
 

@@ -41,9 +41,10 @@ def mlp_problem(pyramid, picture):
     return features * np.float32(FEATURE_GAIN), picture.reshape(-1, channels) - pyramid.summed(features)
 
 
-def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter):
+def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0):
     """Train the MLP that maps ``inputs`` to ``residual`` for about ``seconds`` (read from
-    ``clock``), on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``.
+    ``clock``) less ``held_back`` steps' time (for what follows, priced in the MLP's own steps),
+    on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``.
 
     The steps that fit are counted after :data:`TIMED_STEPS`, and again each
     :data:`REPLAN_SHARE` of the time at the pace the steps keep (a timed fit's
@@ -64,11 +65,11 @@ def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter):
         pace.add(now - last)
         last = now
         if step == TIMED_STEPS:  # as many steps as fit the time
-            steps = step + max(0, int((deadline - now) / pace.seconds_per_step))
+            steps = step + max(0, int((deadline - now) / pace.seconds_per_step) - held_back)
             optimizer = Adam(params, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, steps - step + 1))
             planned = now
         elif optimizer is not None and now - planned >= REPLAN_SHARE * seconds:
-            steps = _replanned(optimizer, step, steps, int((deadline - now) / pace.seconds_per_step))
+            steps = _replanned(optimizer, step, steps, int((deadline - now) / pace.seconds_per_step) - held_back)
             planned = now
         if optimizer is not None:
             optimizer.step(net.named_gradients())
