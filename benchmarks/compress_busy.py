@@ -1,0 +1,91 @@
+"""Benchmark: a timed encode on a machine that is doing something else too.
+
+    python benchmarks/compress_busy.py [--seconds 30] [--rates 0.25 0.5] [--trees SRC ...]
+                                       [--wheels DIR]
+
+Compresses each of the sporco wheel's four photographs (768x512) with ``ironlearn.compress``, as
+a user would (``--seconds``, the whole encode's time), each in its own process, two ways: alone,
+and beside a busy neighbour (another process multiplying 1500x1500 float64 matrices on NumPy's
+default BLAS threads, started 2 s before the encode and stopped after it).  Given ``--trees``
+(``src`` folders of ironlearn checkouts), it runs each tree's code in turn on the same picture
+and rate, side by side (``PYTHONPATH``); by default, the installed ironlearn.
+
+Prints a row per encode (PSNR, bpp, the MLP's steps, seconds) and the mean PSNR of each tree,
+alone and busy.  Run it on an otherwise idle machine: the neighbour is the only load it means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from PIL import Image
+
+from common import sporco_photos
+
+#: What the neighbour runs: products of NumPy's default BLAS threads, until it is stopped.
+NEIGHBOUR = ("import numpy as np\n"
+             "a = np.random.default_rng(0).random((1500, 1500))\n"
+             "while True:\n"
+             "    a = a @ a\n"
+             "    a /= np.abs(a).max()\n")
+#: What an encode runs: the picture, the rate and the seconds from argv; one JSON line out.
+ENCODE = ("import json, sys, ironlearn\n"
+          "r = ironlearn.compress(sys.argv[1], bpp=float(sys.argv[2]), seconds=float(sys.argv[3]))\n"
+          "print(json.dumps({'psnr': r.psnr, 'bpp': r.bpp, 'steps': r.steps, 'seconds': r.seconds}))\n")
+
+
+def encode(picture: str, bpp: float, seconds: float, tree: str | None, busy: bool) -> dict:
+    """One encode in its own process (with ``tree`` first on its path), beside the neighbour
+    when ``busy``."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR]) if busy else None
+    try:
+        if busy:
+            time.sleep(2.0)
+        done = subprocess.run([sys.executable, "-c", ENCODE, picture, str(bpp), str(seconds)], env=env,
+                              capture_output=True, text=True, check=True)
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rates", type=float, nargs="+", default=[0.25, 0.5])
+    parser.add_argument("--trees", nargs="+", default=[None], help="src folders of ironlearn checkouts")
+    parser.add_argument("--wheels", default=os.path.join(tempfile.gettempdir(), "ironlearn-wheels"))
+    args = parser.parse_args()
+    means = {}
+    print("| tree | load | photo | bpp target | PSNR (dB) | bpp | MLP steps | encode (s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as work:
+        for name, pixels in sporco_photos(args.wheels):
+            picture = os.path.join(work, f"{name}.png")
+            Image.fromarray(pixels).save(picture)
+            for bpp in args.rates:
+                for busy in (False, True):
+                    for tree in args.trees:
+                        row = encode(picture, bpp, args.seconds, tree, busy)
+                        load = "busy" if busy else "alone"
+                        means.setdefault((tree, load, bpp), []).append(row["psnr"])
+                        print(f"| {tree or 'installed'} | {load} | {name} | {bpp:g} | {row['psnr']:.2f} "
+                              f"| {row['bpp']:.4f} | {row['steps']} | {row['seconds']:.1f} |", flush=True)
+    print("\n| tree | load | bpp target | mean PSNR (dB) |\n| --- | --- | --- | --- |")
+    for (tree, load, bpp), values in means.items():
+        print(f"| {tree or 'installed'} | {load} | {bpp:g} | {statistics.mean(values):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
