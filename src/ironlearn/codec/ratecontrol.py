@@ -48,9 +48,13 @@ class Clock:
 
     def __init__(self, seconds: float):
         self.started = time.perf_counter()
-        self.seconds = seconds
         self.deadline = self.started + seconds
         self.analysis = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """The encode's whole time."""
+        return self.deadline - self.started
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
