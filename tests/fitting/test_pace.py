@@ -63,12 +63,13 @@ def first_near_floor(rates, floor):
     return peak + np.flatnonzero(rates[peak:] < floor + 0.02 * (rates[peak] - floor))[0]
 
 
-def timed_run(budget, stall_at=None, stall=0.0, step_seconds=lambda t: STEP):
+def timed_run(budget, stall_at=None, stall=0.0, step_seconds=lambda t: STEP, calibrated=STEP):
     """A timed fit's steps on a fake clock: ``stall`` seconds inside the step that starts at
-    ``stall_at`` seconds.  Returns (the learning rate of each step, the job)."""
+    ``stall_at`` seconds, its plan calibrated at ``calibrated`` seconds a step.  Returns (the
+    learning rate of each step, the job)."""
     pixels = np.zeros((48, 64, 1), np.float32)
     plan = make_plan(FitOptions("p.png", time_budget=budget), Picture(values=pixels, mode="gray", source="p.png"))
-    job = FakeJob(plan.calibrated(STEP))
+    job = FakeJob(plan.calibrated(calibrated))
     replan, trainer, rates = Replan(job), FakeTrainer(), []
     while trainer.train_seconds < budget:
         rates.append(job.plan.make_schedule()(trainer.step))
@@ -108,3 +109,16 @@ def test_after_a_slow_spell_the_schedules_end_moves_later_again():
     assert rates[-1] < floor + 0.01 * (peak - floor)
     assert first_near_floor(rates, floor) >= 0.9 * len(rates)
     assert job.stalled_seconds == 0.0
+
+
+@pytest.mark.parametrize("wrong_by", [40.0, 1 / 10])
+def test_a_first_plan_far_from_the_real_pace_does_not_leave_the_rate_at_its_floor(wrong_by):
+    """Calibrated beside a neighbour that then left (a plan 40 times too short), or on a quiet
+    machine that then got busy (10 times too long): the rate follows the clock all the same.
+    Before, a too-short plan ran the cosine to its floor in its first second and no re-plan
+    raised it: 94% of the steps sat there."""
+    rates, job = timed_run(BUDGET, calibrated=STEP * wrong_by)
+    floor, peak = job.plan.lr_min, rates.max()
+    assert rates[-1] < floor + 0.01 * (peak - floor)
+    assert first_near_floor(rates, floor) >= 0.8 * len(rates)
+    assert abs(len(rates) - BUDGET / STEP) <= 2

@@ -333,9 +333,10 @@ def test_a_resume_trains_for_what_was_asked_last(saved_as, given, steps, budget,
         assert plan.calibrated(0.01).timed
 
 
-def test_a_replan_never_raises_the_learning_rate():
+def test_a_replan_goes_on_from_the_rate_the_clock_calls_for():
     """The pace changes each time the plan is revised, the planned total jumping up and down; past
-    the warm-up the rate only ever goes down, and it still ends at lr_min with the budget."""
+    the warm-up each revision goes on from the cosine's rate at the share of the budget spent,
+    and the rate ends at lr_min with the budget."""
     plan = make_plan(FitOptions("p.png", time_budget=10), picture()).calibrated(0.01)  # 1000 steps
     rates, seconds = [], 0.0
     paces = np.random.default_rng(0).choice([0.002, 0.005, 0.01, 0.03], size=10_000)
@@ -348,8 +349,9 @@ def test_a_replan_never_raises_the_learning_rate():
             break
     warmup = int(np.argmax(rates))
     assert warmup <= 100 and rates[warmup] == pytest.approx(plan.lr)
-    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(rates[warmup:], rates[warmup + 1:]))
-    assert plan.anneal_from is not None and rates[-1] < plan.lr / 10
+    at_step, rate = plan.anneal_from
+    assert rate == pytest.approx(plan.rate_at_share(sum(paces[:at_step]) / plan.time_budget))
+    assert rates[-1] < plan.lr / 10
     after = make_plan(resume_options(FitOptions("p.png", resume=True), plan.settings(device="cpu", train_seconds=5)),
                       picture(), plan.settings(device="cpu", train_seconds=5), start_step=step)
     assert after.make_schedule()(step) == pytest.approx(plan.make_schedule()(step))  # a resume goes on alike

@@ -59,9 +59,10 @@ class Recorder(History):
         return True
 
 
-def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0) -> dict:
+def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0, slowdown: float | None = None) -> dict:
     """The numbers ``metrics.json`` holds; ``score`` compared the whole render with the picture.
-    A timed run also says how much of its training time it spent stalled (``fitting.pace``)."""
+    A timed run also says how much of its training time it spent stalled (``fitting.pace``), and
+    how many times the pace its calibration measured its steps took (``slowdown``)."""
     result = {
         "psnr_db": round(score.psnr, 3),
         "steps": trainer.step,
@@ -80,6 +81,8 @@ def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0) -> 
     }
     if plan.timed:
         result["stalled_seconds"] = round(stalled_seconds, 3)
+        if slowdown is not None:
+            result["slowdown"] = round(slowdown, 2)
     if plan.mode == "binary":
         result["accuracy"] = round(score.accuracy, 6)
     result.update(backend.memory_stats())
@@ -88,6 +91,8 @@ def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0) -> 
 
 #: A run that spent more than this share of its training time stalled says so when it ends.
 STALL_NOTICE_SHARE = 0.1
+#: A run whose steps took this many times the pace measured at its start says so when it ends.
+SLOWDOWN_NOTICE = 1.5
 
 
 def describe_result(result: dict) -> str:
@@ -99,6 +104,9 @@ def describe_result(result: dict) -> str:
         extra_time = f" ({stalled:.1f} s of it stalled: the machine paused the fit or was busy)"
     else:
         extra_time = ""
+    if result.get("slowdown", 1.0) >= SLOWDOWN_NOTICE:
+        extra_time += (f" (its steps took {result['slowdown']:.1f}x the time measured at its start: it got "
+                       "that much less of the machine, which was busy with other work)")
     return (f"PSNR {result['psnr_db']:.2f} dB (final model, every pixel){extra} after {result['steps']:,} steps, "
             f"{result['seconds']:.1f} s of training{extra_time}")
 
@@ -115,7 +123,7 @@ def write_outputs(job, picture) -> dict:
     score = metrics.BandScore(picture)
     render_png(model, os.path.join(out, folder.RECONSTRUCTION), plan.width, plan.height, backend, plan.channels,
                each=score.add, progress=not plan.quiet and sys.stderr.isatty())
-    result = run_metrics(plan, trainer, score, backend, job.stalled_seconds)
+    result = run_metrics(plan, trainer, score, backend, job.stalled_seconds, job.slowdown)
     settings = {**job.settings(trainer), "metrics": result}
     checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
     snapshots.write_gif(os.path.join(out, folder.TIMELAPSE))

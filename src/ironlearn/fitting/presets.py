@@ -91,8 +91,6 @@ class Preset:
     # and the picture's mode.
     filter: str | Callable = "lanczos"
     size: Callable | None = None  # (width_px, height_px, mode, options) -> options, Auto ones filled
-    # BLAS threads while it trains on the CPU; None: the library's own (one a core).
-    blas_threads: int | None = None
 
     @property
     def options(self) -> tuple:
@@ -159,12 +157,7 @@ PRESETS = {p.name: p for p in (
                      "interpolation": Auto(f"bspline for {GRAY_SPLINE.when} and {PIXEL_SPLINE.when}; else linear"),
                      "detail": Auto(f"{COLOUR_DETAIL.when}: as many vertices as a parameter a pixel allows beside "
                                     "two levels of 16 cells and a quarter of the picture's; else 0")},
-           filter=grid_filter, size=hashgrid_size,
-           # Its products are at most 32 wide: a second BLAS thread buys nothing alone, and beside
-           # another fit the threads spin for the cores.  `camera` at 256, 8 s: alone 207 steps
-           # (one thread: 201); beside a second fit, 64 steps and 31.6 dB (one thread: 158, 42.5 dB;
-           # alone 45.2).  SIREN's 128-256-wide products are 30% slower on one thread: it keeps them.
-           blas_threads=1),
+           filter=grid_filter, size=hashgrid_size),
     Preset("siren", "sine network (SIREN), w0 = 30", lambda c, o, rng: nets.siren(2, c, **o, rng=rng),
            lr=1e-3, lr_min=1e-5, batch_size=8192, defaults={"width": 128, "depth": 3, "w0": 30.0}),
     Preset("fourier", "random Fourier features + ReLU network", lambda c, o, rng: nets.fourier(2, c, **o, rng=rng),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import blas_threads, get_backend
+from ..backend import get_backend
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
@@ -30,6 +30,7 @@ from ..nn.lattice import Lattice
 from ..optim import Adam
 from ..signals import handling, stop_now
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
+from ..train.threads import TRIAL_STEPS, ThreadPolicy
 from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
@@ -140,8 +141,7 @@ def _run(plan: RunPlan, picture, saved, backend, log, live) -> dict:
     else:
         if not plan.quiet:
             log(start_message(job))
-        with blas_threads(plan.preset.blas_threads if backend.device == "cpu" else None):
-            train(job, log)
+        train(job, log)
     if not plan.quiet:
         outputs = "reconstruction, model, plot" if plan.starts_as_picture else "reconstruction, model, time-lapse, plot"
         log(f"writing the outputs to {plan.out}/ ({outputs})")
@@ -162,6 +162,17 @@ class Job:
     snapshots: Snapshots
     rollback: Rollback
     stalled_seconds: float = 0.0  # of the training time, while the process did not run (fitting.pace)
+    calibrated_pace: float | None = None  # seconds a step, as calibration measured it (a timed run's plan)
+
+    @property
+    def slowdown(self) -> float | None:
+        """How many times the calibrated pace this session's steps took, stalls left out (None
+        when the run was not calibrated or made no step)."""
+        steps = self.trainer.step - self.plan.start_step
+        if self.calibrated_pace is None or steps < 1:
+            return None
+        seconds = (self.trainer.train_seconds - self.plan.prior_seconds) - (self.stalled_seconds - self.plan.prior_stalled)
+        return seconds / steps / self.calibrated_pace
 
     def settings(self, trainer) -> dict:
         return self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds,
@@ -186,13 +197,16 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     when only a time budget was given); ``log`` gets its notes."""
     model = (saved.model if saved is not None else new_model(plan, picture)).to(backend)
     data = training_data(plan, picture, backend)
-    if plan.steps is None:
-        plan = plan.calibrated(calibrate(model, data))
+    threads = ThreadPolicy() if backend.device == "cpu" else None
+    calibrated_pace = calibrate(model, data, threads=threads) if plan.steps is None else None
+    if calibrated_pace is not None:
+        plan = plan.calibrated(calibrated_pace)
     params, schedule = model.named_parameters(), plan.make_schedule()
     optimizer = saved.optimizer(params, schedule=schedule) if saved is not None else Adam(params, lr=schedule)
     # The budget is the training's wall time, its checkpoints and time-lapse frames included.
     trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval,
-                      max_loss=MAX_LOSS, backend=backend, count_callbacks=True, held=held_parameters(plan, model))
+                      max_loss=MAX_LOSS, backend=backend, count_callbacks=True, held=held_parameters(plan, model),
+                      blas_threads=threads)
     trainer.train_seconds = plan.prior_seconds
     recorder, snapshots = _records(plan, model, backend, log or (lambda message: None))
     checkpointer = Checkpointer(
@@ -203,7 +217,8 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
         max_share=None if plan.checkpoint_every else SAVING_SHARE)
     rollback = Rollback(checkpointer=checkpointer)
     rollback.remember(trainer)  # the state the run starts from, until the checkpointer writes one
-    job = Job(plan, backend, trainer, recorder, snapshots, rollback, stalled_seconds=plan.prior_stalled)
+    job = Job(plan, backend, trainer, recorder, snapshots, rollback, stalled_seconds=plan.prior_stalled,
+              calibrated_pace=calibrated_pace)
     trainer.callbacks = [recorder, *([] if plan.starts_as_picture else [snapshots]), checkpointer, rollback]
     return job
 
@@ -277,17 +292,25 @@ def _no_step(step: int) -> float:
     return 0.0
 
 
-def calibrate(model, data: dict, loss=mse) -> float:
+def calibrate(model, data: dict, loss=mse, threads: ThreadPolicy | None = None) -> float:
     """Seconds per training step of ``model`` on ``data`` (Trainer keyword arguments: ``inputs``
     and ``targets``, or ``batches``), measured with a throwaway optimizer whose learning rate is
     zero: every step's update is exactly zero, so the real run starts untouched, with no copy of
     the model (a deep copy and its Adam moments took 450 MB more at 12.6 MP).
 
     The median of single steps after two warm-up ones: a mean let one slow step (a page fault,
-    another process) shorten a whole run's plan by a fifth.
+    another process) shorten a whole run's plan by a fifth.  Given the CPU's ``threads`` policy,
+    the steps are the policy's first measurement, and the pace is that of the thread count it
+    chose: the training runs on the same (calibrated on two spinning threads beside a neighbour,
+    a plan came out 20 to 100 times too short).
     """
-    trainer = Trainer(model, Adam(model.named_parameters(), lr=_no_step), loss, **data, check_every=0)
+    trainer = Trainer(model, Adam(model.named_parameters(), lr=_no_step), loss, **data, check_every=0,
+                      blas_threads=threads.chosen if threads is not None else None)
     trainer.run(2)
+    if threads is not None and threads.auto:
+        trainer.threads = threads
+        trainer.run(trainer.step + 2 * TRIAL_STEPS)
+        return max(threads.seconds_per_step, 1e-6)
     times = []
     for _ in range(CALIBRATION_STEPS):
         trainer.loss  # noqa: B018  (a sync, so each timing is real on a GPU)

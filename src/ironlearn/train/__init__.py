@@ -4,7 +4,8 @@ from .callbacks import Callback, Checkpointer, Every, History, Progress, Rollbac
 from .checkpoint import Checkpoint, CheckpointError
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
+from .threads import ThreadPolicy
 from .trainer import DivergenceError, Trainer
 
 __all__ = ["Callback", "Checkpoint", "CheckpointError", "Checkpointer", "DivergenceError", "Every", "History",
-           "Progress", "Rollback", "Trainer", "load_checkpoint", "save_checkpoint"]
+           "Progress", "Rollback", "ThreadPolicy", "Trainer", "load_checkpoint", "save_checkpoint"]

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..backend import Backend, get_array_module, to_host
 from ..nn.sparse import add_gradients, copy_gradients
+from .threads import ThreadPolicy
 
 
 class DivergenceError(FloatingPointError):
@@ -69,6 +70,12 @@ class Trainer:
         their gradients are zeroed before each update, so Adam's moments stay zero and the
         parameters do not move (SGD's likewise).  Their slots stay in the optimizer's state, so
         a checkpoint looks the same held or not.
+    blas_threads : "auto", int, None or ThreadPolicy
+        BLAS threads for the steps on the CPU.  ``"auto"`` (default) times real steps on one
+        thread and on the library's own count, keeps the faster and measures again now and then
+        (:class:`~ironlearn.train.threads.ThreadPolicy`: on a shared 2-core machine a second
+        thread can make every step several times slower); an int pins the count; None leaves
+        the library alone.  A policy already measured (a calibration's) goes on from its choice.
     backend : Backend, optional
         The backend ``inputs`` live on; it copies each epoch's permutation to
         the device (the only copy a training step makes, once an epoch, and
@@ -77,7 +84,7 @@ class Trainer:
 
     def __init__(self, model, optimizer, loss, inputs=None, targets=None, *, batches=None, batch_size=None,
                  seed: int = 0, callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None,
-                 count_callbacks: bool = False, held=()):
+                 count_callbacks: bool = False, held=(), blas_threads="auto"):
         if (batches is None) == (inputs is None or targets is None):
             raise ValueError("give inputs and targets, or batches (one of the two)")
         if batches is None and len(inputs) != len(targets):
@@ -114,6 +121,10 @@ class Trainer:
         self._epoch_perm = (None, None)
         self._stop_requested = False
         self._summed = {}  # the gradient sums of a batch of several terms, reused step to step
+        self.threads = None  # on the CPU only: the GPU's steps make no BLAS call
+        if blas_threads is not None and all(get_array_module(p) is np for p in params.values()):
+            self.threads = blas_threads if isinstance(blas_threads, ThreadPolicy) else \
+                ThreadPolicy() if blas_threads == "auto" else ThreadPolicy(int(blas_threads))
 
     # -- what callbacks read ------------------------------------------------------------
     @property
@@ -193,10 +204,14 @@ class Trainer:
             try:
                 while (steps is None or self.step < steps) and not self._stop_requested and (
                         time_budget is None or self.train_seconds - started_at < time_budget):
+                    if self.threads is not None:
+                        self.threads.threads()
                     t0 = time.perf_counter()
                     self.train_step()
                     t1 = time.perf_counter()
                     self.last_step_seconds = t1 - t0
+                    if self.threads is not None:
+                        self.threads.record(t1 - t0)
                     self.train_seconds += t1 - t0
                     step = self.step
                     if self.check_every and step % self.check_every == 0:
@@ -211,6 +226,8 @@ class Trainer:
                 error = exc
                 raise
             finally:
+                if self.threads is not None:
+                    self.threads.restore()
                 for callback in self.callbacks:
                     callback.end(self, error)
         return self
