@@ -61,6 +61,15 @@ def skimage_picture(name: str, size: int, mode: str) -> Picture:
 SPORCO_PHOTOS = ("kodim23", "monarch", "sail", "tulips")
 
 
+#: What a busy neighbour runs: products of NumPy's default BLAS threads (two on two cores), until
+#: it is stopped (``python -c NEIGHBOUR``).
+NEIGHBOUR = ("import numpy as np\n"
+             "a = np.random.default_rng(0).random((1500, 1500))\n"
+             "while True:\n"
+             "    a = a @ a\n"
+             "    a /= np.abs(a).max()\n")
+
+
 def sporco_photos(folder: str, names=SPORCO_PHOTOS) -> list[tuple[str, np.ndarray]]:
     """The photographs that the ``sporco`` wheel ships, read from the wheel, never imported.
 

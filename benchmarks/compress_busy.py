@@ -27,14 +27,8 @@ import time
 
 from PIL import Image
 
-from common import sporco_photos
+from common import NEIGHBOUR, sporco_photos
 
-#: What the neighbour runs: products of NumPy's default BLAS threads, until it is stopped.
-NEIGHBOUR = ("import numpy as np\n"
-             "a = np.random.default_rng(0).random((1500, 1500))\n"
-             "while True:\n"
-             "    a = a @ a\n"
-             "    a /= np.abs(a).max()\n")
 #: What an encode runs: the picture, the rate and the seconds from argv; one JSON line out.
 ENCODE = ("import json, sys, ironlearn\n"
           "r = ironlearn.compress(sys.argv[1], bpp=float(sys.argv[2]), seconds=float(sys.argv[3]))\n"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import make_picture, run_cli
+from helpers import make_picture, patience, run_cli
 from ironlearn.backend import Backend, cuda_available
 from ironlearn.cli import main
 from ironlearn.image import load_picture, psnr, render
@@ -254,7 +254,7 @@ def test_sigint_and_sigterm_save_a_resumable_checkpoint(tmp_path, picture, signu
         assert first_line.startswith("fitting"), first_line
         time.sleep(1.5)
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=patience(60))
     finally:
         proc.kill()
     assert proc.returncode == code, err

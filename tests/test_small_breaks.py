@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import ironlearn
-from helpers import make_picture, run_cli, wait_for, waves
+from helpers import make_picture, patience, run_cli, wait_for, waves
 from ironlearn.signals import Terminated, handling
 
 QUICK = {"device": "cpu", "width": 8, "depth": 1}
@@ -235,7 +235,7 @@ def test_sigterm_stops_view_serve_with_143_and_its_own_words(made, tmp_path):
     try:
         assert proc.stdout.readline().startswith("http://127.0.0.1:")  # serving
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=patience(30))
     finally:
         proc.kill()
     assert proc.returncode == 143, err

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from helpers import children_of, make_picture, run_cli, wait_for
+from helpers import children_of, make_picture, patience, run_cli, wait_for
 from ironlearn import backend as backend_module
 from ironlearn.cli import ExitCode
 from ironlearn.fitting import FitOptions, UsageError
@@ -329,7 +329,7 @@ def test_a_killed_worker_fails_only_its_picture_which_is_retried_once(tmp_path):
     wait_for(lambda: any((out / n / "checkpoint.npz").exists() for n in ("one", "two")) and find_workers(),
              what="a worker with a checkpoint")
     os.kill(find_workers()[0], signal.SIGKILL)
-    thread.join(120)
+    thread.join(patience(120))
     assert not thread.is_alive() and "error" not in result, result
     assert [row["status"] for row in result["rows"]] == ["done", "done"], result["rows"]
     assert [row["steps"] for row in result["rows"]] == [600, 600]
@@ -348,7 +348,7 @@ def test_a_picture_whose_worker_dies_twice_fails_with_that_reason(tmp_path):
         pid = [pid for pid in find_workers() if pid not in killed][0]
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
-    thread.join(60)
+    thread.join(patience(60))
     assert not thread.is_alive() and "error" not in result, result
     row = result["rows"][0]
     assert row["status"] == "failed", row
@@ -390,7 +390,7 @@ def test_sigterm_to_a_worker_saves_its_fit_which_is_listed_as_interrupted(tmp_pa
     worker, _ = fitting("b")
     os.kill(worker, signal.SIGTERM)
     wait_for(lambda: worker not in find_workers(), timeout=20, what="the worker to exit")
-    thread.join(60)
+    thread.join(patience(60))
     assert not thread.is_alive() and "error" not in result, result
     b, a = result["rows"]
     assert a["status"] == "done" and b["status"] == "interrupted", result["rows"]
@@ -420,7 +420,7 @@ def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp
     wait_for(lambda: a_reported_done() and (out / "b" / "checkpoint.npz").exists(), what="a done and b under way")
     done_at = (out / "a" / "model.npz").stat().st_mtime_ns
     driver.send_signal(how)
-    _, err = driver.communicate(timeout=60)
+    _, err = driver.communicate(timeout=patience(60))
     if how != signal.SIGKILL:
         code, said = {signal.SIGINT: (ExitCode.INTERRUPTED, "interrupted"),
                       signal.SIGTERM: (ExitCode.TERMINATED, "stopped by SIGTERM")}[how]
@@ -522,7 +522,7 @@ def test_sigterm_to_a_ray_task_saves_its_fit_which_goes_on_from_there(ray_instan
     os.kill(worker, signal.SIGTERM)
     again = wait_for(lambda: (found := fitting("b")) and found[1] != first and found[1], what="b sent again")
     resumed_at = checkpoint_step(again)  # the first checkpoint in the new attempt's folder: the one that came back
-    thread.join(90)
+    thread.join(patience(90))
     assert not thread.is_alive() and "error" not in result, result
     assert [(r["status"], r["steps"]) for r in result["rows"]] == [("done", 600), ("done", 600)], result["rows"]
     stopped = [m for m in messages if m.startswith("b: its Ray task was stopped (stopped by SIGTERM at step ")]
@@ -543,7 +543,7 @@ def test_sigterm_to_the_ray_driver_stops_like_ctrl_c(ray_instance, tmp_path):
                                "--checkpoint-every", "10", *QUICK[2:])
     wait_for(lambda: (out / "a" / "metrics.json").exists() and fitting("b"), what="a done and b training")
     driver.send_signal(signal.SIGTERM)
-    _, err = driver.communicate(timeout=60)
+    _, err = driver.communicate(timeout=patience(60))
     assert driver.returncode == ExitCode.TERMINATED, err
     assert "stopped by SIGTERM: 1 done, 0 failed, 1 stopped" in err and "Traceback" not in err, err
     a, b = summary.read(out / "summary.csv")

@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from helpers import children_of, make_picture, wait_for
+from helpers import children_of, make_picture, patience, wait_for
 from ironlearn.fitting import folder as run_folder
 from ironlearn.fitting.many import summary
 
@@ -127,7 +127,7 @@ def test_a_lost_node_has_its_picture_fitted_again_on_the_other(cluster, tmp_path
         raylet = named(children_of(second.process.pid), "raylet")
         assert raylet, "the second node's raylet"
         os.kill(raylet[0], signal.SIGKILL)
-        _, err = driver.communicate(timeout=120)
+        _, err = driver.communicate(timeout=patience(120))
     finally:
         if driver.poll() is None:
             driver.kill()

@@ -51,7 +51,7 @@ class FakeJob:
     """What Replan needs of a fit job."""
 
     def __init__(self, plan):
-        self.plan, self.stalled_seconds = plan, 0.0
+        self.plan, self.stalled_seconds, self.step_seconds = plan, 0.0, 0.0
 
     def replan(self, plan):
         self.plan = plan

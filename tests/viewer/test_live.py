@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import make_picture
+from helpers import make_picture, patience
 from ironlearn.cli import main
 from ironlearn.fitting import FitOptions, fit
 from ironlearn.viewer import live as live_module
@@ -296,7 +296,7 @@ def test_live_leaves_the_fit_unchanged_bit_for_bit(tmp_path, monkeypatch, frames
     fit(FitOptions(out=str(tmp_path / "plain"), **common), log=lambda m: None)
     with LiveServer(0) as served:
         thread, _ = fit_in_thread(FitOptions(out=str(tmp_path / "live"), **common), served)
-        thread.join(120)
+        thread.join(patience(120))
         assert served.status == "training" and served.snapshot()[1] == ("image/png" if frames else
                                                                          "application/octet-stream")
         assert json.loads(served.state()[0])["version"] == 25  # one a step
@@ -320,7 +320,7 @@ def test_a_large_model_is_drawn_from_the_fits_frames(pages, tmp_path, monkeypatc
             until(page, "window.ironlearnViewer && window.ironlearnViewer.live", timeout=120_000)
             until(page, "window.ironlearnViewer?.live?.step > 0", timeout=60_000)
             assert page.evaluate("window.ironlearnViewer.mode") == "frames"
-            thread.join(120)  # the fit is over (nobody says done here): its last frame stays
+            thread.join(patience(120))  # the fit is over (nobody says done here): its last frame stays
             last = served.snapshot()
             until(page, f"window.ironlearnViewer?.live?.version === {last[2]['X-Version']}")
             shot, step = drawn(page)
@@ -329,7 +329,7 @@ def test_a_large_model_is_drawn_from_the_fits_frames(pages, tmp_path, monkeypatc
             assert served.asked() == ((-1.0, -1.0, 1.0, 1.0), *SHOT)  # what the bare page shows
             assert not errors, errors
         finally:
-            thread.join(120)
+            thread.join(patience(120))
     frame = np.asarray(Image.open(io.BytesIO(last[0])).convert("RGB"))
     assert step == last[2]["X-Step"] and frame.shape == shot.shape
     assert np.abs(shot.astype(int) - frame.astype(int)).mean() < 1.0  # drawn one to one

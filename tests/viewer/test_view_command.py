@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import make_picture, rewrite_meta, run_cli
+from helpers import make_picture, patience, rewrite_meta, run_cli
 from ironlearn.nn import Linear, ReLU, Sequential, register
 from ironlearn.train import save_checkpoint
 from ironlearn.viewer import payload
@@ -137,7 +137,7 @@ def test_serve_answers_until_ctrl_c(tmp_path, model_file):
         with pytest.raises(urllib.error.HTTPError):  # only the page, never the folder around it
             urllib.request.urlopen(url.replace("viewer.html", "model.npz"), timeout=10)
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=20)
+        _, err = process.communicate(timeout=patience(20))
     finally:
         process.kill()
     assert process.returncode == 0 and "Traceback" not in err and "stopped serving" in err

@@ -20,8 +20,8 @@ class Replan(Callback):
     run before the schedule does (its learning rate still high), one that speeds up would reach
     the planned steps early and leave time unused.  Measured on the bundled drawing in 5 s: runs
     planned 318 steps and made 299, or planned 281 and stopped at 4.6 s.  A re-plan sets the rate
-    the clock calls for (:meth:`RunPlan.replanned`), so the pace it reads must not take one
-    stalled step for a slow machine.
+    that the share of the revised steps done calls for (:meth:`RunPlan.replanned`), so the pace
+    it reads must not take one stalled step for a slow machine.
 
     It re-plans each :attr:`share` of the budget, and at once when the run is far ahead of its
     plan (:meth:`ahead`): a plan calibrated while a neighbour held the cores can be 40 times too
@@ -31,11 +31,11 @@ class Replan(Callback):
     #: The plan is revised each time this share of the budget has passed.
     share = 1 / 20
 
-    def __init__(self, job, progress=None):
+    def __init__(self, job):
         """``job``: a :class:`~ironlearn.fitting.run.Job`, or anything with its ``plan``,
-        ``replan(plan)`` and ``stalled_seconds`` (which this keeps up to date)."""
+        ``replan(plan)``, ``stalled_seconds`` and ``step_seconds`` (which this keeps up to date)."""
         super().__init__(1)  # each step: reads the clock only
-        self.job, self.progress = job, progress
+        self.job = job
         plan = job.plan
         self.trigger = Every(seconds=plan.time_budget * self.share, since=plan.prior_seconds)
         self.pace = Pace(job.stalled_seconds)
@@ -57,13 +57,11 @@ class Replan(Callback):
         if trainer.step > step:
             self.pace.add((trainer.train_seconds - seconds) / (trainer.step - step), trainer.last_step_seconds)
             self.job.stalled_seconds = self.pace.stalled
+            self.job.step_seconds += trainer.last_step_seconds
         due = self.trigger(trainer)
         if not self.pace or not (due or self.ahead(trainer)):
             return
         self.replanned_at = trainer.step
-        plan = self.job.plan.replanned(trainer.step, trainer.train_seconds, self.pace.seconds_per_step,
-                                       self.pace.stalled)
-        if plan.steps != self.job.plan.steps:
+        plan = self.job.plan.replanned(trainer.step, trainer.train_seconds, self.pace.seconds_per_step)
+        if plan != self.job.plan:  # another step count, or another rate to go on from
             self.job.replan(plan)
-            if self.progress is not None:
-                self.progress.retotal(plan.steps)

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass
 
@@ -118,9 +117,9 @@ class RunPlan:
 
     A run given only a time budget is ``timed``: its steps are an estimate of what the budget
     allows, which :meth:`replanned` revises as the run learns its real pace, so that the
-    learning-rate schedule ends with the budget however the machine's speed changes.  Past the
-    warm-up, a revision goes on from the rate the cosine has at the share of the budget spent
-    (``anneal_from``: that step and rate) down to ``lr_min`` at the new end.
+    learning-rate schedule ends with the budget however the machine's speed changes: the cosine
+    over the revised count.  (Runs saved before this went on from the rate reached at a
+    revision, ``anneal_from``: that step and rate; their next revision drops it.)
     """
 
     input: str
@@ -222,7 +221,7 @@ class RunPlan:
         """The learning-rate schedule over the whole run."""
         if self.schedule == "constant":
             return constant(self.lr)
-        if self.anneal_from is not None:  # a revised plan: on from the rate at the budget's share spent
+        if self.anneal_from is not None:  # a plan revised by an earlier ironlearn: on from the rate reached
             step, lr = self.anneal_from
             return cosine(lr, min(self.lr_min, lr), self.steps, warmup_steps=step)
         return warmup_cosine(self.lr, min(self.lr_min, self.lr), self.steps)
@@ -235,32 +234,19 @@ class RunPlan:
         return dataclasses.replace(self, steps=max(MIN_STEPS, self.start_step + max(1, left)), timed=True,
                                    anneal_from=None)
 
-    def replanned(self, step: int, train_seconds: float, seconds_per_step: float,
-                  stalled_seconds: float = 0.0) -> "RunPlan":
+    def replanned(self, step: int, train_seconds: float, seconds_per_step: float) -> "RunPlan":
         """This timed plan with as many steps as the rest of its budget allows, at step ``step``
-        after ``train_seconds`` of training (``stalled_seconds`` of them stalled), at
-        ``seconds_per_step``.
+        after ``train_seconds`` of training, at ``seconds_per_step``.
 
-        Past the warm-up, its schedule goes on from the rate the cosine has at the share of the
-        budget spent (:meth:`rate_at_share`) down to ``lr_min`` at the new end.  A stall's time
-        counts in neither the share spent nor the budget: it costs its own duration, no more.  So the rate
-        follows the clock, not a step count that was a guess: a first plan 40 times too short
+        Its schedule is the cosine over the new step count, from the start: the rate is the one
+        the share of the run's steps done calls for.  So a first plan 40 times too short
         (calibrated on a busy machine) is lifted back at the next re-plan instead of sitting at
-        its floor for the rest of the run, and one too long comes down to where the clock says.
+        its floor for the rest of the run (before, a revision went on from the rate reached and
+        never up: 94% of a fit's steps sat at the floor), and one too long comes down.
         """
         left = max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)
         steps = max(MIN_STEPS, step + 1, step + int(left))
-        schedule = self.make_schedule()
-        past_warmup = self.schedule != "constant" and step >= getattr(schedule, "warmup_steps", 0)
-        share = (train_seconds - stalled_seconds) / max(1e-9, self.time_budget - stalled_seconds)
-        anneal_from = (step, self.rate_at_share(share)) if past_warmup \
-            else self.anneal_from
-        return dataclasses.replace(self, steps=steps, anneal_from=anneal_from)
-
-    def rate_at_share(self, share: float) -> float:
-        """The cosine's learning rate once ``share`` (0 to 1) of the time budget is spent."""
-        share = min(max(share, 0.0), 1.0)
-        return self.lr_min + 0.5 * (self.lr - self.lr_min) * (1.0 + math.cos(math.pi * share))
+        return dataclasses.replace(self, steps=steps, anneal_from=None)
 
     def gentler(self) -> "RunPlan":
         """This plan with the learning rates lowered for a retry after divergence."""

@@ -163,16 +163,17 @@ class Job:
     rollback: Rollback
     stalled_seconds: float = 0.0  # of the training time, while the process did not run (fitting.pace)
     calibrated_pace: float | None = None  # seconds a step, as calibration measured it (a timed run's plan)
+    step_seconds: float = 0.0  # this session's steps' own time, their callbacks' left out (fitting.pace)
 
     @property
     def slowdown(self) -> float | None:
-        """How many times the calibrated pace this session's steps took, stalls left out (None
-        when the run was not calibrated or made no step)."""
+        """How many times the calibrated pace this session's steps took on average, their
+        callbacks and stalls left out (None when the run was not calibrated or made no step)."""
         steps = self.trainer.step - self.plan.start_step
         if self.calibrated_pace is None or steps < 1:
             return None
-        seconds = (self.trainer.train_seconds - self.plan.prior_seconds) - (self.stalled_seconds - self.plan.prior_stalled)
-        return seconds / steps / self.calibrated_pace
+        seconds = self.step_seconds - (self.stalled_seconds - self.plan.prior_stalled)
+        return max(seconds, 0.0) / steps / self.calibrated_pace
 
     def settings(self, trainer) -> dict:
         return self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds,
@@ -330,12 +331,14 @@ def train(job: Job, log) -> None:
     """
     trainer = job.trainer
     style = progress_style(job.plan)
-    progress = None if style == "none" else Progress(job.plan.steps, job.plan.start_step, plain=style == "plain",
-                                                     describe=describe_progress(job.plan))
+    timed = job.plan.timed  # counted in seconds: its step count is an estimate, revised as it goes
+    progress = None if style == "none" else Progress(
+        job.plan.steps, job.plan.start_step, plain=style == "plain", describe=describe_progress(job.plan),
+        budget=job.plan.time_budget if timed else None, spent=job.plan.prior_seconds)
     if progress is not None:
         trainer.callbacks.append(progress)
     if job.plan.timed:
-        trainer.callbacks.append(Replan(job, progress))
+        trainer.callbacks.append(Replan(job))
     with stop_on_signals(trainer) as interrupted:
         for attempt in range(MAX_RETRIES + 1):
             try:

@@ -204,48 +204,72 @@ class Rollback(Callback):
         trainer.optimizer.load_state_dict(self.optimizer_state)
 
 
-class Progress(Callback):
-    """A tqdm bar on a terminal; plain lines (about ten per run) otherwise or with ``plain``.
+#: Plain progress lines (a log, not a terminal) come at most this often, in seconds.
+LINE_SECONDS = 1.0
 
-    ``describe(trainer) -> str``, when given, adds to each update (a PSNR, say).
+
+class Progress(Callback):
+    """A tqdm bar on a terminal; plain lines otherwise or with ``plain``: about ten per run, at
+    most one every :data:`LINE_SECONDS`.
+
+    A run given a ``budget`` (seconds of training in all, ``spent`` of them before this run: a
+    timed fit, whose step count is an estimate revised as it goes) counts in seconds, so that
+    its total never jumps; else in steps, to ``total``.  ``describe(trainer) -> str``, when
+    given, adds to each update (a PSNR, say).  The loss is read back only for an update.
     """
 
-    def __init__(self, total: int, start: int = 0, *, plain: bool, describe=None, stream=None):
+    def __init__(self, total: int, start: int = 0, *, plain: bool, describe=None, stream=None,
+                 budget: float | None = None, spent: float = 0.0):
         self.total, self.plain, self.stream = total, plain, stream or sys.stderr
-        self.describe = describe
-        super().__init__(max(1, total // 10) if plain else max(1, total // 200))
+        self.describe, self.budget = describe, budget
+        # A step's check is a comparison or two; the loss is read only for an update.
+        super().__init__(1 if budget is not None else max(1, total // 10) if plain else max(1, total // 200))
+        self.last_line = -LINE_SECONDS  # when the last plain line came (time.monotonic)
+        self.next_at = spent  # a budget's next update, in seconds of training
         self.bar = None
         if not plain:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, initial=start, unit="step", dynamic_ncols=True, file=self.stream,
-                            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+            if budget is None:
+                self.bar = tqdm(total=total, initial=start, unit="step", dynamic_ncols=True, file=self.stream,
+                                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, "
+                                           "{rate_fmt}{postfix}]")
+            else:
+                self.bar = tqdm(total=round(budget, 1), initial=round(spent, 1), unit="s", dynamic_ncols=True,
+                                file=self.stream, bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s of training "
+                                                             "[{elapsed}{postfix}]")
 
     def step(self, trainer) -> None:
+        if self.budget is not None:
+            if trainer.train_seconds < self.next_at:
+                return
+            self.next_at = trainer.train_seconds + self.budget / (10 if self.plain else 200)
+        if self.plain and time.monotonic() - self.last_line < LINE_SECONDS:
+            return
         loss = trainer.loss
         parts = [self.describe(trainer)] if self.describe else []
         if self.bar is not None:
-            self.bar.update(trainer.step - self.bar.n)
+            if self.budget is None:
+                self.bar.update(trainer.step - self.bar.n)
+            else:
+                self.bar.update(min(round(trainer.train_seconds, 1), self.bar.total) - self.bar.n)
+                parts.insert(0, f"step {trainer.step:,}")
             self.bar.set_postfix_str(", ".join([f"loss {loss:.3g}", *parts, f"lr {trainer.last_lr:.2g}"]),
                                      refresh=False)
         else:
+            self.last_line = time.monotonic()
             rate = trainer.step / trainer.train_seconds if trainer.train_seconds else 0.0
-            print("  ".join([f"step {trainer.step}/{self.total}", f"loss {loss:.4g}", *parts,
-                             f"lr {trainer.last_lr:.2g}", f"{rate:.1f} steps/s", f"{trainer.train_seconds:.1f} s"]),
-                  file=self.stream, flush=True)
-
-    def retotal(self, total: int) -> None:
-        """The run's step count changed (a timed run's estimate)."""
-        self.total = total
-        if self.bar is not None:
-            self.bar.total = total
-            self.bar.refresh()
+            where = f"step {trainer.step:,}" + (f"/{self.total:,}" if self.budget is None else "")
+            seconds = f"{trainer.train_seconds:.1f}" + (f"/{self.budget:g}" if self.budget is not None else "")
+            print("  ".join([where, f"loss {loss:.4g}", *parts, f"lr {trainer.last_lr:.2g}", f"{rate:.1f} steps/s",
+                             f"{seconds} s"]), file=self.stream, flush=True)
 
     def end(self, trainer, error) -> None:
         if isinstance(error, DivergenceError):
             return  # the run may roll back and go on; whoever gives up closes the bar
         if self.bar is not None and error is None:
-            self.bar.update(trainer.step - self.bar.n)
+            self.bar.update((trainer.step if self.budget is None else min(round(trainer.train_seconds, 1),
+                                                                           self.bar.total)) - self.bar.n)
         self.close()
 
     def close(self) -> None:

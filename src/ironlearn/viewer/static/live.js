@@ -126,7 +126,9 @@ IL.live = function (data, api) {
     const last = state.rows.length ? state.rows[state.rows.length - 1] : null;
     const psnr = last && last[2] !== null ? `, PSNR ${last[2].toFixed(2)} dB` : "";
     const drawing = live.mode === "frames" ? "the fit's frame of step" : "drawing step";
-    say(`training: ${drawing} ${(api.live.step || 0).toLocaleString("en")} of ${state.step.toLocaleString("en")}`
+    // The snapshot drawn can be newer than the state polled before it: never "step 2,460 of 2,434".
+    const drawn = api.live.step || 0, trained = Math.max(state.step, drawn);
+    say(`training: ${drawing} ${drawn.toLocaleString("en")} of ${trained.toLocaleString("en")}`
       + `${psnr}, ${state.seconds.toFixed(1)} s`, "training");
     setTimeout(poll, live.pollMs);
   }
