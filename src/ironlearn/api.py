@@ -27,6 +27,7 @@ from .checks import is_finite, is_whole
 from .files import check_output, write_bytes
 from .fitting import OPTIONS, FitOptions, Interrupted, UsageError
 from .fitting import fit as fit_job
+from .fitting.run import check_start
 from .fitting import folder
 from .image.render import render as render_bands
 from .image.render import render_size
@@ -137,11 +138,12 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
         raise UsageError(f"fit() takes no option {unknown[0]!r}{hint}; it takes the command's options by their "
                          f"Python names: {', '.join(sorted(FIT_NAMES))}")
     fit_options = FitOptions(input=os.fspath(picture), out=None if out is None else os.fspath(out),
-                             model_options=model_options, quiet=quiet, **options)
+                             model_options=model_options, quiet=quiet, live=live, **options)
     log = print if progress else (lambda message: None)
     if not live:
         fit_job(fit_options, log=log)
         return load(fit_options.run_folder)
+    check_start(fit_options)  # a folder that holds a run, say, is refused before the page is served
     with LiveServer(port) as server:
         announce(server.url, open_browser, log, "the live page")
         try:

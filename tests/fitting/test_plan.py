@@ -13,7 +13,7 @@ from ironlearn.fitting.regimes import PIXEL_SPLINE, WHOLE_FINEST_LOG2, hashgrid_
 from ironlearn.image.io import Picture
 from ironlearn.nn import HashGrid
 from ironlearn.nn.encodings import LOG2_TABLE_SIZES
-from ironlearn.optim import default_warmup_steps, warmup_cosine
+from ironlearn.optim import default_warmup_steps
 
 
 def picture(width=64, height=48, channels=1, mode="gray"):
@@ -333,9 +333,10 @@ def test_a_resume_trains_for_what_was_asked_last(saved_as, given, steps, budget,
         assert plan.calibrated(0.01).timed
 
 
-def test_a_replan_follows_the_cosine_over_the_revised_step_count():
-    """The pace changes each time the plan is revised, the planned total jumping up and down; each
-    revision's rate is the cosine's over its new count, and it ends at lr_min with the budget."""
+def test_a_replan_never_raises_the_learning_rate_that_is_on_course():
+    """The pace changes each time the plan is revised, the planned total jumping up and down; past
+    the warm-up the rate only ever goes down (a plan far too short is another test's: test_pace),
+    and it still ends at lr_min with the budget."""
     plan = make_plan(FitOptions("p.png", time_budget=10), picture()).calibrated(0.01)  # 1000 steps
     rates, seconds = [], 0.0
     paces = np.random.default_rng(0).choice([0.002, 0.005, 0.01, 0.03], size=10_000)
@@ -348,8 +349,8 @@ def test_a_replan_follows_the_cosine_over_the_revised_step_count():
             break
     warmup = int(np.argmax(rates))
     assert warmup <= 100 and rates[warmup] == pytest.approx(plan.lr)
-    assert plan.anneal_from is None and plan.make_schedule() == warmup_cosine(plan.lr, plan.lr_min, plan.steps)
-    assert rates[-1] < plan.lr / 10
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(rates[warmup:], rates[warmup + 1:]))
+    assert plan.anneal_from is not None and rates[-1] < plan.lr / 10
     after = make_plan(resume_options(FitOptions("p.png", resume=True), plan.settings(device="cpu", train_seconds=5)),
                       picture(), plan.settings(device="cpu", train_seconds=5), start_step=step)
     assert after.make_schedule()(step) == pytest.approx(plan.make_schedule()(step))  # a resume goes on alike

@@ -236,3 +236,19 @@ def test_a_timed_fit_is_calibrated_on_the_blas_threads_it_trains_on(tmp_path, mo
     chosen = json.loads((tmp_path / "run" / "metrics.json").read_text())  # trained on one count throughout
     assert len(set(seen["training"])) == 1 and chosen["steps"] == len(seen["training"])
     assert blas() == before
+
+
+def test_a_timed_fit_whose_steps_slowed_down_says_so_in_its_closing_line(tmp_path, monkeypatch, capsys):
+    """Calibrated at a pace its steps then fell far behind (a neighbour took the cores): the
+    closing line says how much less of the machine it got; metrics.json holds the factor."""
+    from ironlearn.fitting import run as fit_run
+
+    calibrate = fit_run.calibrate
+    monkeypatch.setattr(fit_run, "calibrate", lambda *args, **kwargs: calibrate(*args, **kwargs) / 5)
+    picture = make_picture(tmp_path / "disc.png")
+    code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--time-budget", 0.5, "--progress", "none",
+                           *QUICK[1:])
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    done = [line for line in err.splitlines() if line.startswith("done:")]
+    assert metrics["slowdown"] >= 1.5 and "took" in done[0] and "less of the machine" in done[0], err

@@ -382,3 +382,24 @@ def test_a_fit_that_cannot_start_ends_at_once_with_its_one_line(capsys, tmp_path
     assert time.monotonic() - began < 1.5  # no page watching: nothing to wait for
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("ironlearn fit: error: ") and "missing.png" in err[-1]
+
+
+def test_live_into_a_folder_that_holds_a_run_is_refused_before_any_page_is_served(capsys, tmp_path, monkeypatch):
+    picture = make_picture(tmp_path / "disc.png", size=16)
+    assert main(["fit", str(picture), "--out", str(tmp_path / "run"), "--steps", "3", "--quiet"]) == 0
+    served = []
+    monkeypatch.setattr(LiveServer, "__init__", lambda self, port: served.append(port))
+    assert main(["fit", str(picture), "--out", str(tmp_path / "run"), "--live", "--no-browser", "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert served == [] and len(err) == 1 and "already holds a run" in err[0], err
+
+
+def test_a_live_photograph_starts_from_random_and_says_how_to_start_as_the_picture(tmp_path, capsys):
+    import ironlearn
+
+    picture = make_picture(tmp_path / "disc.png", size=64, colour=True)  # the pixel spline: it could start whole
+    run = ironlearn.fit(picture, tmp_path / "run", steps=5, device="cpu", live=True, port=0, open_browser=False,
+                        progress=True)
+    out = capsys.readouterr().out
+    assert run.settings["start"] == "random" and "give --start picture" in out, out
+    assert ironlearn.fit(picture, tmp_path / "whole", steps=5, device="cpu").settings["start"] == "picture"

@@ -12,6 +12,7 @@ from ..backend import DEVICES
 from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions, Interrupted, UsageError, fit
 from ..fitting.options import PROGRESS, SCHEDULES, STARTS
 from ..fitting.presets import option_help
+from ..fitting.run import check_start
 from ..fitting.regimes import REGIMES
 from ..image.io import MODES
 from ..image.sampling import FILTERS
@@ -152,6 +153,7 @@ def cmd_fit(args) -> int:
     if not args.live:
         report_fit(fit(options, log=say), options.run_folder, quiet=options.quiet)
         return ExitCode.OK
+    check_start(options)  # a folder that holds a run, say, is refused before the page is served
     with LiveServer(args.port) as live:  # a port in use is refused here, before the fit starts
         announce(live.url, not args.no_browser, say, "the live page")
         try:

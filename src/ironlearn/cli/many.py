@@ -34,7 +34,7 @@ def add_parser(commands) -> None:
                         help="folder for the run folders and summary.csv (refused if DIR/summary.csv is a file "
                              "fit-many did not write)")
     many_p.add_argument("--workers", type=positive_int, metavar="N",
-                        help="fits at once (default: local, one per two cores; ray, as many as the cluster holds)")
+                        help="fits at once (default: local, one per core; ray, as many as the cluster holds)")
     many_p.add_argument("--engine", choices=["local", "ray"], default="local",
                         help="local: worker processes on this machine (default); ray: Ray tasks, on a local Ray "
                              "instance or the cluster at --address (pip install 'ironlearn[ray]')")

@@ -58,6 +58,7 @@ class FitOptions:
     force: bool = False
     quiet: bool = False  # no progress, notices or notes: errors and the result only
     progress: str | None = None  # bar, plain or none; None: a bar on a terminal, plain lines elsewhere
+    live: bool = False  # shown on a live page: a new fit starts random unless --start says (plan.default_start)
 
     @property
     def run_folder(self) -> str:

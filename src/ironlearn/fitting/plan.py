@@ -26,6 +26,8 @@ from .regimes import PIXEL_SPLINE, Regime, drawn_thumbnail, regime_of, vertex_pe
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 MIN_STEPS = 10  # a time budget never plans fewer steps than this
 RETRY_LR_FACTOR = 0.3  # after divergence, the learning rate is multiplied by this and the run retried
+#: A re-plan lifts the rate when the rate reached is under this share of the fresh cosine's.
+LIFT = 0.5
 
 # Settings a resumed run must share with the run it continues (given differently, they are refused).
 _FIXED = ("model", "mode", "batch_size", "seed", "schedule", "filter")
@@ -117,9 +119,9 @@ class RunPlan:
 
     A run given only a time budget is ``timed``: its steps are an estimate of what the budget
     allows, which :meth:`replanned` revises as the run learns its real pace, so that the
-    learning-rate schedule ends with the budget however the machine's speed changes: the cosine
-    over the revised count.  (Runs saved before this went on from the rate reached at a
-    revision, ``anneal_from``: that step and rate; their next revision drops it.)
+    learning-rate schedule ends with the budget however the machine's speed changes.  Past the
+    warm-up, a revision goes on down from the rate reached (``anneal_from``: that step and rate)
+    to ``lr_min`` at the new end, unless the first plan was far too short (:meth:`replanned`).
     """
 
     input: str
@@ -221,7 +223,7 @@ class RunPlan:
         """The learning-rate schedule over the whole run."""
         if self.schedule == "constant":
             return constant(self.lr)
-        if self.anneal_from is not None:  # a plan revised by an earlier ironlearn: on from the rate reached
+        if self.anneal_from is not None:  # a revised plan: on from the rate reached (or lifted)
             step, lr = self.anneal_from
             return cosine(lr, min(self.lr_min, lr), self.steps, warmup_steps=step)
         return warmup_cosine(self.lr, min(self.lr_min, self.lr), self.steps)
@@ -238,15 +240,22 @@ class RunPlan:
         """This timed plan with as many steps as the rest of its budget allows, at step ``step``
         after ``train_seconds`` of training, at ``seconds_per_step``.
 
-        Its schedule is the cosine over the new step count, from the start: the rate is the one
-        the share of the run's steps done calls for.  So a first plan 40 times too short
-        (calibrated on a busy machine) is lifted back at the next re-plan instead of sitting at
-        its floor for the rest of the run (before, a revision went on from the rate reached and
-        never up: 94% of a fit's steps sat at the floor), and one too long comes down.
+        Past the warm-up, its schedule goes on down from the rate reached at ``step`` to
+        ``lr_min`` at the new end: the small ups and downs of a pace that includes checkpoints
+        and frames must not move the rate up and down (going on from a fresh cosine each time
+        cost a 5 s fit 0.4 to 1.4 dB).  But when the rate reached is under :data:`LIFT` of the
+        fresh cosine's over the new count, the first plan was far too short (calibrated on a
+        busy machine, it can be 40 times too short and reach the floor in a second), and it goes
+        on from the fresh cosine's rate instead: before, 94% of such a fit's steps sat at the floor.
         """
         left = max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)
         steps = max(MIN_STEPS, step + 1, step + int(left))
-        return dataclasses.replace(self, steps=steps, anneal_from=None)
+        schedule = self.make_schedule()
+        if self.schedule == "constant" or step < getattr(schedule, "warmup_steps", 0):
+            return dataclasses.replace(self, steps=steps)
+        reached = schedule(step)
+        fresh = warmup_cosine(self.lr, min(self.lr_min, self.lr), steps)(step)
+        return dataclasses.replace(self, steps=steps, anneal_from=(step, fresh if reached < LIFT * fresh else reached))
 
     def gentler(self) -> "RunPlan":
         """This plan with the learning rates lowered for a retry after divergence."""
@@ -310,14 +319,17 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         start_step=start_step, prior_seconds=float(saved.get("train_seconds", 0.0)) if saved else 0.0,
         prior_stalled=float(saved.get("stalled_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
-        start=options.start or (saved or {}).get("start") or default_start(preset.name, model_options, picture.mode))
+        start=options.start or (saved or {}).get("start") or default_start(preset.name, model_options, picture.mode,
+                                                                           live=options.live))
 
 
-def default_start(model: str, model_options: dict, mode: str) -> str:
+def default_start(model: str, model_options: dict, mode: str, *, live: bool = False) -> str:
     """How a new fit begins unless ``--start`` says: as the picture where its model can
     (``fitting.start``), but a drawing up to 256 px, from random, so that its time-lapse shows it
-    learning (its redraws are as good: ``regimes.drawn_thumbnail``, docs/benchmarks.md)."""
-    return "random" if model == "hashgrid" and drawn_thumbnail(model_options, mode) else "picture"
+    learning (its redraws are as good: ``regimes.drawn_thumbnail``, docs/benchmarks.md), and a fit
+    shown ``live`` from random too: a page that shows the finished picture from the first frame
+    shows nothing learning."""
+    return "random" if live or (model == "hashgrid" and drawn_thumbnail(model_options, mode)) else "picture"
 
 
 #: The share of a time budget a timed run may stop short of it, at its planned steps, and be done.

@@ -8,6 +8,7 @@ strings them together.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import shlex
@@ -78,10 +79,7 @@ def fit(options: FitOptions, *, log=print, live=None) -> dict:
     DivergenceError
         When the loss stays non-finite after the retries (the last good checkpoint is kept).
     """
-    options = plain_numbers(options)
-    validate(options)
-    if os.path.isdir(options.input) and os.path.isfile(os.path.join(options.input, folder.CHECKPOINT)):
-        raise UsageError(f"{options.input} is a run folder, not a picture; {_resume_hint(options.input)}")
+    options = check_start(options)
     if not options.resume:
         return _fit(options, None, log, live)
     path = folder.check_resumable(options.run_folder)
@@ -94,6 +92,21 @@ def fit(options: FitOptions, *, log=print, live=None) -> dict:
             raise checkpoint.CheckpointError(f"{path} cannot be resumed: it is damaged ({exc.why}); put back a copy "
                                              "of it, or start over with --force") from None
         return _fit(options, saved, log, live)
+
+
+def check_start(options: FitOptions) -> FitOptions:
+    """``options`` with plain numbers, once what can be checked before loading anything holds: the
+    options, the input is no run folder, and the run folder takes a new run (or holds one to
+    resume).  A live page calls it before its server starts, so that a refusal comes first."""
+    options = plain_numbers(options)
+    validate(options)
+    if os.path.isdir(options.input) and os.path.isfile(os.path.join(options.input, folder.CHECKPOINT)):
+        raise UsageError(f"{options.input} is a run folder, not a picture; {_resume_hint(options.input)}")
+    if options.resume:
+        folder.check_resumable(options.run_folder)
+    else:
+        folder.check_new(options.run_folder, force=options.force, input=options.input)
+    return options
 
 
 def _resume_hint(run_folder: str) -> str:
@@ -114,6 +127,10 @@ def _fit(options: FitOptions, saved, log, live) -> dict:
     for note in [] if options.quiet else picture.notes:
         log(f"note: {note}")
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
+    if options.live and options.start is None and not plan.resume and not options.quiet and \
+            dataclasses.replace(plan, start="picture").starts_as_picture:
+        log("note: the live page shows this fit learning from a random network; as the picture it would be "
+            "whole from the first step and fit better in the time: give --start picture for that")
     if plan.resume:
         folder.check_not_input(plan.out, plan.input)
         folder.check_writable(plan.out)  # before training, not after it

@@ -50,7 +50,7 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     options : FitOptions, optional
         The settings of every fit (its ``input``, ``out`` and ``resume`` are ignored).
     workers : int, optional
-        Fits at once: local worker processes (default one per two cores), or Ray tasks in
+        Fits at once: local worker processes (default one per core), or Ray tasks in
         flight (default as many as the cluster holds).
     engine : {"local", "ray"}
     address : str, optional

@@ -38,8 +38,10 @@ def cores() -> int:
 
 
 def default_workers() -> int:
-    """One worker per two cores, at least one."""
-    return max(1, cores() // 2)
+    """One worker per core, each on one BLAS thread: two workers on two cores fitted 1.8 times the
+    pictures a minute of one worker on two threads, whose threads spin against any other work
+    (docs/benchmarks.md, fit-many)."""
+    return max(1, cores())
 
 
 def thread_environment(threads: int) -> dict:
