@@ -324,3 +324,21 @@ def test_an_interrupt_says_what_is_kept_by_the_command_it_stopped(capsys, comman
     assert run(argparse.Namespace(command=command, func=interrupted)) == ExitCode.INTERRUPTED
     err = capsys.readouterr().err
     assert err.startswith("interrupted; ") and kept in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("size, hint", [
+    ((768, 512), "--scale 4 -o photo-x4.png"),
+    ((2048, 2048), "--scale 2 -o photo-x2.png"),
+    ((4096, 4096), "--view=-1,-1,0,0 --scale 2 -o photo-corner-x2.png"),  # 4x was a 348 MB PNG
+    ((8192, 8192), "--view=-1,-1,-0.5,-0.5 --scale 2"),
+])
+def test_the_next_render_hint_stays_a_size_worth_writing(size, hint):
+    from ironlearn.cli.common import HINT_PIXELS, render_hint
+    from ironlearn.image.render import render_size
+
+    line = render_hint("runs/photo", "photo", *size)
+    assert hint in line
+    scale = float(line.split("--scale ")[1].split()[0])
+    view = tuple(map(float, line.split("--view=")[1].split()[0].split(","))) if "--view" in line else None
+    width, height = render_size(size, None, scale, view)
+    assert width * height <= HINT_PIXELS

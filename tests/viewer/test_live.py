@@ -387,6 +387,7 @@ def test_a_fit_that_cannot_start_ends_at_once_with_its_one_line(capsys, tmp_path
 def test_live_into_a_folder_that_holds_a_run_is_refused_before_any_page_is_served(capsys, tmp_path, monkeypatch):
     picture = make_picture(tmp_path / "disc.png", size=16)
     assert main(["fit", str(picture), "--out", str(tmp_path / "run"), "--steps", "3", "--quiet"]) == 0
+    capsys.readouterr()
     served = []
     monkeypatch.setattr(LiveServer, "__init__", lambda self, port: served.append(port))
     assert main(["fit", str(picture), "--out", str(tmp_path / "run"), "--live", "--no-browser", "--port", "0"]) == 2
@@ -397,7 +398,7 @@ def test_live_into_a_folder_that_holds_a_run_is_refused_before_any_page_is_serve
 def test_a_live_photograph_starts_from_random_and_says_how_to_start_as_the_picture(tmp_path, capsys):
     import ironlearn
 
-    picture = make_picture(tmp_path / "disc.png", size=64, colour=True)  # the pixel spline: it could start whole
+    picture = make_picture(tmp_path / "disc.png", size=260, colour=True)  # the pixel spline: it could start whole
     run = ironlearn.fit(picture, tmp_path / "run", steps=5, device="cpu", live=True, port=0, open_browser=False,
                         progress=True)
     out = capsys.readouterr().out

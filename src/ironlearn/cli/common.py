@@ -29,4 +29,24 @@ def report_fit(result: dict, out: str, *, quiet: bool = False) -> None:
         return
     folder = shlex.quote(out)
     say(f"next: ironlearn view {folder}   (zoom into the network live, in a browser)\n"
-        f"      ironlearn render {folder} --scale 4 -o {shlex.quote(os.path.basename(os.path.normpath(out)))}-x4.png")
+        f"      {render_hint(folder, os.path.basename(os.path.normpath(out)), result['width'], result['height'])}")
+
+
+#: The largest render the "next:" hint suggests, in pixels: a 16-megapixel PNG takes seconds and
+#: tens of megabytes (the 4x render of a 4096x4096 picture was 16384x16384: 105 s and 348 MB).
+HINT_PIXELS = 1 << 24
+
+
+def render_hint(folder: str, name: str, width: int, height: int) -> str:
+    """A render of the run in ``folder`` worth suggesting: 4x or 2x the picture where that stays
+    within :data:`HINT_PIXELS`, else its top-left corner at 2x, the largest that does (a half,
+    a quarter, ... of each side)."""
+    for scale in (4, 2):
+        if width * height * scale * scale <= HINT_PIXELS:
+            return f"ironlearn render {folder} --scale {scale} -o {shlex.quote(f'{name}-x{scale}.png')}"
+    part = 2
+    while width * height * 4 > HINT_PIXELS * part * part:
+        part *= 2
+    corner = f"{-1 + 2 / part:g}"
+    return (f"ironlearn render {folder} --view=-1,-1,{corner},{corner} --scale 2 -o "
+            f"{shlex.quote(f'{name}-corner-x2.png')}   (the top-left 1/{part} of each side, at 2x)")
