@@ -442,3 +442,37 @@ def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
     assert optimizer.schedule.total_steps == last + 1
     assert optimizer.schedule(last + 1) == pytest.approx(NETWORK_LR / 100)
     assert NETWORK_LR / 100 < optimizer.schedule(last) < before
+
+
+@pytest.mark.parametrize("pixels, level", [(37, 1), (300, 2), (1000, 6)])
+def test_the_analysis_banded_products_equal_the_dense_ones(pixels, level):
+    """The analysis multiplies by its projections a block of rows at a time, over the columns each
+    reaches (40 s an analysis at 4096x4096 became 12-15 s); the result is the dense product's."""
+    from ironlearn.codec.pyramid import Banded, upsampling
+
+    up = upsampling(pixels, pixels, level).astype(np.float64)
+    fit = np.linalg.solve(up.T @ up, up.T)
+    grids = np.random.default_rng(0).normal(size=(2, pixels, 9))
+    np.testing.assert_allclose(Banded(fit).left(grids), fit @ grids, atol=1e-9)
+    np.testing.assert_allclose(Banded(up).right(grids.transpose(0, 2, 1)[:, :, :up.shape[1]]),
+                               grids.transpose(0, 2, 1)[:, :, :up.shape[1]] @ up.T, atol=1e-12)
+
+
+def test_an_encode_that_cannot_end_in_its_time_is_refused_first_with_what_to_do(tmp_path, monkeypatch, capsys):
+    """A 4096x4096 encode said "in at most 30 s" and took 205 s; now its least work is estimated
+    from its middle megapixel, and an encode that cannot end in its time is refused at once."""
+    from ironlearn.codec import encoder
+
+    monkeypatch.setattr(encoder, "ONE_THREAD_PIXELS", 0)  # as if the picture were large
+    monkeypatch.setattr(encoder, "least_seconds", lambda picture, levels: 172.4)
+    picture = np.random.default_rng(0).integers(0, 256, (40, 48, 3), dtype=np.uint8)
+    with pytest.raises(codec.TooLong, match=r"about 172 s .* give seconds 180 or more") as refused:
+        codec.compress_array(picture, bpp=0.5, seconds=30)
+    assert refused.value.seconds == 172.4
+    from PIL import Image
+
+    Image.fromarray(picture).save(tmp_path / "p.png")
+    assert main(["compress", str(tmp_path / "p.png"), "-o", str(tmp_path / "p.ilc")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("ironlearn compress: error: a 48x40 picture takes about 172 s")
+    assert "give --seconds 180 or more" in err[-1] and not (tmp_path / "p.ilc").exists()

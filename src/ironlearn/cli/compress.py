@@ -86,6 +86,8 @@ def cmd_compress(args) -> int:
         seconds = args.seconds - (time.perf_counter() - started)
         result = codec.compress_array(values, bpp=args.bpp, lmbda=args.lmbda, seconds=max(seconds, 1e-3),
                                       progress=progress)
+    except codec.TooLong as exc:
+        raise UsageError(exc.template.replace("{seconds}", "--seconds")) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     write_bytes(args.output, result.data)

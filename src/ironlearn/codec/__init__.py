@@ -15,8 +15,8 @@ cheapest), :mod:`.ratecontrol`, :mod:`.pyramid` (the latents), :mod:`.synthesis`
 from .bitstream import decode, read, read_header, read_header_path, read_path
 from .container import CodecError
 from .decoded import Decoded
-from .encoder import Compressed, compress_array, encode
+from .encoder import Compressed, TooLong, compress_array, encode
 from .header import Header
 
-__all__ = ["CodecError", "Compressed", "Decoded", "Header", "compress_array", "decode", "encode", "read", "read_header",
+__all__ = ["CodecError", "Compressed", "Decoded", "Header", "TooLong", "compress_array", "decode", "encode", "read", "read_header",
            "read_header_path", "read_path"]

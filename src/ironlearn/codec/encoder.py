@@ -30,7 +30,7 @@ from ..image.metrics import psnr_from_mse
 from ..limits import MAX_SECONDS
 from .bitstream import read, write
 from .header import MAX_PIXELS, MAX_SIDE, MODES
-from .pyramid import COLOURS, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, prepare_analysis
+from .pyramid import COLOURS, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, analyse, prepare_analysis
 from .quantise import fit_filters, laplace_size, quantise_weights
 from .ratecontrol import (FILTER_COST, FILTER_SHARE, FINISH_COST, MLP_OVERHEAD_COST, REFINE_ANALYSES, SLOPE_COST,
                           Clock, analyse_at_lambda, analyse_at_rate, slope)
@@ -50,6 +50,13 @@ ROUNDING_STEPS = 100
 #: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
 #: files written and checked.
 AFTER_RATE_COST = SLOPE_COST + FILTER_COST + 2 * FINISH_COST
+#: Past :data:`ONE_THREAD_PIXELS`, an encode first times an analysis of the picture's middle
+#: megapixel and refuses, before any other work, when its least work cannot end within its time:
+#: one analysis, one file written and checked, and their preparation, about :data:`LEAST_WORK`
+#: analyses (measured at 4096x4096 on 2 cores: 81 s for analyses of 12 to 14.5 s), an analysis
+#: growing as the pixels to the power :data:`ANALYSIS_GROWTH` (the middle megapixel 0.43 s, 4.2 MP
+#: 2.9 s, 16.8 MP 14.5 s).  It refuses when that is more than :data:`OVERRUN` times the time.
+LEAST_WORK, ANALYSIS_GROWTH, OVERRUN = 6.0, 1.3, 1.1
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,8 @@ def _plain(job: _Job):
     # Rate control keeps time for one file checked: the filters are left out first.
     if job.bpp is not None:
         bits = job.bpp * job.pixels - job.header_bits - job.filter_bits
-        pyramid = analyse_at_rate(job.picture, job.levels, bits, clock, FINISH_COST, None, job.progress)
+        pyramid = analyse_at_rate(job.picture, job.levels, bits, clock, FINISH_COST, _middle_step(job, bits),
+                                  job.progress)
     else:
         pyramid = analyse_at_lambda(job.picture, job.levels, job.lmbda, clock, FINISH_COST, job.progress)
     if not clock.affords(AFTER_RATE_COST):
@@ -162,6 +170,27 @@ def _plain(job: _Job):
                 time.perf_counter() + FILTER_SHARE * clock.seconds)
     fit_filters(job.picture, pyramid, lam, until)
     return pyramid, lam
+
+
+def _middle_step(job: _Job, bits: float) -> float | None:
+    """Past :data:`ONE_THREAD_PIXELS`, the log-step at which the picture's middle megapixel takes
+    its share of ``bits``: where rate control on the whole picture starts, and searches near.  An
+    analysis of 16.8 MP took 15 s, so that the search from a fixed first step ran out of time at
+    its first guess (0.83 bpp for a target of 0.5); the middle's search takes about 0.4 s a step."""
+    if job.pixels <= ONE_THREAD_PIXELS:
+        return None
+    middle = _middle(job.picture)
+    share = middle.shape[0] * middle.shape[1] / job.pixels
+    prepare_analysis(middle.shape[0], middle.shape[1], job.levels)
+    found = analyse_at_rate(middle, job.levels, bits * share, Clock(MAX_SECONDS))
+    return math.log(float(found.steps[0, 0]))
+
+
+def _middle(picture: np.ndarray, side: int = 1 << 10) -> np.ndarray:
+    """The picture's middle ``side x side`` pixels (all of it along a shorter side)."""
+    height, width = picture.shape[:2]
+    top, left = max(0, (height - side) // 2), max(0, (width - side) // 2)
+    return picture[top:top + side, left:left + side]
 
 
 def _at_rate(job: _Job, bits, like):
@@ -257,7 +286,45 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     """
     job = _arguments(values, bpp, lmbda, seconds, levels, seed, progress)
     with blas_threads(1 if job.pixels <= ONE_THREAD_PIXELS else None):
+        if job.pixels > ONE_THREAD_PIXELS:
+            least = least_seconds(job.picture, job.levels)
+            if least > OVERRUN * job.clock.seconds:
+                height, width = job.target.shape[:2]
+                raise TooLong(f"a {width}x{height} picture takes about {least:.0f} s to compress on this machine "
+                              f"(its least work: one analysis, about {least / LEAST_WORK:.0f} s, and one file "
+                              f"written and checked), more than the {job.clock.seconds:.0f} s given; give "
+                              f"{{seconds}} {_round_up(least)} or more, or a smaller picture (half as wide and tall: "
+                              f"about {least / 2 ** (2 * ANALYSIS_GROWTH):.0f} s)", least)
         return _cheapest(job, _candidates(job))
+
+
+class TooLong(ValueError):
+    """The encode's least work cannot end within its time (``seconds``: about what it needs).
+    The message names the time as ``{seconds}``: the command's flag, or the API's argument."""
+
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message.replace("{seconds}", "seconds"))
+        self.template, self.seconds = message, seconds
+
+
+def _round_up(seconds: float) -> int:
+    """``seconds`` rounded up to two significant digits: a number to type."""
+    scale = 10 ** max(0, len(str(int(seconds))) - 2)
+    return int(-(-seconds // scale) * scale)
+
+
+def least_seconds(picture: np.ndarray, levels: int) -> float:
+    """About how long an encode of ``picture`` (``(H, W, C)``, decorrelated colours) takes at the
+    least, from analyses of its middle megapixel, timed (:data:`LEAST_WORK`)."""
+    height, width = picture.shape[:2]
+    middle = _middle(picture)
+    prepare_analysis(middle.shape[0], middle.shape[1], levels)
+    probe = math.inf
+    for _ in range(2):  # the first is cold: its memory faulted in, 0.75 s where the second took 0.43
+        started = time.perf_counter()
+        analyse(middle, 2.0 ** -6, levels)
+        probe = min(probe, time.perf_counter() - started)
+    return LEAST_WORK * probe * (height * width / (middle.shape[0] * middle.shape[1])) ** ANALYSIS_GROWTH
 
 
 def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,

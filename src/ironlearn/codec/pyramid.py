@@ -230,7 +230,11 @@ def rounded(z: np.ndarray) -> np.ndarray:
     """Values in steps, ``z``, as a file's integers: rounded with the dead zone :data:`DEADZONE`
     and clipped to what a file holds (only a tiny step on a small picture reaches the clip; the
     finer levels correct what it leaves, as they correct the rounding)."""
-    return np.clip(np.sign(z) * np.floor(np.abs(z) + DEADZONE), -MAX_SYMBOL, MAX_SYMBOL).astype(np.int32)
+    magnitude = np.abs(z)  # in place from here: at 16.8 MP each temporary is 400 MB
+    magnitude += DEADZONE
+    np.floor(magnitude, out=magnitude)
+    np.minimum(magnitude, MAX_SYMBOL, out=magnitude)
+    return np.copysign(magnitude, z, out=magnitude).astype(np.int32)
 
 
 def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
@@ -248,12 +252,13 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     pyramid = Pyramid(height, width, channels, levels, steps)
     residual = picture.transpose(2, 0, 1).astype(np.float64)  # (C, H, W)
     for k in reversed(range(levels)):
+        if k == 0:  # level 0 is the identity
+            pyramid.latents[0] = rounded(residual / pyramid.steps[0][:, None, None])
+            break
         (up_y, fit_y), (up_x, fit_x) = _projection(height, k), _projection(width, k)
-        fitted = residual if k == 0 else fit_y @ residual @ fit_x.T  # level 0 is the identity
-        q = rounded(fitted / pyramid.steps[k][:, None, None])
+        q = rounded(fit_x.right(fit_y.left(residual)) / pyramid.steps[k][:, None, None])
         pyramid.latents[k] = q
-        coarse = q * pyramid.steps[k][:, None, None].astype(np.float64)
-        residual -= coarse if k == 0 else up_y @ coarse @ up_x.T
+        residual -= up_x.right(up_y.left(q * pyramid.steps[k][:, None, None].astype(np.float64)))
     return pyramid
 
 
@@ -370,16 +375,53 @@ def _spread(n: int) -> np.ndarray:
     return np.array([i for i in order if i < n], dtype=np.int64)
 
 
+#: A projection's entries below this share of its largest are dropped (its pseudo-inverse's rows
+#: fall by about 0.38 a cell: beyond 16 cells they are under 1.2e-7 of their peak, under float32's
+#: rounding of the picture), and its rows are multiplied in blocks of this many.
+BAND_TOLERANCE, BAND_ROWS = 1e-9, 64
+
+
+class Banded:
+    """A matrix whose rows are non-zero only near a diagonal, as blocks of :data:`BAND_ROWS` rows
+    with the columns they reach: products with it cost rows x band x n, not rows x columns x n
+    (the analysis's dense products made a 4096x4096 encode take 40 s an analysis; these make it
+    a few).  Built from the dense matrix, entries under :data:`BAND_TOLERANCE` of its largest
+    dropped."""
+
+    def __init__(self, dense: np.ndarray):
+        self.shape = dense.shape
+        floor = BAND_TOLERANCE * np.abs(dense).max()
+        self.blocks = []
+        for first in range(0, dense.shape[0], BAND_ROWS):
+            rows = dense[first:first + BAND_ROWS]
+            reached = np.flatnonzero(np.abs(rows).max(axis=0) > floor)
+            low, high = (int(reached[0]), int(reached[-1]) + 1) if len(reached) else (0, 0)
+            self.blocks.append((first, low, high, np.ascontiguousarray(rows[:, low:high])))
+
+    def left(self, grids: np.ndarray) -> np.ndarray:
+        """``self @ grids[c]`` for each ``c``: ``(C, rows, n)`` of ``grids`` ``(C, columns, n)``."""
+        out = np.empty((grids.shape[0], self.shape[0], grids.shape[2]), np.result_type(grids, np.float64))
+        for first, low, high, block in self.blocks:
+            out[:, first:first + len(block)] = block @ grids[:, low:high]
+        return out
+
+    def right(self, grids: np.ndarray) -> np.ndarray:
+        """``grids[c] @ self.T`` for each ``c``: ``(C, n, rows)`` of ``grids`` ``(C, n, columns)``
+        (through :meth:`left` on the transpose: its blocks then read whole rows, where slices of
+        columns took twice as long)."""
+        return self.left(np.ascontiguousarray(grids.transpose(0, 2, 1))).transpose(0, 2, 1)
+
+
 @functools.lru_cache(maxsize=64)
 def _projection(pixels: int, level: int):
-    """``(U, pinv(U))`` of level ``level`` along an axis of ``pixels``, in float64 (cached: rate
-    control analyses the same picture a dozen times).
+    """``(U, pinv(U))`` of level ``level`` along an axis of ``pixels``, in float64, as
+    :class:`Banded` matrices (cached: rate control analyses the same picture a dozen times).
 
     The pseudo-inverse is solved from the normal equations, ``(U^T U)^-1 U^T``: cubic upsampling's
     ``U^T U`` is well conditioned (about 2.2 at every level and size measured), and an SVD took
     ten times as long and, at 8192 pixels, gigabytes of workspace."""
     matrix = upsampling(pixels, pixels, level).astype(np.float64)
-    return matrix, np.linalg.solve(matrix.T @ matrix, matrix.T)
+    return Banded(matrix), Banded(np.linalg.solve(matrix.T @ matrix, matrix.T))
 
 
 def synthesis(inputs: int, channels: int, width: int, depth: int, seed: int = 0):
