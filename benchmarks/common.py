@@ -87,6 +87,33 @@ def sporco_photos(folder: str, names=SPORCO_PHOTOS) -> list[tuple[str, np.ndarra
                 for name in names]
 
 
+def sporco_pngs(work: str, wheels: str, count: int | None = None) -> list[tuple[str, str]]:
+    """The first ``count`` (default all) of :func:`sporco_photos`, saved as PNGs in ``work``:
+    ``[(name, path)]``, for benchmarks that run the command on them."""
+    saved = []
+    for name, pixels in sporco_photos(wheels)[:count]:
+        path = os.path.join(work, f"{name}.png")
+        Image.fromarray(pixels).save(path)
+        saved.append((name, path))
+    return saved
+
+
+def add_tree_arguments(parser) -> None:
+    """``--trees`` (``src`` folders of checkouts to run side by side) and ``--wheels`` (where
+    sporco's wheel is kept): what the benchmarks that compare trees on sporco's photos take."""
+    parser.add_argument("--trees", nargs="+", default=[None], help="src folders of ironlearn checkouts")
+    parser.add_argument("--wheels", default=os.path.join(tempfile.gettempdir(), "ironlearn-wheels"))
+
+
+def tree_environment(tree: str | None) -> dict:
+    """This environment with the ironlearn checkout ``src`` folder ``tree`` first on the path
+    (None: the installed ironlearn), for a benchmark that runs trees side by side."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    return env
+
+
 def sample_picture() -> Picture:
     with resources.as_file(resources.files("ironlearn") / "data" / "sample.png") as path:
         return load_picture(path, mode="binary")

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from PIL import Image
 
-from common import NEIGHBOUR, sporco_photos
+from common import NEIGHBOUR, add_tree_arguments, sporco_pngs, tree_environment
 
 #: What an encode runs: the picture, the rate and the seconds from argv; one JSON line out.
 ENCODE = ("import json, sys, ironlearn\n"
@@ -38,9 +36,7 @@ ENCODE = ("import json, sys, ironlearn\n"
 def encode(picture: str, bpp: float, seconds: float, tree: str | None, busy: bool) -> dict:
     """One encode in its own process (with ``tree`` first on its path), beside the neighbour
     when ``busy``."""
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    env = tree_environment(tree)
     neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR]) if busy else None
     try:
         if busy:
@@ -58,16 +54,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rates", type=float, nargs="+", default=[0.25, 0.5])
-    parser.add_argument("--trees", nargs="+", default=[None], help="src folders of ironlearn checkouts")
-    parser.add_argument("--wheels", default=os.path.join(tempfile.gettempdir(), "ironlearn-wheels"))
+    add_tree_arguments(parser)
     args = parser.parse_args()
     means = {}
     print("| tree | load | photo | bpp target | PSNR (dB) | bpp | MLP steps | encode (s) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as work:
-        for name, pixels in sporco_photos(args.wheels):
-            picture = os.path.join(work, f"{name}.png")
-            Image.fromarray(pixels).save(picture)
+        for name, picture in sporco_pngs(work, args.wheels):
             for bpp in args.rates:
                 for busy in (False, True):
                     for tree in args.trees:

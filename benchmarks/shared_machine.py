@@ -30,9 +30,8 @@ import sys
 import tempfile
 import time
 
-from PIL import Image
 
-from common import NEIGHBOUR, sporco_photos
+from common import NEIGHBOUR, add_tree_arguments, sporco_pngs, tree_environment
 
 WAYS = {"alone": 5.0, "neighbour": 10.0, "pair": 10.0}
 
@@ -56,9 +55,7 @@ def result(out: str) -> dict:
 
 
 def run(picture: str, work: str, model: str, way: str, tree: str | None) -> list[dict]:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    env = tree_environment(tree)
     outs = [os.path.join(work, f"run{i}") for i in range(2 if way == "pair" else 1)]
     neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR]) if way == "neighbour" else None
     try:
@@ -78,16 +75,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=["hashgrid", "siren", "fourier"])
     parser.add_argument("--photos", type=int, default=3)
-    parser.add_argument("--trees", nargs="+", default=[None], help="src folders of ironlearn checkouts")
-    parser.add_argument("--wheels", default=os.path.join(tempfile.gettempdir(), "ironlearn-wheels"))
+    add_tree_arguments(parser)
     args = parser.parse_args()
     rows = {}
     print("| tree | model | photo | way | PSNR (dB) | steps | floor at | slowdown |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as work:
-        for name, pixels in sporco_photos(args.wheels)[:args.photos]:
-            picture = os.path.join(work, f"{name}.png")
-            Image.fromarray(pixels).save(picture)
+        for name, picture in sporco_pngs(work, args.wheels, args.photos):
             for model in args.models:
                 for way in WAYS:
                     for tree in args.trees:
