@@ -162,8 +162,8 @@ def test_a_fit_cut_short_reads_bands_from_all_over_the_picture(monkeypatch):
     whose every prefix is spread over the picture (one band was worse than no filters)."""
     from ironlearn.codec import pyramid as module
 
-    assert sorted(module._spread(11)) == list(range(11))
-    assert list(module._spread(8)[:4]) == [0, 4, 2, 6]  # halves, then quarters
+    assert sorted(module.spread(11)) == list(range(11))
+    assert list(module.spread(8)[:4]) == [0, 4, 2, 6]  # halves, then quarters
     picture = _picture(200, 64).astype(np.float32) / 255 @ COLOURS[3].T
     pyramid = analyse(picture, 0.02, 4)
     monkeypatch.setattr(module, "FILTER_BAND_PIXELS", 64 * 8)  # bands of 8 rows: 25 of them
@@ -476,3 +476,21 @@ def test_an_encode_that_cannot_end_in_its_time_is_refused_first_with_what_to_do(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("ironlearn compress: error: a 48x40 picture takes about 172 s")
     assert "give --seconds 180 or more" in err[-1] and not (tmp_path / "p.ilc").exists()
+
+
+def test_the_mlp_learns_from_rows_spread_over_a_large_picture(monkeypatch):
+    """Past MLP_PIXELS the MLP's problem is whole rows spread over the picture (its inputs for all
+    of 16.8 MP were 1.4 GB), the same values as the whole problem's rows; below, every pixel."""
+    from ironlearn.codec import synthesis
+
+    picture = _picture(48, 64).astype(np.float32) / 255 @ COLOURS[3].T
+    pyramid = analyse(picture, 0.02, 4)
+    whole_inputs, whole_residual = synthesis.mlp_problem(pyramid, picture)
+    assert len(whole_inputs) == 64 * 48
+    monkeypatch.setattr(synthesis, "MLP_PIXELS", 16 * 64)
+    rows = synthesis.mlp_rows(48, 64)
+    assert len(rows) == 16 and rows.min() < 8 and rows.max() >= 40  # spread over the picture
+    inputs, residual = synthesis.mlp_problem(pyramid, picture)
+    pixels = (rows[:, None] * 64 + np.arange(64)).ravel()
+    np.testing.assert_allclose(inputs, whole_inputs[pixels], atol=1e-6)
+    np.testing.assert_allclose(residual, whole_residual[pixels], atol=1e-6)

@@ -183,17 +183,23 @@ class Pyramid:
         grids = self.latents[k]
         return not any(grids.strides) and not grids.flat[0]
 
-    def values(self, k: int) -> np.ndarray:
-        """Level ``k``'s grids as upsampling reads them: the integers times their steps, through
-        the level's filter if it has one; float32 ``(channels, h, w)`` (read-only zeros that take
-        no memory for an empty level)."""
+    def values(self, k: int, rows: slice = slice(None)) -> np.ndarray:
+        """Level ``k``'s grids as upsampling reads them, its rows ``rows`` (a step-1 slice): the
+        integers times their steps, through the level's filter if it has one; ``(channels, rows,
+        w)`` (read-only zeros that take no memory for an empty level).  A band is computed from
+        its rows and the filter's reach around them, to the same values as the whole grid's."""
+        shape = self.latents[k].shape
+        first, last, _ = rows.indices(shape[1])
         if self.is_empty(k):
-            return np.broadcast_to(np.zeros((), np.float32), self.latents[k].shape)
-        scaled = self.latents[k] * self.steps[k][:, None, None]
+            return np.broadcast_to(np.zeros((), np.float32), (shape[0], last - first, shape[2]))
         if self.filters[k] is None:
-            return scaled
+            return self.latents[k][:, first:last] * self.steps[k][:, None, None]
+        low, high = max(0, first - FILTER_RADIUS), min(shape[1], last + FILTER_RADIUS)
+        scaled = self.latents[k][:, low:high] * self.steps[k][:, None, None]
         q, exponent = self.filters[k]
-        return filtered(scaled, q * np.float32(2.0 ** exponent))
+        # The edge rows padding repeats are the grid's own only at its edges; elsewhere the band
+        # holds FILTER_RADIUS real rows each side, and the filter reads no further.
+        return filtered(scaled, q * np.float32(2.0 ** exponent))[:, first - low:last - low]
 
     def features(self, height: int, width: int, rows=slice(None), region=None, values=None) -> np.ndarray:
         """The grids' :meth:`values`, upsampled to ``height x width`` and read at output rows
@@ -212,10 +218,14 @@ class Pyramid:
             if self.is_empty(k):
                 out[:, :, k] = 0
                 continue
-            scaled = self.values(k) if values is None else values[k]
             if k == 0 and (height, width) == (self.height, self.width) and region is None:
-                out[:, :, k] = scaled[:, row_ids].transpose(1, 2, 0)
+                if values is None or values[0] is None:  # only the rows read
+                    band = slice(int(row_ids.min()), int(row_ids.max()) + 1) if len(row_ids) else slice(0, 0)
+                    out[:, :, k] = self.values(0, band)[:, row_ids - band.start].transpose(1, 2, 0)
+                else:
+                    out[:, :, k] = values[0][:, row_ids].transpose(1, 2, 0)
                 continue
+            scaled = self.values(k) if values is None else values[k]
             index_y, weight_y = taps(height, self.height, k, span_y, self.cubic)
             along_x = taps(width, self.width, k, span_x, self.cubic)
             out[:, :, k] = upsample(scaled, (index_y[row_ids], weight_y[row_ids]), along_x).transpose(1, 2, 0)
@@ -250,15 +260,19 @@ def analyse(picture: np.ndarray, step: float, levels: int) -> Pyramid:
     steps = step / LEVEL_RATIO ** np.arange(levels)[:, None] * np.ones((1, channels))
     steps[COARSE_LEVEL:] *= COARSE_GAIN
     pyramid = Pyramid(height, width, channels, levels, steps)
-    residual = picture.transpose(2, 0, 1).astype(np.float64)  # (C, H, W)
-    for k in reversed(range(levels)):
-        if k == 0:  # level 0 is the identity
-            pyramid.latents[0] = rounded(residual / pyramid.steps[0][:, None, None])
-            break
-        (up_y, fit_y), (up_x, fit_x) = _projection(height, k), _projection(width, k)
-        q = rounded(fit_x.right(fit_y.left(residual)) / pyramid.steps[k][:, None, None])
-        pyramid.latents[k] = q
-        residual -= up_x.right(up_y.left(q * pyramid.steps[k][:, None, None].astype(np.float64)))
+    pyramid.latents = [np.empty((channels, *level_shape(height, width, k)), np.int32) for k in range(levels)]
+    # A channel at a time: the channels do not mix, and a 16.8 MP picture's float64 residual and
+    # its products take a third of the memory (1.2 GB for the three at once).
+    for c in range(channels):
+        residual = picture[None, :, :, c].astype(np.float64)  # (1, H, W)
+        for k in reversed(range(1, levels)):
+            (up_y, fit_y), (up_x, fit_x) = _projection(height, k), _projection(width, k)
+            step = float(pyramid.steps[k, c])
+            q = rounded(fit_x.right(fit_y.left(residual)) / step)
+            pyramid.latents[k][c] = q[0]
+            residual -= up_x.right(up_y.left(q * step))
+        residual /= float(pyramid.steps[0, c])  # level 0 is the identity
+        pyramid.latents[0][c] = rounded(residual)[0]
     return pyramid
 
 
@@ -314,7 +328,7 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid, until: float | None = Non
     ``(gram, moment, count)`` of the normal equations (``gram`` and ``moment`` over the taps of
     every filtered level, level-major), whose solution ``solve(gram, moment)`` are the
     corrections.  Read on at most :data:`FILTER_FIT_PIXELS` pixels, in bands spread over the
-    picture, taken in an order whose every prefix is spread too (:func:`_spread`) and, past the
+    picture, taken in an order whose every prefix is spread too (:func:`spread`) and, past the
     ``time.perf_counter()`` value ``until`` (when given), no more of them after the first
     :data:`FILTER_MIN_BANDS`.  The taps of a grid with under :data:`FILTER_MIN_LATENTS` of its
     non-zero latents in the rows read, and not all of them, are left out (zero in ``gram`` and
@@ -336,7 +350,7 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid, until: float | None = Non
     moment = np.zeros((channels, n_taps * len(levels)))
     seen = {k: np.zeros(pyramid.latents[k].shape[1], bool) for k in levels}  # the grid rows read
     count = 0
-    for read_so_far, top in enumerate(np.asarray(starts)[_spread(len(starts))]):
+    for read_so_far, top in enumerate(np.asarray(starts)[spread(len(starts))]):
         if read_so_far >= FILTER_MIN_BANDS and until is not None and time.perf_counter() > until:
             break
         rows = slice(top, min(top + band, height))
@@ -367,7 +381,7 @@ def fit_filters(picture: np.ndarray, pyramid: Pyramid, until: float | None = Non
     return {"levels": levels, "gram": gram, "moment": moment, "count": count}
 
 
-def _spread(n: int) -> np.ndarray:
+def spread(n: int) -> np.ndarray:
     """``range(n)`` in bit-reversed order (van der Corput's): each first few are spread over the
     whole range, so that a fit cut short still sees all of the picture's parts."""
     bits = max(1, (n - 1).bit_length())

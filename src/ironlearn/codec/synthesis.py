@@ -14,7 +14,7 @@ from ..image.metrics import psnr_from_mse
 from ..optim import Adam
 from ..optim.schedules import cosine, warmup_cosine
 from ..train.pace import Pace
-from .pyramid import synthesis
+from .pyramid import spread, synthesis
 
 #: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
 WIDTH, DEPTH, NETWORK_LR = 16, 2, 1e-2
@@ -33,12 +33,27 @@ TIMED_STEPS = 3
 REPLAN_SHARE = 1 / 20
 
 
+#: The MLP learns from at most this many of a picture's pixels, in whole rows spread over it: its
+#: inputs are the levels times the channels floats a pixel (1.4 GB for all of 16.8 MP), and it
+#: trains on 8,192 random pixels a step anyway.
+MLP_PIXELS = 1 << 20
+
+
+def mlp_rows(height: int, width: int):
+    """The rows the MLP learns from: all of them up to :data:`MLP_PIXELS`, else as many rows as
+    fit, spread over the picture in bit-reversed order and sorted."""
+    if height * width <= MLP_PIXELS:
+        return slice(None)
+    return np.sort(spread(height)[:max(1, MLP_PIXELS // width)])
+
+
 def mlp_problem(pyramid, picture):
-    """What the MLP learns from and to: the upsampled latents at each pixel, times
-    :data:`FEATURE_GAIN`, and the pyramid's error there, ``(inputs, residual)``."""
+    """What the MLP learns from and to: the upsampled latents at the pixels of :func:`mlp_rows`,
+    times :data:`FEATURE_GAIN`, and the pyramid's error there, ``(inputs, residual)``."""
     height, width, channels = picture.shape
-    features = pyramid.features(height, width)
-    return features * np.float32(FEATURE_GAIN), picture.reshape(-1, channels) - pyramid.summed(features)
+    rows = mlp_rows(height, width)
+    features = pyramid.features(height, width, rows=rows)
+    return features * np.float32(FEATURE_GAIN), picture[rows].reshape(-1, channels) - pyramid.summed(features)
 
 
 def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0):
