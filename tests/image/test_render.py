@@ -55,3 +55,18 @@ def test_gif_loops_and_labels_every_frame(tmp_path):
         assert gif.n_frames == 3 and gif.info["loop"] == 0 and gif.size == (30, 36)
         first = np.asarray(gif.convert("L"))
     assert (first[20:, :] < 128).any()  # the label strip holds dark text
+
+
+def test_a_long_render_into_a_log_says_how_far_it_is_in_plain_lines(tmp_path, monkeypatch, capsys):
+    """A 16384x16384 render took 105 s and said nothing when stderr was not a terminal."""
+    import importlib
+
+    render = importlib.import_module("ironlearn.image.render")
+
+    monkeypatch.setattr(render, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(render, "LINE_SECONDS", 0.0)
+    bands = ((top, np.full((4, 8, 1), 0.5, np.float32)) for top in range(0, 12, 4))
+    render.save_bands(tmp_path / "p.png", 8, 12, 1, bands, progress="lines")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(",")[0] for line in lines] == [f"rendering 8x12: {n} of 12 rows" for n in (4, 8, 12)]
+    assert "\r" not in "".join(lines)

@@ -14,6 +14,12 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def progress_style() -> str:
+    """How a long render shows its progress: a bar on a terminal, plain lines in a log (a bar's
+    redraws would fill it with carriage returns)."""
+    return "bar" if sys.stderr.isatty() else "lines"
+
+
 def add_model_argument(parser) -> None:
     """The positional ``model`` of a command that reads a fitted model or a compressed picture
     (render, info)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 
 from .. import codec
@@ -14,7 +13,7 @@ from ..fitting import UsageError
 from ..image.io import load_picture
 from ..image.render import save_bands
 from .argtypes import positive_float, size_arg, view_arg
-from .common import say
+from .common import progress_style, say
 from .status import ExitCode
 
 
@@ -127,9 +126,8 @@ def check_view(decoded, view) -> None:
 def save_drawing(decoded, output: str, width: int, height: int, view=None) -> None:
     """Draw ``decoded`` (or the region ``view`` of it) at ``width x height`` straight into the PNG
     ``output``, a band of rows at a time, and say so."""
-    # A bar only on a terminal: in a log, its redraws are kilobytes of carriage returns.
     save_bands(output, width, height, decoded.channels, decoded.bands(height, width, view),
-               progress=sys.stderr.isatty())
+               progress=progress_style())
     say(f"wrote {output} ({width}x{height})")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 
 from .. import codec
 from ..backend import DEVICES, get_backend
@@ -12,7 +11,7 @@ from ..image.render import region_size, render_png, render_size
 from ..train import load_checkpoint
 from ..viewer.run import locate_model
 from .argtypes import positive_float, size_arg, view_arg
-from .common import add_model_argument, say
+from .common import add_model_argument, progress_style, say
 from .compress import check_view, read_compressed, save_drawing
 from .status import ExitCode
 
@@ -62,7 +61,7 @@ def cmd_render(args) -> int:
     backend = get_backend(args.device or "auto", notify=say if args.device == "auto" else None)
     model = saved.model.to(backend)
     # A bar only on a terminal: in a log, its redraws are kilobytes of carriage returns.
-    render_png(model, args.output, width, height, backend, saved.channels, progress=sys.stderr.isatty(),
+    render_png(model, args.output, width, height, backend, saved.channels, progress=progress_style(),
                view=args.view)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK

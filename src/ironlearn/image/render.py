@@ -8,6 +8,8 @@ render needs only one band of coordinates and activations at a time.
 from __future__ import annotations
 
 import os
+import sys
+import time
 import struct
 import zlib
 
@@ -117,25 +119,43 @@ def write_png_rows(file, width: int, height: int, channels: int, row_bands) -> N
     file.write(_chunk(b"IEND", b""))
 
 
-def save_bands(path, width: int, height: int, channels: int, drawn, *, each=None, progress: bool = False) -> None:
+#: Progress appears once a render has taken this long; as plain lines, at most this often.
+PROGRESS_DELAY, LINE_SECONDS = 2.0, 10.0
+
+
+def save_bands(path, width: int, height: int, channels: int, drawn, *, each=None, progress=False) -> None:
     """Stream ``drawn``, an iterable of ``(row_start, pixels)`` bands (float32 in [0, 1],
     ``(rows, width, channels)``, top to bottom, as :func:`bands` yields them), into the PNG at
     ``path`` (atomically): memory stays at one band.
 
     ``each(row_start, pixels)``, when given, sees every band on its way to the file (to score it
-    against the picture, say).  ``progress`` shows a bar on stderr once the render has taken more
-    than two seconds.
+    against the picture, say).  ``progress`` shows, once the render has taken more than
+    :data:`PROGRESS_DELAY` seconds, a bar on stderr (True or ``"bar"``: for a terminal) or a line
+    every :data:`LINE_SECONDS` (``"lines"``: for a log, where a bar's redraws are carriage returns).
     """
+    started, said = time.monotonic(), [0.0]
+
+    def line(done: int) -> None:
+        now = time.monotonic() - started
+        if now >= PROGRESS_DELAY and now - said[0] >= LINE_SECONDS:
+            said[0] = now
+            print(f"rendering {width}x{height}: {done:,} of {height:,} rows, {now:.0f} s", file=sys.stderr,
+                  flush=True)
+
     def encoded(bar):
+        done = 0
         for start, pixels in drawn:
             if each is not None:
                 each(start, pixels)
             bar.update(len(pixels))
+            done += len(pixels)
+            if progress == "lines":
+                line(done)
             yield to_uint8(pixels)
 
     def write(file):
-        with tqdm(total=height, unit="row", delay=2.0, disable=not progress, leave=False,
-                  desc=f"rendering {width}x{height}") as bar:
+        with tqdm(total=height, unit="row", delay=PROGRESS_DELAY, disable=progress not in (True, "bar"),
+                  leave=False, desc=f"rendering {width}x{height}") as bar:
             write_png_rows(file, width, height, channels, encoded(bar))
 
     atomic_write(os.fspath(path), write)
