@@ -448,7 +448,8 @@ def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
 def test_the_analysis_banded_products_equal_the_dense_ones(pixels, level):
     """The analysis multiplies by its projections a block of rows at a time, over the columns each
     reaches (40 s an analysis at 4096x4096 became 12-15 s); the result is the dense product's."""
-    from ironlearn.codec.pyramid import Banded, upsampling
+    from ironlearn.codec.banded import Banded
+    from ironlearn.codec.pyramid import upsampling
 
     up = upsampling(pixels, pixels, level).astype(np.float64)
     fit = np.linalg.solve(up.T @ up, up.T)
