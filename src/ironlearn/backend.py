@@ -344,9 +344,17 @@ def blas_threads(threads: int | None):
     thread, 40 times beside a 2-thread job)."""
     if threads is None:
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
+    return blas_controller().limit(limits=threads, user_api="blas")
 
-    return threadpool_limits(limits=threads, user_api="blas")
+
+@functools.cache
+def blas_controller():
+    """threadpoolctl's view of the BLAS libraries loaded, made once: a limit set through it takes
+    about 23 us, where ``threadpool_limits`` looks the libraries up again each time (426 us), too
+    slow for :class:`~ironlearn.train.threads.ThreadPolicy`'s step-by-step changes."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def get_backend(device: str = "cpu", *, notify=None) -> Backend:

@@ -8,6 +8,7 @@ from .. import codec
 from ..codec.encoder import DEFAULT_BPP, MAX_BPP
 from ..codec.header import MAX_PIXELS as CODEC_MAX_PIXELS
 from ..limits import MAX_SECONDS
+from ..errors import OptionError
 from ..files import check_output, write_bytes
 from ..fitting import UsageError
 from ..image.io import load_picture
@@ -85,8 +86,8 @@ def cmd_compress(args) -> int:
         seconds = args.seconds - (time.perf_counter() - started)
         result = codec.compress_array(values, bpp=args.bpp, lmbda=args.lmbda, seconds=max(seconds, 1e-3),
                                       progress=progress)
-    except codec.TooLong as exc:
-        raise UsageError(exc.template.replace("{seconds}", "--seconds")) from None
+    except OptionError:
+        raise  # worded with the command's flags where the command reports it
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     write_bytes(args.output, result.data)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import blas_threads
+from ..errors import OptionError
 from ..image.metrics import psnr_from_mse
 from ..limits import MAX_SECONDS
 from .bitstream import read, write
@@ -316,13 +317,13 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
         return _cheapest(job, candidates)
 
 
-class TooLong(ValueError):
+class TooLong(OptionError):
     """The encode's least work cannot end within its time (``seconds``: about what it needs).
-    The message names the time as ``{seconds}``: the command's flag, or the API's argument."""
+    Its message names the time as the API's argument, or worded as the command's flag."""
 
-    def __init__(self, message: str, seconds: float):
-        super().__init__(message.replace("{seconds}", "seconds"))
-        self.template, self.seconds = message, seconds
+    def __init__(self, template: str, seconds: float):
+        super().__init__(template, "seconds")
+        self.seconds = seconds
 
 
 def _round_up(seconds: float) -> int:

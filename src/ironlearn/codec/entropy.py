@@ -176,15 +176,10 @@ def _pair_counts(q, parent, band_cells: int = 1 << 18):
     rows, found_keys, found_counts = max(1, band_cells // width), [], []
     for top in range(0, height, rows):
         bottom, first = min(height, top + rows), max(0, top - 2)  # two rows above: what activity reads
-        magnitude = np.abs(q[first:bottom]).astype(np.int64)
-        above = np.zeros_like(magnitude)
-        above[1:] = magnitude[:-1]
-        above2 = np.zeros_like(magnitude)
-        above2[2:] = magnitude[:-2]
-        band = above_activity(above, above2)[top - first:]
+        band = activity(q[first:bottom], None)[top - first:]
         if box is not None:  # parent_activity's rows of this band
             band += box[np.arange(top, bottom) // 2][:, np.arange(width) // 2]
-        keys, counts = np.unique(classes(band) * base + magnitude[top - first:], return_counts=True)
+        keys, counts = np.unique(classes(band) * base + np.abs(q[top:bottom]), return_counts=True)
         found_keys.append(keys)
         found_counts.append(counts)
     keys, where = np.unique(np.concatenate(found_keys), return_inverse=True)

@@ -19,9 +19,10 @@ class Replan(Callback):
     Calibration times a few steps before the run; a machine that slows down later would end the
     run before the schedule does (its learning rate still high), one that speeds up would reach
     the planned steps early and leave time unused.  Measured on the bundled drawing in 5 s: runs
-    planned 318 steps and made 299, or planned 281 and stopped at 4.6 s.  A re-plan sets the rate
-    that the share of the revised steps done calls for (:meth:`RunPlan.replanned`), so the pace
-    it reads must not take one stalled step for a slow machine.
+    planned 318 steps and made 299, or planned 281 and stopped at 4.6 s.  A re-plan goes on from
+    the rate reached, lifting it only when the first plan was far too short
+    (:meth:`RunPlan.replanned`), so the pace it reads must not take one stalled step for a slow
+    machine.
 
     It re-plans each :attr:`share` of the budget, and at once when the run is far ahead of its
     plan (:meth:`ahead`): a plan calibrated while a neighbour held the cores can be 40 times too

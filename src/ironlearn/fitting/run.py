@@ -354,7 +354,7 @@ def train(job: Job, log) -> None:
         budget=job.plan.time_budget if timed else None, spent=job.plan.prior_seconds)
     if progress is not None:
         trainer.callbacks.append(progress)
-    if job.plan.timed:
+    if timed:
         trainer.callbacks.append(Replan(job))
     with stop_on_signals(trainer) as interrupted:
         for attempt in range(MAX_RETRIES + 1):

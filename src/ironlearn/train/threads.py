@@ -12,9 +12,10 @@ machine's load falls on both, keeps the faster, and measures again now and then.
 
 from __future__ import annotations
 
-import functools
 import os
 import statistics
+
+from ..backend import blas_controller
 
 #: Steps timed on each setting per measurement (alternating), and seconds of training between
 #: measurements: a neighbour that starts later is noticed within that time.
@@ -25,16 +26,9 @@ RECHECK_SECONDS = 20.0
 MORE_THREADS_GAIN = 0.85
 
 
-@functools.cache
-def _controller():
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 def blas_thread_count() -> int:
     """The BLAS library's own thread count (its most, when several are loaded); 1 without one."""
-    counts = [lib.num_threads for lib in _controller().select(user_api="blas").lib_controllers]
+    counts = [lib.num_threads for lib in blas_controller().select(user_api="blas").lib_controllers]
     return max(counts, default=1)
 
 
@@ -43,7 +37,7 @@ class ThreadPolicy:
 
     Use it around a loop: :meth:`threads` says what the next step runs on (and sets it), and
     :meth:`record` takes how long that step took.  ``fixed`` (an int) pins the count instead;
-    with one core, or ``fixed=None`` and ``auto=False``, it leaves the library alone.
+    with one core it leaves the library alone.
 
     Examples
     --------
@@ -55,10 +49,10 @@ class ThreadPolicy:
     1
     """
 
-    def __init__(self, fixed: int | None = None, *, auto: bool = True, cores: int | None = None):
+    def __init__(self, fixed: int | None = None, *, cores: int | None = None):
         self.cores = cores if cores is not None else min(blas_thread_count(), os.cpu_count() or 1)
         self.fixed = fixed
-        self.auto = auto and fixed is None and self.cores > 1
+        self.auto = fixed is None and self.cores > 1
         self.chosen = fixed if not self.auto else None  # None until measured
         self._trials: list[int] = []  # the settings still to time in this measurement
         self._times: dict[int, list[float]] = {}
@@ -70,10 +64,6 @@ class ThreadPolicy:
 
     def __repr__(self) -> str:
         return f"ThreadPolicy(fixed={self.fixed}, auto={self.auto}, cores={self.cores}, chosen={self.chosen})"
-
-    @property
-    def measuring(self) -> bool:
-        return bool(self._trials)
 
     @property
     def seconds_per_step(self) -> float | None:
@@ -104,7 +94,7 @@ class ThreadPolicy:
                 self._next_check = self._seconds + RECHECK_SECONDS
 
     def _set(self, threads: int) -> None:
-        limiter = _controller().limit(limits=threads, user_api="blas")
+        limiter = blas_controller().limit(limits=threads, user_api="blas")
         if self._applied is None:
             self._applied = limiter  # the first remembers the library's own counts
 
