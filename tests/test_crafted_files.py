@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from helpers import run_measured, waves
 from ironlearn import codec
 from ironlearn.codec import container
-from ironlearn.codec.bitstream import least_bits
+from ironlearn.codec import bitstream
+from ironlearn.codec.bitstream import least_bits, most_latents
 from ironlearn.codec.header import MAX_MLP_MACS, MAX_PIXELS, MAX_SYMBOL
 
 #: Peak resident memory a command may reach on any of these files: the interpreter and NumPy
@@ -110,6 +111,75 @@ def test_a_section_that_is_not_its_coding_is_refused(real_file, damage, tmp_path
     _refused_in_one_line(done, path, before)
 
 
+def _near_free(height, width, channels, levels, coded, ones=0) -> bytes:
+    """A valid file whose ``coded`` levels are zeros under a model of log-scale -12, which makes a
+    zero near-certain (2e-7 bits): their honest coding takes a word; ``ones`` latents of level 0
+    (at random places) are 1 instead, at up to 24 bits each."""
+    from ironlearn.codec.header import write_header
+    from ironlearn.codec.pyramid import Pyramid
+
+    fields = dict(height=height, width=width, channels=channels, levels=levels, hidden=0, depth=0,
+                  grids=tuple((0.5, -12.0, 0, int(k in coded)) for k in range(levels) for _ in range(channels)),
+                  weights=(), filters=((0, 0.0, 0),) * min(levels, 4))
+    pyramid = Pyramid(height, width, channels, levels)
+    if ones:
+        grid = np.zeros(pyramid.latents[0].shape, np.int32)
+        grid.reshape(-1)[np.random.default_rng(0).choice(grid.size, ones, replace=False)] = 1
+        pyramid.latents[0] = grid
+    sections, _ = bitstream.walk("encode", fields, pyramid, [], (b"", b""), container.VERSION)
+    return container.pack(write_header(fields), sections)
+
+
+def test_latents_coded_nearly_free_are_refused_at_once(tmp_path):
+    """A 53-byte file declaring 8192x8192 whose level 1 (16.8 million latents) is coded honestly in
+    one word: before, every command decoded it (a 352-byte RGB one of every level took 31 s and
+    3.1 GB to render at 16x16, and 5 GB to view)."""
+    path = tmp_path / "near-free.ilc"
+    path.write_bytes(_near_free(8192, 8192, 1, 2, coded={1}))
+    before = path.read_bytes()
+    assert len(before) < 100
+    for command in (["render", path, "--size", 16, "-o", tmp_path / "out.png"],
+                    ["decompress", path, "--size", 64, "-o", tmp_path / "out.png"],
+                    ["view", path, "-o", tmp_path / "page.html"], ["info", path]):
+        started = time.perf_counter()
+        done, peak = run_measured(*command, memory_limit=ADDRESS_LIMIT)
+        _refused_in_one_line(done, path, before)
+        assert "may code" in done.stderr and peak < SMALL_FILE_PEAK and time.perf_counter() - started < 20
+    assert not (tmp_path / "out.png").exists() and not (tmp_path / "page.html").exists()
+
+
+def test_a_file_under_a_kilobyte_at_the_density_bound_costs_little(tmp_path):
+    """The most latents a file under 1 KB may code (about 2.9 million): each command reads it in
+    little memory."""
+    data = _near_free(1700, 1700, 1, 1, coded={0}, ones=300)
+    header = codec.read_header(data)
+    assert len(data) < 1024 and 1700 * 1700 > 0.95 * most_latents(len(header.sections[0]))
+    path = tmp_path / "dense.ilc"
+    path.write_bytes(data)
+    for command in (["render", path, "--size", 16, "-o", tmp_path / "out.png"],
+                    ["view", path, "-o", tmp_path / "page.html"]):
+        done, peak = run_measured(*command, memory_limit=ADDRESS_LIMIT)
+        assert done.returncode == 0, done.stderr
+        assert peak < SMALL_FILE_PEAK
+
+
+def test_the_writer_empties_a_grid_too_sparse_for_its_bits():
+    """One latent in a 2048x2048 grid would code 4 million latents in a word or two; the writer
+    empties that grid rather than write a file the reader refuses."""
+    from ironlearn.codec.pyramid import Pyramid
+
+    pyramid = Pyramid(2048, 2048, 1, 2, steps=[[0.1], [0.1]])
+    pyramid.latents[0] = np.zeros((1, 2048, 2048), np.int32)
+    pyramid.latents[0][0, 5, 7] = 3
+    pyramid.latents[1] = np.zeros((1, 1024, 1024), np.int32)
+    pyramid.latents[1][0, :16, :16] = np.random.default_rng(0).integers(-5, 6, (16, 16))
+    data = bitstream.write(pyramid, None)
+    header = codec.read_header(data)  # accepted
+    assert [grid[3] for grid in header.grids] == [0, 5]
+    assert pyramid.latents[0][0, 5, 7] == 3  # the pyramid given is left as it was
+    assert np.array_equal(codec.read(data).pyramid.latents[1], pyramid.latents[1])
+
+
 def test_least_bits_is_a_floor_the_coder_keeps():
     """The bound that refuses a short section before decoding: a section of only the likeliest
     symbol, at the narrowest scale, is never shorter than least_bits says."""
@@ -125,7 +195,7 @@ def test_least_bits_is_a_floor_the_coder_keeps():
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(side=st.sampled_from([4096, 8192]), levels=st.integers(1, 7), channels=st.sampled_from([1, 3]),
-       magnitude=st.sampled_from([0, 300, 4096, MAX_SYMBOL]), latents=st.binary(max_size=64),
+       magnitude=st.sampled_from([0, 1, 2, 300, 4096, MAX_SYMBOL]), latents=st.binary(max_size=64),
        weights=st.binary(max_size=16))
 def test_extreme_headers_cost_little_or_are_refused(tmp_path, side, levels, channels, magnitude, latents, weights):
     """Valid headers at the largest allowed sizes over random section bytes: each is read, or
@@ -147,8 +217,7 @@ def test_extreme_headers_cost_little_or_are_refused(tmp_path, side, levels, chan
     finally:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    # Not promised: magnitudes of 1 or 2 over a few bytes pass the bytes-for-values bound (a
-    # near-certain zero costs 2e-7 bits), and the exact-coding check refuses them only once every
-    # grid is decoded (140 s and 2.1 GB at 8192x8192).
+    # Magnitudes of 1 or 2 over a few bytes pass the bytes-for-values bound (a near-certain zero
+    # costs 2e-7 bits): the density bound (bitstream.most_latents) refuses them before decoding.
     assert time.perf_counter() - started < 10
     assert peak < 3 * channels * side * side  # under a single int32 grid of level 0

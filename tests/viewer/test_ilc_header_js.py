@@ -248,6 +248,22 @@ def room_cases() -> dict:
     return cases
 
 
+def density_cases() -> dict:
+    """Latents sections coding as many latents as their length allows (bitstream.most_latents), and
+    one more; and the 8192x8192 files of near-free zeros that cost gigabytes before the bound."""
+    cases = {}
+    for size in (0, 4, 400):
+        allowed = bitstream.most_latents(size)
+        for name, width in (("at", allowed // 1024), ("over", allowed // 1024 + 1)):
+            assert name == "over" or allowed % 1024 == 0
+            header = header_of(height=1024, width=width, channels=1, levels=1, grid=(0.01, -12.0, 0, 1))
+            cases[f"density {name}, {size} bytes"] = pack_as(header, [bytes(size), b""])
+    for channels in (1, 3):
+        header = header_of(height=8192, width=8192, channels=channels, levels=7, grid=(0.01, -12.0, 0, 1))
+        cases[f"near-free 8192x8192x{channels}"] = pack_as(header, [bytes(8), b""])
+    return cases
+
+
 def container_cases() -> dict:
     """Files wrong before their header is read: not ours, of another format, lengths out of bounds."""
     good = header_of(height=1, width=1, channels=1, levels=1)
@@ -321,7 +337,7 @@ def test_files_the_codec_wrote_read_as_python_reads_them(page, files):
 
 def test_damaged_and_crafted_files_are_refused_with_pythons_message(page, files):
     rng = np.random.default_rng(0)
-    cases = {**container_cases(), **crafted_cases(), **room_cases(), **random_cases(rng)}
+    cases = {**container_cases(), **crafted_cases(), **room_cases(), **density_cases(), **random_cases(rng)}
     for name, data in files.items():
         # formats 3 and 4 share most of their header with rgb-mlp: one change a byte is enough there
         cases.update(file_damage(name, data, rng, (0x80,) if "format" in name else (0x01, 0x80, 0x40, 0xFF)))
@@ -334,6 +350,9 @@ def test_damaged_and_crafted_files_are_refused_with_pythons_message(page, files)
     # the section-length check refuses and accepts at its edge
     edge = [expected[name][0] for name in cases if name.startswith("1024 3x7")]
     assert edge == ["refused", "refused", "read", "read"]
+    # and so does the density check: a header's latents, at most as many as its section allows
+    assert [expected[name][0] for name in cases if name.startswith("density")] == ["read", "refused"] * 3
+    assert all("may code" in expected[name][1] for name in cases if name.startswith(("density over", "near-free")))
 
 
 def test_least_bits_is_within_a_rounding_of_pythons(page):

@@ -22,7 +22,7 @@ import numpy as np
 from . import container, entropy, portable
 from .container import CodecError
 from .decoded import Decoded
-from .header import Header, read_fields, write_header
+from .header import Header, read_fields, refuse, write_header
 from .pyramid import CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, Pyramid, synthesis
 from .quantise import best_log_scale
 from .ratecontrol import latent_models
@@ -31,6 +31,12 @@ from .synthesis import DEPTH, WIDTH
 #: constriction's range coder: every symbol of a model keeps a probability of at least
 #: ``2**-CODER_PRECISION``, and a decoder holds ``CODER_STATE_BITS`` bits beyond the words it read.
 CODER_PRECISION, CODER_STATE_BITS = 24, 64
+#: The latents a file may code for each bit of its latents section, beyond the first
+#: ``FREE_LATENTS``.  The coder's floor alone lets a near-certain zero cost 2e-7 bits, so that 352
+#: bytes could declare 268 million latents (8192x8192 RGB) and cost 3 GB and 30 s to decode;
+#: what ``compress`` writes codes at most about 110 a bit (a flat 1024x1024 picture with one dot,
+#: at 0.02 bpp; photographs 2 to 35), and it empties a grid rather than write a file over this.
+LATENTS_PER_BIT, FREE_LATENTS = 256, 1 << 20
 
 
 def _constriction():
@@ -118,6 +124,26 @@ def _check_room(section: bytes, groups, what: str) -> None:
                          "that the values its header declares take at least; compress the picture again")
 
 
+def most_latents(section_bytes: int) -> int:
+    """The most latents a latents section of ``section_bytes`` may code (:data:`LATENTS_PER_BIT`)."""
+    return FREE_LATENTS + LATENTS_PER_BIT * 8 * section_bytes
+
+
+def _check_density(section: bytes, count: int) -> None:
+    """Refuse a latents ``section`` that codes ``count`` latents, more than :func:`most_latents`:
+    a model that makes them almost free is no picture's, and decoding them would cost time and
+    memory out of all proportion to the file."""
+    if count > most_latents(len(section)):
+        raise refuse(f"the latents section has {len(section):,} bytes for {count:,} latents, more than the "
+                     f"{most_latents(len(section)):,} a section of that size may code")
+
+
+def _coded_latents(shapes, grids) -> int:
+    """How many latents the grids of ``shapes`` (level-major, as ``grids``) code: those of
+    magnitude above 0."""
+    return sum(h * w for (h, w), grid in zip(shapes, grids) if grid[3])
+
+
 def code_latents(coder: RangeCoder, pyramid: Pyramid, grids, arithmetic=portable.CURRENT) -> None:
     """Code ``pyramid``'s grids, coarsest level first, under ``grids`` (the header's, level-major
     ``(step, a, slope, magnitude)``) and the file's ``arithmetic``; decoding fills them.  A level whose grids are all empty
@@ -171,11 +197,10 @@ def _filter_codes(pyramid: Pyramid) -> list:
     return codes
 
 
-def write(pyramid: Pyramid, network) -> bytes:
-    """The file of ``pyramid`` and ``network`` (``(net, [(integers, exponent, log_scale)])``, or
-    None for no MLP)."""
+def _fields(pyramid: Pyramid, network, coded) -> dict:
+    """The header's fields for ``pyramid``, ``network`` and ``coded`` (the MLP's tensors, then
+    the filters: ``[(integers, exponent, log_scale)]``)."""
     models = latent_models(pyramid)
-    coded = ([] if network is None else network[1]) + _filter_codes(pyramid)
     grids = []
     for k in range(pyramid.levels):
         for c in range(pyramid.channels):
@@ -183,21 +208,48 @@ def write(pyramid: Pyramid, network) -> bytes:
             grids.append((pyramid.steps[k, c], model.a, model.slope, int(np.abs(pyramid.latents[k][c]).max())))
     tensors = [(exponent, log_scale, int(np.abs(q).max())) for q, exponent, log_scale in coded]
     tensors_of_mlp = len(coded) - min(pyramid.levels, FILTER_LEVELS)
-    fields = dict(height=pyramid.height, width=pyramid.width, channels=pyramid.channels, levels=pyramid.levels,
-                  hidden=WIDTH if network else 0, depth=DEPTH if network else 0, grids=tuple(grids),
-                  weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]))
-    header = write_header(fields)
-    sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], (b"", b""), container.VERSION)
-    return container.pack(header, sections)
+    return dict(height=pyramid.height, width=pyramid.width, channels=pyramid.channels, levels=pyramid.levels,
+                hidden=WIDTH if network else 0, depth=DEPTH if network else 0, grids=tuple(grids),
+                weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]))
+
+
+def _emptied_sparsest(pyramid: Pyramid) -> Pyramid:
+    """``pyramid`` (a copy; its filters and steps shared) with its sparsest coded grid, the one
+    with the fewest nonzero latents a latent, emptied."""
+    coded = [(np.count_nonzero(pyramid.latents[k][c]) / pyramid.latents[k][c].size, k, c)
+             for k in range(pyramid.levels) for c in range(pyramid.channels) if pyramid.latents[k][c].any()]
+    _, k, c = min(coded)
+    thinner = pyramid.unfiltered()
+    thinner.filters = pyramid.filters
+    thinner.latents = list(pyramid.latents)
+    thinner.latents[k] = np.array(pyramid.latents[k])
+    thinner.latents[k][c] = 0
+    return thinner
+
+
+def write(pyramid: Pyramid, network) -> bytes:
+    """The file of ``pyramid`` and ``network`` (``(net, [(integers, exponent, log_scale)])``, or
+    None for no MLP).  Grids too sparse for their bits (:data:`LATENTS_PER_BIT`) are emptied,
+    the sparsest first, so that the file is one :func:`read_header` accepts."""
+    coded = ([] if network is None else network[1]) + _filter_codes(pyramid)
+    while True:
+        fields = _fields(pyramid, network, coded)
+        sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], (b"", b""), container.VERSION)
+        shapes = [shape for k in range(pyramid.levels) for shape in [pyramid.latents[k].shape[1:]] * pyramid.channels]
+        if _coded_latents(shapes, fields["grids"]) <= most_latents(len(sections[0])):
+            return container.pack(write_header(fields), sections)
+        pyramid = _emptied_sparsest(pyramid)
 
 
 def read_header(data: bytes) -> Header:
     """A compressed file's :class:`~.header.Header`, every field and bound checked and nothing
     decoded; :class:`CodecError` for anything else.  Refused here too: sections too short for
-    the values their header declares (:func:`least_bits`)."""
+    the values their header declares (:func:`least_bits`), and latents coded too thinly for any
+    picture's (:func:`most_latents`)."""
     found = read_fields(data)
     shapes = [shape for shape in found.grid_shapes for _ in range(found.channels)]  # level-major, as grids
     _check_room(found.sections[0], [(h * w, grid[3]) for (h, w), grid in zip(shapes, found.grids)], "latents")
+    _check_density(found.sections[0], _coded_latents(shapes, found.grids))
     _check_room(found.sections[1], [(size, m) for size, (_, _, m) in zip(found.tensor_sizes, found.weights)]
                 + [(found.channels * len(FILTER_OFFSETS), m) for _, _, m in found.filters], "weights")
     return found

@@ -5,7 +5,8 @@
 //   codec/header.py     the header's fields, their bounds and the checks across them (LAYOUT,
 //                       _walk, read_fields, Header)
 //   codec/bitstream.py  read_header: no section shorter than the values its header declares take
-//                       (least_bits, _check_room)
+//                       (least_bits, _check_room), no latents coded more thinly than a picture's
+//                       (most_latents, _check_density)
 // Anything it cannot read is refused with an IL.FileRefused whose message is the one Python's
 // CodecError gives for the same bytes (without the "PATH: " that read_path puts before it).
 // Varints are read as BigInts: a 10-byte one holds up to 70 bits, and messages quote it whole.
@@ -371,6 +372,9 @@ IL.readFields = function (bytes) {
 // and a decoder holds CODER_STATE_BITS bits beyond the words it read.
 IL.CODER_PRECISION = 24;
 IL.CODER_STATE_BITS = 64;
+// The latents a file may code for each bit of its latents section, beyond the first FREE_LATENTS.
+IL.LATENTS_PER_BIT = 256;
+IL.FREE_LATENTS = 2 ** 20;
 
 // The fewest bits in which the range coder can code any `count` symbols of a model on
 // -magnitude..magnitude (0 for magnitude 0: such a group is not coded).
@@ -391,6 +395,22 @@ IL.checkRoom = function (section, groups, what) {
   }
 };
 
+// The most latents a latents section of `sectionBytes` may code.
+IL.mostLatents = (sectionBytes) => IL.FREE_LATENTS + IL.LATENTS_PER_BIT * 8 * sectionBytes;
+
+// Refuse a latents section that codes `count` latents, more than IL.mostLatents: a model that makes
+// them almost free is no picture's, and decoding them would cost out of all proportion to the file.
+IL.checkDensity = function (section, count) {
+  if (count > IL.mostLatents(section.length)) {
+    throw IL.refuseHeader(`the latents section has ${IL.withCommas(section.length)} bytes for ${IL.withCommas(count)} `
+                          + `latents, more than the ${IL.withCommas(IL.mostLatents(section.length))} a section of `
+                          + "that size may code");
+  }
+};
+
+// How many latents the grids of `shapes` (level-major, as `grids`) code: those of magnitude above 0.
+IL.codedLatents = (shapes, grids) => shapes.reduce((sum, [h, w], i) => sum + (grids[i][3] ? h * w : 0), 0);
+
 // bitstream.read_header: a compressed file's header (a plain object: version, height, width,
 // channels, levels, hidden, depth, grids [[step, a, slope, magnitude]] level-major, weights and
 // filters [[exponent, logScale, magnitude]], sections [latents, weights] as Uint8Array views,
@@ -400,6 +420,7 @@ IL.readHeader = function (bytes) {
   const found = IL.readFields(bytes);
   const shapes = found.gridShapes.flatMap((shape) => Array(found.channels).fill(shape));  // level-major, as grids
   IL.checkRoom(found.sections[0], shapes.map(([h, w], i) => [h * w, found.grids[i][3]]), "latents");
+  IL.checkDensity(found.sections[0], IL.codedLatents(shapes, found.grids));
   const filterTaps = found.channels * IL.FILTER_OFFSETS.length;
   IL.checkRoom(found.sections[1], found.tensorSizes.map((size, i) => [size, found.weights[i][2]])
     .concat(found.filters.map(([, , magnitude]) => [filterTaps, magnitude])), "weights");
