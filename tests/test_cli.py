@@ -206,7 +206,7 @@ def test_encode_decode_round_trip(tmp_path, picture, capsys):
 @pytest.mark.parametrize("args,message", [
     (["fit", "nope.png"], "no such file"),
     (["fit", "{empty}"], "empty"),
-    (["fit", "{text}"], "not an image"),
+    (["fit", "{text}"], "not a picture ironlearn reads"),
     (["fit", "{csv}"], "missing column"),
     (["fit", "{picture}", "--steps", "-5"], "--steps"),
     (["fit", "{picture}", "--size", "0"], "size"),

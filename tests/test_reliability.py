@@ -62,8 +62,8 @@ def bad_images(tmp_path):
 @pytest.mark.parametrize("name,message", [
     ("empty.png", "is empty"),
     ("truncated.png", "truncated or corrupt"),
-    ("text.png", "not an image"),
-    ("zero.png", "not an image"),  # Pillow refuses a 0x0 header outright
+    ("text.png", "not a picture ironlearn reads"),
+    ("zero.png", "not a picture ironlearn reads"),  # Pillow refuses a 0x0 header outright
     ("one.png", "at least 4x4"),
     ("bomb.png", "resize it first"),
     ("missing.png", "no such file"),

@@ -13,13 +13,40 @@ optimizers ``SGD`` and ``Adam`` with their schedules, ``Trainer``, checkpoints, 
 the one seam between NumPy and CuPy.
 """
 
-from .api import Run, compress, decompress, fit, load, render
-from .backend import Backend, BackendError, get_backend
-from .nn import FourierFeatures, HashGrid, Sequential, classic, fourier, hashgrid, mlp, siren
-from .optim import SGD, Adam, constant, cosine, warmup_cosine
-from .train import Trainer, load_checkpoint, save_checkpoint
+import importlib
+
 from .version import __version__
+
+#: Where each public name is defined.  They are imported on first use (PEP 562): ``import
+#: ironlearn`` costs milliseconds, not the half second NumPy and the codec take, so the command
+#: handles SIGTERM from its first moments.
+_HOMES = {
+    **dict.fromkeys(["Run", "compress", "decompress", "fit", "load", "render"], "api"),
+    **dict.fromkeys(["Backend", "BackendError", "get_backend"], "backend"),
+    **dict.fromkeys(["FourierFeatures", "HashGrid", "Sequential", "classic", "fourier", "hashgrid", "mlp", "siren"],
+                    "nn"),
+    **dict.fromkeys(["SGD", "Adam", "constant", "cosine", "warmup_cosine"], "optim"),
+    **dict.fromkeys(["Trainer", "load_checkpoint", "save_checkpoint"], "train"),
+}
 
 __all__ = ["Adam", "Run", "compress", "decompress", "fit", "load", "render", "Backend", "BackendError", "FourierFeatures", "HashGrid", "SGD", "Sequential", "Trainer",
            "classic", "constant", "cosine", "fourier", "get_backend", "hashgrid", "load_checkpoint", "mlp",
            "save_checkpoint", "siren", "warmup_cosine", "__version__"]
+
+
+def __getattr__(name: str):
+    """A public name, or a subpackage (``ironlearn.codec``), imported when first asked for."""
+    if name in _HOMES:
+        value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    try:
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise  # a module that one of ours imports is missing: that is the error to see
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

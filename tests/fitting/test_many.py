@@ -247,7 +247,7 @@ def test_local_engine_fits_every_picture_and_reports_the_broken_one(local_run, c
     assert tuple(rows[0]) == COLUMNS
     assert [r["picture"] for r in rows] == ["a", "b", "broken", "c", "d"]
     broken = rows[2]
-    assert broken["status"] == "failed" and "not an image Pillow can read" in broken["error"]
+    assert broken["status"] == "failed" and "not a picture ironlearn reads" in broken["error"]
     assert broken["psnr_db"] == "" and not (out / "broken").exists()
     for row in rows[:2] + rows[3:]:
         side, colour = SIZES[row["picture"]]
@@ -472,7 +472,7 @@ def test_the_ray_task_fits_in_a_temporary_folder_and_sends_the_files_back(tmp_pa
     (tmp_path / "bad.png").write_bytes(b"not a picture")
     bad = prepare(Source("bad", str(tmp_path / "bad.png")), str(out), quick_options(), force=False)
     outcome, files = fit_shipped(ship(bad))
-    assert outcome.status == "failed" and outcome.error.startswith(f"{tmp_path / 'bad.png'} is not an image")
+    assert outcome.status == "failed" and outcome.error.startswith(f"{tmp_path / 'bad.png'} is not a picture ironlearn reads")
     assert files == {} and not (out / "bad").exists()
 
 

@@ -169,10 +169,14 @@ class RunLock:
             file.close()
             raise OptionError(f"{self.path} is not a lock of ironlearn's (it holds other text); move it, "
                               "or choose another {out}", "out")
-        file.seek(0)
-        file.truncate()
-        file.write(str(os.getpid()))
-        file.flush()
+        try:  # unbuffered: a write that fails must leave nothing for close() to try again
+            os.ftruncate(file.fileno(), 0)
+            os.pwrite(file.fileno(), str(os.getpid()).encode(), 0)
+        except OSError as exc:  # a full disk takes the lock's name but not its one line
+            os.unlink(self.path)  # ours and locked: no other fit is using it
+            file.close()
+            raise OptionError(f"cannot write {self.path}: {exc.strerror or exc}; free some space, or choose "
+                              "another {out}", "out") from None
         self.file = file
         return self
 

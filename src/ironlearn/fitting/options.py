@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import reprlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,15 +86,27 @@ def _check_positive(name: str, value, integer: bool, low: int = 1) -> None:
         raise OptionError(f"{{{name}}} must be a positive number (got {value})", name)
 
 
-def _check_limits(options: FitOptions) -> None:
-    given = {name: getattr(options, name) for name in LIMITS}
-    limits = dict(LIMITS)
-    for name, value in options.model_options.items():
-        given[name], limits[name] = value, OPTIONS[name].limit
-    for name, value in given.items():
-        if value is not None and limits[name] is not None and value > limits[name]:
-            raise OptionError(f"{{{name}}} {value:g} is beyond what makes sense (at most {limits[name]:g}); "
-                              "check the value", name)
+def _check_limit(name: str, value, limit) -> None:
+    if value is not None and limit is not None and value > limit:
+        shown = f"{value:g}" if is_finite(value) else reprlib.repr(value)  # an int past float's range has no :g
+        raise OptionError(f"{{{name}}} {shown} is beyond what makes sense (at most {limit:g}); check the value", name)
+
+
+def check_model_option(name: str, value) -> None:
+    """Raise :class:`OptionError` unless ``value`` is one the model option ``name`` takes (None:
+    the preset's default): its type, its lower bound, its limit and its choices."""
+    option = OPTIONS[name]
+    if value is None:
+        return
+    if option.type is str and not isinstance(value, str):
+        raise OptionError(f"{{{name}}} must be text (got {value!r})", name)
+    if option.type is not str:
+        _check_positive(name, value, integer=option.type is int, low=0 if option.zero else 1)
+        _check_limit(name, value, option.limit)
+    if option.choices is not None and value not in option.choices:
+        valid = option.choices
+        allowed = f"lie in {valid[0]}..{valid[-1]}" if isinstance(valid, range) else f"be one of {', '.join(valid)}"
+        raise OptionError(f"{{{name}}} must {allowed} (got {value})", name)
 
 
 def plain_numbers(options: FitOptions) -> FitOptions:
@@ -130,14 +143,9 @@ def validate(options: FitOptions) -> None:
     if size is not None and min(size if isinstance(size, tuple) else [size]) < 1:
         raise OptionError(f"{{size}} must be at least 1 (got {size!r})", "size")
     for name, value in options.model_options.items():
-        if OPTIONS[name].type is not str:
-            _check_positive(name, value, integer=OPTIONS[name].type is int, low=0 if OPTIONS[name].zero else 1)
-    _check_limits(options)
-    for name, value in options.model_options.items():
-        valid = OPTIONS[name].choices
-        if value is not None and valid is not None and value not in valid:
-            allowed = f"lie in {valid[0]}..{valid[-1]}" if isinstance(valid, range) else f"be one of {', '.join(valid)}"
-            raise OptionError(f"{{{name}}} must {allowed} (got {value})", name)
+        check_model_option(name, value)
+    for name, limit in LIMITS.items():
+        _check_limit(name, getattr(options, name), limit)
     lr_min = options.lr_min
     if lr_min is not None and not (is_finite(lr_min) and lr_min >= 0):
         raise OptionError(f"{{lr_min}} must be zero or a positive number (got {lr_min!r})", "lr_min")

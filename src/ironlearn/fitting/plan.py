@@ -19,7 +19,7 @@ from ..image.io import MODES
 from ..image.sampling import FILTERS
 from ..image.timelapse import frame_steps
 from ..optim import constant, cosine, warmup_cosine
-from .options import SCHEDULES, FitOptions, UsageError
+from .options import SCHEDULES, FitOptions, UsageError, check_model_option
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
 from .regimes import PIXEL_SPLINE, Regime, drawn_thumbnail, regime_of, vertex_per_pixel
 
@@ -46,6 +46,15 @@ def _number(low, none=False):
     return lambda v: (none and v is None) or (is_finite(v) and v >= low)
 
 
+def _takes(name: str, value) -> bool:
+    """Whether the model option ``name`` takes ``value``, as a fit given it would check it."""
+    try:
+        check_model_option(name, value)
+    except OptionError:
+        return False
+    return True
+
+
 def _one_of(choices):
     return lambda v: v in choices
 
@@ -57,7 +66,7 @@ _SAVED = {
     "fingerprint": lambda v: isinstance(v, str),
     "model": _one_of(PRESETS), "mode": _one_of(MODES), "schedule": _one_of((None, *SCHEDULES)),
     "filter": lambda v: v is None or v in FILTERS,
-    "model_options": lambda v: isinstance(v, dict) and all(k in OPTIONS for k in v),
+    "model_options": lambda v: isinstance(v, dict) and all(k in OPTIONS and _takes(k, v[k]) for k in v),
     "batch_size": _whole(0), "seed": _whole(0, none=True), "steps": _whole(1, none=True),
     "lr": _number(1e-30), "lr_min": _number(0), "time_budget": _number(1e-30, none=True),
     "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),

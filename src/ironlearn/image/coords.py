@@ -12,7 +12,11 @@ pixel centres, spread over ``[x0, x1] x [y0, y1]`` instead of ``[-1, 1]**2``
 
 from __future__ import annotations
 
+import reprlib
+
 import numpy as np
+
+from ..checks import is_finite, is_number
 
 
 FULL_VIEW = (-1.0, -1.0, 1.0, 1.0)
@@ -41,13 +45,15 @@ def parse_view(text: str) -> tuple[float, float, float, float]:
 def check_view(view, text: str | None = None) -> tuple[float, float, float, float]:
     """``view`` ``(x0, y0, x1, y1)`` as floats if it is one (four finite numbers, x0 < x1 and y0 < y1,
     within +-:data:`VIEW_LIMIT`); else ValueError quoting ``text`` (default: the numbers)."""
-    try:
-        values = tuple(float(v) for v in view)
-    except (TypeError, ValueError):
-        raise ValueError(f"view {view!r} is not x0,y0,x1,y1 (four numbers)") from None
+    # A bool is no coordinate, and an int past a float's range (10**400) is no finite one: float()
+    # would raise OverflowError for it.
+    if not isinstance(view, (tuple, list)) or len(view) != 4 or not all(is_number(v) for v in view):
+        raise ValueError(f"view {reprlib.repr(view) if text is None else text!r} is not x0,y0,x1,y1 (four numbers)")
+    if not all(is_finite(v) for v in view):
+        shown = ",".join(reprlib.repr(v) for v in view) if text is None else text
+        raise ValueError(f"view {shown!r} is not x0,y0,x1,y1 (four finite numbers)")
+    values = tuple(float(v) for v in view)
     text = text if text is not None else ",".join(f"{v:g}" for v in values)
-    if len(values) != 4 or not all(np.isfinite(values)):
-        raise ValueError(f"view {text!r} is not x0,y0,x1,y1 (four finite numbers)")
     if max(abs(v) for v in values) > VIEW_LIMIT:
         raise ValueError(f"view {text!r} reaches past +-{VIEW_LIMIT:g}; the picture spans [-1, 1] on each "
                          "axis, so give numbers near that")

@@ -7,6 +7,8 @@ modules are importable from here, the one door to pictures on disk.
 from __future__ import annotations
 
 import os
+import struct
+import zlib
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -20,6 +22,70 @@ from .pixel_csv import CSV_SUFFIXES, read_pixel_csv, read_pixel_levels, write_pi
 
 
 # -- images ------------------------------------------------------------------------------
+#: The image formats ironlearn reads (Pillow's names; MPO is how Pillow opens many phones' JPEGs).
+#: Pillow would open more, some through other programs (an EPS runs Ghostscript): none of them is
+#: tried on a file from elsewhere.
+READ_FORMATS = ("PNG", "JPEG", "MPO", "WEBP", "BMP", "TIFF", "GIF", "PPM")
+#: How the formats are named to people.
+READ_FORMATS_TEXT = "PNG, JPEG, WebP, BMP, TIFF, GIF or PPM"
+
+
+def _formats() -> list[str]:
+    """:data:`READ_FORMATS` that this Pillow has (a build may lack WebP)."""
+    Image.init()
+    return [name for name in READ_FORMATS if name in Image.OPEN]
+
+
+def _inflated_bytes(file) -> tuple[int, dict]:
+    """The bytes the image data of the PNG ``file`` (checked by Pillow) inflates to, counted a
+    piece at a time (none held), and its IHDR fields."""
+    file.seek(8)
+    _, _, width, height, depth, colour, _, _, interlace = struct.unpack(">I4sIIBBBBB", file.read(21))
+    header = dict(width=width, height=height, depth=depth, colour=colour, interlace=interlace)
+    file.seek(8)
+    inflate, total = zlib.decompressobj(), 0
+    while not inflate.eof:
+        head = file.read(8)
+        if len(head) < 8:
+            break
+        length, kind = struct.unpack(">I4s", head)
+        if kind == b"IDAT":
+            for left in range(length, 0, -(1 << 20)):
+                data = file.read(min(left, 1 << 20))
+                while data and not inflate.eof:
+                    total += len(inflate.decompress(data, 1 << 20))
+                    data = inflate.unconsumed_tail
+        else:
+            file.seek(length, os.SEEK_CUR)
+        file.seek(4, os.SEEK_CUR)  # the chunk's CRC (Pillow has checked it)
+    return total, header
+
+
+def _png_data_bytes(width: int, height: int, depth: int, colour: int, interlace: int) -> int:
+    """The bytes a PNG of these IHDR fields inflates to: each row's filter byte and samples, over
+    the seven passes of an interlaced one."""
+    bits = depth * {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(colour, 4)
+    passes = ([(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+              if interlace else [(0, 0, 1, 1)])
+    total = 0
+    for x0, y0, dx, dy in passes:
+        columns, rows = -(-(width - x0) // dx), -(-(height - y0) // dy)
+        if columns > 0 and rows > 0:
+            total += rows * (1 + -(-columns * bits // 8))
+    return total
+
+
+def _check_png_whole(path: str) -> None:
+    """Refuse a PNG whose image data stops before its last row: Pillow draws the rows it never
+    got black and says nothing (a 167-byte file declaring 10000x10000 read as a picture)."""
+    with open(path, "rb") as file:
+        got, header = _inflated_bytes(file)
+    expected = _png_data_bytes(**header)
+    if got < expected:
+        raise InputError(f"{path}: the image is truncated or corrupt (its pixel data stops after {got:,} of "
+                         f"{expected:,} bytes); re-export it")
+
+
 def _over_limit(path: str, width: int, height: int, max_pixels: int, what: str = "declares",
                 flag: str | None = "--max-pixels") -> InputError:
     """The error for a picture past ``max_pixels``; ``flag`` is the option that raises the limit
@@ -48,18 +114,20 @@ def _open(path: str, max_pixels: int = MAX_PIXELS, flag: str | None = "--max-pix
         # Pillow's decompression-bomb guard is ours to apply: the declared size is checked below,
         # before anything is decoded, with a message that names the limit the user set.
         Image.MAX_IMAGE_PIXELS = None
-        image = Image.open(path)
+        image = Image.open(path, formats=_formats())
         width, height = image.size
         if width * height > max_pixels:
             raise _over_limit(path, width, height, max_pixels, flag=flag)
         notes = _notes(path, image)  # before load(), which forgets how the file stores its samples
+        if image.format == "PNG":
+            _check_png_whole(path)
         image.load()
     except InputError:
         raise
     except PermissionError:
         raise InputError(f"{path}: permission denied; make the file readable (chmod +r) or copy it") from None
     except UnidentifiedImageError:
-        raise InputError(f"{path} is not an image Pillow can read; give a PNG, JPEG, WebP, BMP, ... "
+        raise InputError(f"{path} is not a picture ironlearn reads; give a {READ_FORMATS_TEXT} file, "
                          "or a pixel CSV (.csv)") from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise InputError(f"{path}: the image is truncated or corrupt ({exc}); re-export it") from None
@@ -171,13 +239,16 @@ def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
 
 
 def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = MAX_PIXELS,
-                 flag: str | None = "--max-pixels") -> Picture:
+                 flag: str | None = "--max-pixels", max_enlarged: int | None = None) -> Picture:
     """Read an image or pixel CSV, resized to ``size`` and converted to ``mode``.
 
     ``mode`` None means rgb for colour images, gray otherwise (binary for a
     binary CSV).  ``size`` is N (longest side, aspect kept) or (W, H).  Files that
     declare more than ``max_pixels`` are refused before they are decoded, with a message that
-    says to raise ``flag`` (None: a command without one).
+    says to raise ``flag`` (None: a command without one).  With ``max_enlarged``, a ``size`` of
+    more pixels than both the file's own and ``max_enlarged`` is refused before any resize (for
+    a size read from a file from elsewhere: a model's settings claiming 100 MP made ``view``
+    resize any picture to it, 2.3 GB).
     """
     path = os.fspath(path)
     if mode is not None and mode not in MODES:
@@ -201,6 +272,9 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
     target_w, target_h = scaled_size(width, height, size)
     if min(target_w, target_h) < MIN_SIDE:
         raise InputError(f"--size gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side")
+    if max_enlarged is not None and target_w * target_h > max(width * height, max_enlarged):
+        raise InputError(f"{path}: a size of {target_w}x{target_h} enlarges its {width}x{height} pixels past "
+                         f"{megapixels(max_enlarged)}")
     if target_w * target_h > max_pixels:
         raise InputError(f"--size gives {target_w}x{target_h} pixels, more than ironlearn reads "
                          f"({megapixels(max_pixels)}); choose a smaller size or raise --max-pixels")

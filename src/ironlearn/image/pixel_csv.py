@@ -167,7 +167,8 @@ def _survey_csv(path: str, file, ncols: int) -> tuple[int, int, int, str]:
             raise InputError(f"{path}, line {_line_number(lines, first, int(np.argmax(bad)))}: coordinates must "
                              "be whole numbers from 0")
         rows += len(table)
-        width, height = max(width, coords[:, 0].max() + 1), max(height, coords[:, 1].max() + 1)
+        # Python's integers: x = 2**63 - 1 plus one wrapped int64 round to a width of 0 or below
+        width, height = max(width, int(coords[:, 0].max()) + 1), max(height, int(coords[:, 1].max()) + 1)
         binary = binary and bool(np.isin(values, (0, 1)).all())
         low, high = min(low, values.min()), max(high, values.max())
     if not rows:

@@ -213,10 +213,12 @@ def _read_meta(path: str, archive):
         raise _unreadable(path, "its metadata is not JSON") from None
 
 
-#: Settings that ironlearn's commands read besides ``size``, with their types (None: unset).
+#: Settings that ironlearn's commands read besides ``size``, with their types.
 _SETTINGS = {"input": (str, "a path"), "fingerprint": (str, "text"), "mode": (str, "text"), "model": (str, "text"),
              "model_options": (dict, "a mapping"), "metrics": (dict, "a mapping"),
              "train_seconds": ((int, float), "a number")}
+#: Those of them a fit may leave null (a picture given as an array has no path).
+_NULLABLE = ("input", "fingerprint")
 
 
 def _is_count(value, low: int) -> bool:
@@ -257,7 +259,8 @@ def _check_meta(path: str, meta, members: dict) -> None:
     ]
     if isinstance(settings, dict):
         fields += [(f"settings.{key}", settings[key], isinstance(settings[key], kind), wanted)
-                   for key, (kind, wanted) in _SETTINGS.items() if settings.get(key) is not None]
+                   for key, (kind, wanted) in _SETTINGS.items()
+                   if key in settings and not (settings[key] is None and key in _NULLABLE)]
     for name, value, right, wanted in fields:
         if not right:
             raise _edited(path, f"its {name} is {reprlib.repr(value)}, not {wanted}")

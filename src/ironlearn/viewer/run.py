@@ -32,6 +32,9 @@ from .plan import ViewerError
 
 MAX_ORIGINAL_SIDE = 2048  # the comparison picture is downscaled beyond this (it is drawn at the same pan/zoom anyway)
 MAX_EMBEDDED_BYTES = 32 << 20  # a time-lapse or plot larger than this stays out of the page
+#: The most pixels a run's training picture is enlarged to, to check it is the one fitted: past its
+#: own size, a size read from the model (which anyone may edit) must not cost more than this.
+MAX_ENLARGED = 1 << 22
 # The final model first; a run still training has only its checkpoint.
 MODEL_NAMES = (run_folder.MODEL, run_folder.CHECKPOINT)
 
@@ -132,7 +135,7 @@ def _original(settings: dict, max_side: int, notes: list, wanted: bool) -> str |
         return None
     try:
         # As the network saw it: resized to the training size and in the training mode.
-        picture = load_picture(path, mode=settings.get("mode"), size=tuple(size))
+        picture = load_picture(path, mode=settings.get("mode"), size=tuple(size), max_enlarged=MAX_ENLARGED)
         fitted_on = fingerprint(picture) == settings["fingerprint"]
     except (InputError, OSError, ValueError, TypeError):  # TypeError: a size that is not two numbers
         fitted_on = False
