@@ -224,6 +224,33 @@ def test_a_damaged_file_dropped_on_the_page_says_so(browser, files, tmp_path):
     assert not ready and error.startswith("broken.ilc: ") and shown == error
 
 
+def test_a_dropped_file_is_decoded_off_the_main_thread_and_a_near_free_one_refused_at_once(browser, files, tmp_path):
+    """A valid 352-byte file of near-free zeros blocked the tab's main thread for 54 s and took 6 GB:
+    the page now refuses it from its header, as Python does (bitstream.most_latents), and decodes
+    any file in a worker, never calling the decoder on the page's own thread."""
+    from test_crafted_files import _near_free
+
+    app, paths = files
+    bomb = tmp_path / "near-free.ilc"
+    bomb.write_bytes(_near_free(8192, 8192, 1, 2, coded={1}))
+    with pytest.raises(codec.CodecError) as refused:
+        codec.read_header(bomb.read_bytes())
+    for path, error in ((paths["photo"], None), (bomb, f"near-free.ilc: {refused.value}")):
+        page = browser.new_page()
+        try:
+            page.add_init_script("""(() => { const Made = window.Worker; window.workersMade = 0;
+                window.Worker = class extends Made { constructor(...a) { super(...a); window.workersMade += 1; } }; })()""")
+            page.goto(app.as_uri())
+            page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.waiting")
+            page.evaluate("""() => { const read = IL.readIlc; window.readHere = 0;
+                IL.readIlc = (...a) => { window.readHere += 1; return read(...a); }; }""")
+            page.set_input_files("#file", str(path))
+            page.wait_for_function(f"({READY}) || window.ironlearnViewer.error", timeout=60_000)
+            assert page.evaluate("[window.workersMade, window.readHere, window.ironlearnViewer.error]") == [1, 0, error]
+        finally:
+            page.close()
+
+
 # -- the command, without a browser ----------------------------------------------------------------
 def test_view_app_writes_one_small_page(tmp_path, capsys, files):
     page = tmp_path / "viewer.html"

@@ -29,7 +29,7 @@ from .plan import ROW_TEXELS, Plan, ViewerError, build_picture_plan, build_plan,
 from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
 from .shader import fragment_shader, template
 
-#: The page's script files, inlined in this order into one <script>.
+#: The page's script files, inlined in this order, each in a <script> named by its ``data-file``.
 SCRIPTS = ("network.js", "unpack.js", "painter.js", "viewer.js")
 #: The page for any compressed file (``view --app``) also reads and draws the file itself.
 APP_SCRIPTS = ("network.js", "unpack.js", "ilcfile.js", "ilcdecode.js", "picture.js", "painter.js", "viewer.js")
@@ -174,7 +174,7 @@ def render_page(data: dict, scripts=SCRIPTS) -> str:
     # "<" escaped inside the JSON so no string in it can close the <script> block.
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     values = {"@title": html.escape(data["title"]), "/*@style*/": _static("viewer.css"), "/*@data*/": blob,
-              "/*@script*/": "\n".join(_static(name) for name in scripts)}
+              "/*@script*/": "\n".join(f'<script data-file="{name}">\n{_static(name)}</script>' for name in scripts)}
     page = _static("viewer.html")
     for marker in values:
         if page.count(marker) != 1:

@@ -72,6 +72,49 @@ IL.show = function (data, unpacked, options, api) {
   }, (error) => IL.refuse(api, error));
 };
 
+// The page's scripts a decoding worker is made of: the decoder and what it reads, none touching the page.
+IL.WORKER_SCRIPTS = ["network.js", "unpack.js", "ilcfile.js", "ilcdecode.js"];
+
+// IL.readIlc in a worker made of the page's own scripts, so that decoding a file, however long it
+// takes, never freezes the page; in this thread where no worker can start. A refusal comes back as
+// the same IL.FileRefused.
+IL.readIlcOffThread = function (bytes, codec) {
+  const sources = IL.WORKER_SCRIPTS.map((name) => document.querySelector(`script[data-file="${name}"]`));
+  if (typeof Worker === "undefined" || sources.some((script) => !script)) return IL.readIlc(bytes, codec);
+  const answer = `self.onmessage = async (event) => {
+    try {
+      self.postMessage({ picture: await IL.readIlc(event.data.bytes, event.data.codec) });
+    } catch (error) {
+      self.postMessage({ error: { refused: error instanceof IL.FileRefused, name: error.name, message: error.message } });
+    }
+  };`;
+  const url = URL.createObjectURL(new Blob([...sources.map((script) => script.textContent), answer],
+                                           { type: "text/javascript" }));
+  return new Promise((resolve, reject) => {
+    let worker;
+    try {
+      worker = new Worker(url);
+    } catch (error) {  // a policy that forbids workers from blob: URLs
+      URL.revokeObjectURL(url);
+      resolve(IL.readIlc(bytes, codec));
+      return;
+    }
+    const done = () => { worker.terminate(); URL.revokeObjectURL(url); };
+    worker.onmessage = ({ data }) => {
+      done();
+      if (!data.error) resolve(data.picture);
+      else if (data.error.refused) reject(new IL.FileRefused(data.error.message));
+      else reject(Object.assign(new Error(data.error.message), { name: data.error.name }));
+    };
+    worker.onerror = (event) => {  // the worker could not start: decode here instead
+      event.preventDefault();
+      done();
+      resolve(IL.readIlc(bytes, codec));
+    };
+    worker.postMessage({ bytes, codec });
+  });
+};
+
 // The page for any compressed file (ironlearn view --app): it waits for an .ilc file, dropped on it or
 // picked, decodes it here (ilcdecode.js) and draws it as the file's own page would (picture.js). A
 // file it cannot read is refused in one line, and the page waits for another. Each picture gets a
@@ -93,7 +136,7 @@ IL.app = function (data, options, api) {
         throw new IL.FileRefused(`it has ${IL.withCommas(file.size)} bytes, over the `
           + `${IL.withCommas(IL.ILC.MAX_FILE_BYTES)} ironlearn reads: it is not a compressed picture; ${IL.ILC.FOREIGN_HINT}`);
       }
-      const picture = await IL.readIlc(new Uint8Array(await file.arrayBuffer()), data.codec);
+      const picture = await IL.readIlcOffThread(new Uint8Array(await file.arrayBuffer()), data.codec);
       drawn = IL.pictureData(picture, data.codec, file.name);
     } catch (error) {
       const why = error instanceof IL.FileRefused ? error.message
