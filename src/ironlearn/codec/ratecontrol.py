@@ -152,17 +152,28 @@ def analyse_at_rate(picture, levels, bits, clock: Clock, reserve: float = 0.0, a
     return analyse(picture, math.exp(high if step <= low else step), levels)  # time is up: the next guess
 
 
+def trade(mse: float, rate: float, lmbda: float) -> float:
+    """What lambda's rule minimises: ``mse + lmbda * rate`` (``rate`` in bits a pixel), divided
+    by ``lmbda`` where it is above 1.  The quotient ranks the same, and stays finite however
+    large ``lmbda`` is: 1e308 times 2 bits a pixel is inf, and infinities tie whatever the
+    rates."""
+    if lmbda <= 1:
+        return mse + lmbda * rate
+    return mse / lmbda + rate
+
+
 def analyse_at_lambda(picture, levels, lmbda, clock: Clock, reserve: float = 0.0, progress=None) -> Pyramid:
-    """The pyramid whose step minimises ``distortion + lmbda * bits per pixel``: golden-section
-    search on the log-step in :data:`LAMBDA_ANALYSES` analyses, stopped early where one more
-    analysis (two, with the last) and ``reserve`` more would pass the ``clock``'s deadline."""
+    """The pyramid whose step minimises ``distortion + lmbda * bits per pixel`` (:func:`trade`):
+    golden-section search on the log-step in :data:`LAMBDA_ANALYSES` analyses, stopped early where
+    one more analysis (two, with the last) and ``reserve`` more would pass the ``clock``'s
+    deadline."""
     pixels = picture.shape[0] * picture.shape[1]
     done = [0]
 
     def cost(log_step):
         with clock.timing():
             pyramid = analyse(picture, math.exp(log_step), levels)
-            value = distortion(picture, pyramid) + lmbda * latent_bits(pyramid) / pixels
+            value = trade(distortion(picture, pyramid), latent_bits(pyramid) / pixels, lmbda)
         done[0] += 1
         if progress is not None:
             progress("rate-distortion search", done[0], LAMBDA_ANALYSES, None)

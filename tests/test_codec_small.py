@@ -1,0 +1,120 @@
+"""The codec on pictures of a few hundred pixels, where a file's header and an MLP's weights
+outweigh its latents: no file with an MLP, nor the pyramid with its filters, beats the file
+kept on both size and quality, and on these pictures a larger lambda never gives a larger file.
+
+The MLP trains a fixed number of steps on a made-up clock (:func:`quick_train`), so that these
+encodes are short and the same each run.
+"""
+
+import dataclasses
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from helpers import waves
+from ironlearn import codec
+from ironlearn.cli import main
+from ironlearn.codec import encoder
+from ironlearn.codec.bitstream import read, write
+from ironlearn.codec.pyramid import MAX_LEVELS
+from ironlearn.codec.ratecontrol import Clock
+from ironlearn.image.metrics import psnr_from_mse
+
+real_train = encoder.train
+
+
+def quick_train(inputs, residual, seconds, seed, progress, held_back=0):
+    """The MLP's training with a clock that moves 1/150 s a reading: about 50 steps after the
+    100 held back, whatever ``seconds`` and the machine."""
+    clock = functools.partial(next, itertools.count(0.0, 1 / 150))
+    return real_train(inputs, residual, 1.0, seed, progress, clock=clock, held_back=held_back)
+
+
+def measured(job, pyramid, network) -> tuple:
+    """``(bytes, PSNR in dB)`` of a candidate's file."""
+    data = write(pyramid, network)
+    return len(data), psnr_from_mse(encoder._decoded_error(read(data), job.target))
+
+
+def beaten_by(size, psnr, files) -> list:
+    """The ``(bytes, dB)`` of ``files`` that are both smaller and better than ``(size, psnr)``."""
+    return [(s, p) for s, p in files if s < size and p > psnr + 1e-9]
+
+
+def test_a_huge_lambda_ranks_the_smallest_file_first():
+    """``lmbda * rate`` overflows to inf past 1.8e308 / rate: every file tied and the first tried
+    (the largest, an MLP's) won."""
+    from ironlearn.codec.encoder import _cost
+
+    files = [(3.0, 1e-3), (2.0, 2e-3), (2.5, 1e-4)]  # (bits a pixel, mean squared error)
+    for lmbda in (1e300, 1e308, np.finfo(float).max):
+        assert min(files, key=lambda f: _cost(*f, bpp=None, lmbda=lmbda)) == (2.0, 2e-3)
+    same_size = [(2.0, 3e-3), (2.0, 1e-3)]
+    assert min(same_size, key=lambda f: _cost(*f, bpp=None, lmbda=1e308)) == (2.0, 1e-3)
+    assert min(files, key=lambda f: _cost(*f, bpp=None, lmbda=1e-4)) == (2.5, 1e-4)  # small lambdas as before
+
+
+def test_a_file_with_an_mlp_that_costs_bits_and_quality_loses_to_the_pyramid_when_time_runs_out(monkeypatch):
+    """The files are written after the deadline (the MLP's rounding overran it on a small
+    picture): the pyramid with its filters is still written and measured beside the MLP's."""
+    monkeypatch.setattr(encoder, "train", quick_train)
+    job = encoder._arguments(waves(32, 32, 3), 2.0, None, 30.0, MAX_LEVELS, 0, None)
+    candidates = encoder._candidates(job)
+    files = [measured(job, pyramid, network) for pyramid, network, _ in candidates]
+    with_mlp = [file for file, (_, network, _) in zip(files, candidates) if network is not None]
+    assert with_mlp and all(beaten_by(*file, files) for file in with_mlp)  # what this test is about
+
+    kept = encoder._cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates)
+    assert kept.steps == 0 and kept.mlp_tried
+    assert not beaten_by(len(kept.data), kept.psnr, files[1:])  # all but the fallback, unfiltered
+
+
+@pytest.mark.parametrize("shape, bpp", [((16, 16, 1), 0.5), ((32, 32, 3), 2.0)])
+def test_a_tiny_pictures_file_is_beaten_by_no_file_with_an_mlp_or_the_filtered_pyramid(monkeypatch, shape, bpp):
+    """An encode in real time, its MLP trained until the time is up (a second)."""
+    made = []
+
+    def cheapest(job, candidates):
+        made.extend(measured(job, pyramid, network) for pyramid, network, _ in candidates)
+        return real_cheapest(job, candidates)
+
+    real_cheapest = encoder._cheapest
+    monkeypatch.setattr(encoder, "_cheapest", cheapest)
+    kept = codec.compress_array(waves(*shape), bpp=bpp, seconds=1.0)
+    assert not beaten_by(len(kept.data), kept.psnr, made[1:])
+
+
+@pytest.mark.parametrize("shape", [(16, 16, 1), (16, 24, 3)])
+def test_a_larger_lambda_never_gives_a_larger_file(monkeypatch, shape):
+    """From the useful range to the largest float (where ``lmbda * rate`` overflows to inf: every
+    file tied, and the MLP's, its weights rounded to the finest step, was kept at 853 B where
+    lambda 12 gave 125)."""
+    monkeypatch.setattr(encoder, "train", quick_train)
+    picture = waves(*shape)
+    sizes = [len(codec.encode(picture, lmbda=lmbda, seconds=30.0))
+             for lmbda in (1e-3, 1e-2, 1.0, 12.0, 1e10, 1e308)]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_a_target_missed_on_a_tiny_picture_keeps_the_smallest_file(tmp_path, monkeypatch, capsys):
+    """Its note says the file is the smallest tried; the pyramid's file is among those tried,
+    and so is the MLP's, whose loss the command reports."""
+    monkeypatch.setattr(encoder, "train", quick_train)
+    made = []
+
+    def late(job, candidates):  # the files written after the deadline
+        made.extend(measured(job, pyramid, network) for pyramid, network, _ in candidates)
+        return real_cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates)
+
+    real_cheapest = encoder._cheapest
+    monkeypatch.setattr(encoder, "_cheapest", late)
+    Image.fromarray(waves(32, 32, 3)).save(tmp_path / "tiny.png")
+    assert main(["compress", str(tmp_path / "tiny.png"), "-o", str(tmp_path / "t.ilc")]) == 0
+    said = capsys.readouterr().err
+    assert "this is the smallest of the files tried" in said
+    assert "pyramid alone (the MLP did not pay for its bits)" in said
+    size = (tmp_path / "t.ilc").stat().st_size
+    assert size <= min(s for s, _ in made[1:])  # the MLP's files and the pyramid with its filters
