@@ -6,6 +6,7 @@ byte for byte.
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -102,6 +103,27 @@ def test_compress_takes_only_a_bool_as_force(tmp_path):
         ironlearn.compress(waves(8, 8, 1), tmp_path / "user.ilc", seconds=0.1, force="False")
     assert (tmp_path / "user.ilc").read_bytes() == b"mine"
     ironlearn.compress(waves(8, 8, 1), tmp_path / "user.ilc", seconds=0.1, force=np.bool_(True))  # NumPy's bool is one
+
+
+# -- a port is a whole number from 0 to 65535 ------------------------------------------------------
+@pytest.mark.parametrize("port, error, message", [
+    (-1, ValueError, "port must be from 0 (any free port) to 65535 (got -1)"),
+    (70000, ValueError, "port must be from 0 (any free port) to 65535 (got 70000)"),
+    (True, TypeError, "port must be a whole number from 0 to 65535 (got True)"),
+    ("8000", TypeError, "port must be a whole number from 0 to 65535 (got '8000')"),
+    (80.0, TypeError, "port must be a whole number from 0 to 65535 (got 80.0)"),
+])
+def test_a_port_that_is_no_port_is_refused_as_the_command_refuses_it(made, tmp_path, port, error, message):
+    """fit(live=True, port=-1 or 70000) raised OverflowError; port=True served on port 1."""
+    from ironlearn.viewer import make_server
+
+    with pytest.raises(error) as raised:
+        ironlearn.fit(made / "pic.png", out=tmp_path / "run", steps=2, live=True, port=port, open_browser=False,
+                      **QUICK)
+    assert str(raised.value) == message
+    with pytest.raises(error, match=re.escape(message)):
+        make_server(made / "pic.png", port)  # what view --serve runs
+    assert not (tmp_path / "run").exists()
 
 
 # -- arrays given to compress() ------------------------------------------------------------------

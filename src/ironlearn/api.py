@@ -37,7 +37,7 @@ from .image.io import load_picture
 from .train import CheckpointError, load_checkpoint
 from .viewer import ViewerError
 from .viewer.live import LiveServer
-from .viewer.serve import announce
+from .viewer.serve import announce, check_port
 from .viewer.run import locate_model
 
 #: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
@@ -108,10 +108,10 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
     progress : bool
         Print the command's progress and messages on stderr (default: print nothing).
     live : bool
-        Show the fit learning on a page served on 127.0.0.1 (``port``, default 8000 or a free
-        one), as ``ironlearn fit --live`` does: its URL is printed, and opened in a browser unless
-        ``open_browser`` is False.  When the fit ends the page turns into the final model's
-        (waiting until an open page has loaded it, at most 5 s); then the server stops and fit() returns.
+        Show the fit learning on a page served on 127.0.0.1 at ``port`` (0 to 65535, 0 for any free
+        one; default 8000, or a free one when taken), as ``ironlearn fit --live`` does: its URL is printed,
+        and opened in a browser unless ``open_browser`` is False.  When the fit ends the page turns into
+        the final model's (waiting until an open page has loaded it, at most 5 s); then the server stops.
     **options
         Any option of ``ironlearn fit`` by its Python name: ``steps``, ``time_budget``,
         ``model``, ``mode``, ``size``, ``lr``, ``seed``, ``device``, ``resume``, ``force``, ...,
@@ -128,6 +128,7 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
         Bad options or files, with the command's one-line messages.
     """
     _check_flags(progress=progress, live=live, open_browser=open_browser, **{name: options[name] for name in FIT_FLAGS & set(options)})
+    check_port(port)
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
     if isinstance(options.get("size"), list):
         options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it

@@ -344,7 +344,28 @@ def blas_threads(threads: int | None):
     thread, 40 times beside a 2-thread job)."""
     if threads is None:
         return contextlib.nullcontext()
-    return blas_controller().limit(limits=threads, user_api="blas")
+    return _limited(threads)
+
+
+@contextlib.contextmanager
+def _limited(threads: int):
+    limiter = blas_controller().limit(limits=threads, user_api="blas")
+    try:
+        yield
+    finally:
+        limiter.restore_original_limits()
+        release_blas()
+
+
+def release_blas() -> None:
+    """Let any thread set the BLAS thread count again.  threadpoolctl (3.8 on) lets only the thread
+    that last set OpenBLAS's shared pool set it while that thread lives: a fit in another thread
+    (the API called from one, a live page's test) had its counts ignored and ran on what the main
+    thread left, with other last bits than the same fit in the main thread."""
+    for library in blas_controller().select(user_api="blas").lib_controllers:
+        clear = getattr(library, "clear_controlling_thread", None)
+        if clear is not None:
+            clear()  # only when this thread controls it
 
 
 @functools.cache

@@ -252,3 +252,49 @@ def test_a_timed_fit_whose_steps_slowed_down_says_so_in_its_closing_line(tmp_pat
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     done = [line for line in err.splitlines() if line.startswith("done:")]
     assert metrics["slowdown"] >= 1.5 and "took" in done[0] and "less of the machine" in done[0], err
+
+
+def test_a_fit_of_fixed_steps_is_the_same_bit_for_bit_resumed_or_in_another_thread(tmp_path):
+    """BLAS gives other last bits on two threads than on one, so a run of fixed steps keeps one
+    thread: measured, its resume would time its thread counts again and go another way.  And a
+    count set from a thread other than the one that last set it was ignored (threadpoolctl 3.8
+    lets one thread control OpenBLAS while it lives): the same fit in a thread ran on two."""
+    import signal
+    import threading
+
+    import numpy as np
+
+    from ironlearn.fitting import FitOptions, fit
+
+    picture = make_picture(tmp_path / "disc.png", size=24, colour=True)
+
+    def fitted(out, steps, resume=False, in_thread=False):
+        options = FitOptions(input=str(picture), out=str(tmp_path / out), steps=steps, device="cpu", quiet=True,
+                             resume=resume)
+        if in_thread:
+            thread = threading.Thread(target=lambda: fit(options, log=lambda m: None))
+            thread.start()
+            thread.join()
+        else:
+            fit(options, log=lambda m: None)
+        return load_checkpoint(tmp_path / out / "model.npz").model.named_arrays()
+
+    straight = fitted("straight", 30)
+    with pytest.MonkeyPatch.context() as patch:  # Ctrl-C after step 12: the fit saves and stops
+        from ironlearn.fitting import Interrupted
+        from ironlearn.train import Trainer
+
+        step = Trainer.train_step
+
+        def stopping(trainer):
+            step(trainer)
+            if trainer.step == 12:
+                os.kill(os.getpid(), signal.SIGINT)
+
+        patch.setattr(Trainer, "train_step", stopping)
+        with pytest.raises(Interrupted):
+            fitted("resumed", 30)
+    for got in (fitted("resumed", 30, resume=True), fitted("thread", 30, in_thread=True)):
+        assert got.keys() == straight.keys()
+        for name in straight:
+            np.testing.assert_array_equal(got[name], straight[name], err_msg=name)

@@ -129,6 +129,12 @@ def clean(out: str) -> None:
     remove_stale_temporaries(out, FILES)
 
 
+def busy(out: str, process: str) -> OptionError:
+    """The refusal of a fit in ``out``, whose lock ``process`` holds."""
+    return OptionError(f"another fit is running in {out} (process {process}); wait for it to finish, or choose "
+                       "another {out}", "out")
+
+
 class RunLock:
     """An exclusive advisory lock on ``out/.lock`` while a fit runs there, removed when it ends.
 
@@ -154,8 +160,7 @@ class RunLock:
                 file.seek(0)
                 holder = file.read().strip() or "another process"
                 file.close()
-                raise OptionError(f"another fit is running in {os.path.dirname(self.path)} (process {holder}); "
-                                  "wait for it to finish, or choose another {out}", "out") from None
+                raise busy(os.path.dirname(self.path), holder) from None
             # The holder before us may have removed the file between our open and our lock: then
             # we locked a file no one else can see, and must lock the one at the path instead.
             try:

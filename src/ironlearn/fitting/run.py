@@ -97,7 +97,8 @@ def fit(options: FitOptions, *, log=print, live=None) -> dict:
 def check_start(options: FitOptions) -> FitOptions:
     """``options`` with plain numbers, once what can be checked before loading anything holds: the
     options, the input is no run folder, and the run folder takes a new run (or holds one to
-    resume).  A live page calls it before its server starts, so that a refusal comes first."""
+    resume) and no other fit holds its lock.  A live page calls it before its server starts, so
+    that a refusal comes first."""
     options = plain_numbers(options)
     validate(options)
     if os.path.isdir(options.input) and os.path.isfile(os.path.join(options.input, folder.CHECKPOINT)):
@@ -106,6 +107,9 @@ def check_start(options: FitOptions) -> FitOptions:
         folder.check_resumable(options.run_folder)
     else:
         folder.check_new(options.run_folder, force=options.force, input=options.input)
+    running = folder.holder(options.run_folder)
+    if running is not None:  # RunLock's refusal, which would come only once the picture is loaded
+        raise folder.busy(os.path.dirname(os.path.join(options.run_folder, folder.LOCK)), running)
     return options
 
 
@@ -215,7 +219,12 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     when only a time budget was given); ``log`` gets its notes."""
     model = (saved.model if saved is not None else new_model(plan, picture)).to(backend)
     data = training_data(plan, picture, backend)
-    threads = ThreadPolicy() if backend.device == "cpu" else None
+    # BLAS gives other last bits on another thread count, so a run of fixed steps, whose resume and
+    # live page promise the same numbers, stays on one thread (what the measuring policy chooses for
+    # the hash grid, and as fast alone for SIREN at 256 px); a timed run, whose steps are the clock's
+    # anyway, takes whichever its steps show faster.
+    timed = plan.steps is None or plan.timed
+    threads = (ThreadPolicy() if timed else ThreadPolicy(fixed=1)) if backend.device == "cpu" else None
     calibrated_pace = calibrate(model, data, threads=threads) if plan.steps is None else None
     if calibrated_pace is not None:
         plan = plan.calibrated(calibrated_pace)

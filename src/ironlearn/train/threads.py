@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import statistics
 
-from ..backend import blas_controller
+from ..backend import blas_controller, release_blas
 
 #: Steps timed on each setting per measurement (alternating), and seconds of training between
 #: measurements: a neighbour that starts later is noticed within that time.
@@ -103,3 +103,4 @@ class ThreadPolicy:
         if self._applied is not None:
             self._applied.restore_original_limits()
             self._applied, self._running = None, None
+            release_blas()

@@ -25,7 +25,8 @@ The protocol (every request must carry a Host of this machine and port, as ``vie
     GET  /snapshot  the latest snapshot: application/octet-stream (little-endian float32) or
                     image/png, with headers X-Version, X-Step and, for a frame, X-View (x0,y0,x1,y1)
     POST /view      JSON {"view": [x0, y0, x1, y1], "width": W, "height": H}: the region a frame
-                    should show, and the canvas size (204)
+                    should show, and the canvas size (204); 400 and one line for any other body
+    HEAD            as GET, without the body
 
 When the fit ends, ``/`` becomes the viewer page of the run folder (as ``ironlearn view`` writes it)
 and ``/state`` says "done": the page reloads into it.  Ctrl-C or SIGTERM make it "stopped"; a fit
@@ -42,6 +43,8 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 
+from ..checks import is_whole
+from ..image.coords import check_view
 from ..signals import Terminated
 from .page import SCRIPTS, model_payload, payload, render_page
 from .plan import build_plan
@@ -62,6 +65,7 @@ WATCHING_SECONDS = 5.0  # a page that has not polled for this long is gone (a cl
 #: a page polls between its redraws, and a redraw without a GPU can take seconds.
 STOP_LINGER_SECONDS = WATCHING_SECONDS
 MAX_BODY = 1024  # bytes of a POST /view
+MAX_CANVAS = 16384  # pixels of a side of the canvas a POST /view may name
 #: The page until the fit has built its network: it reloads itself every second (by script: a meta
 #: refresh of an address with a #fragment, as #bare&size=... is, does not reload in Chromium).
 STARTING = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ironlearn: starting</title>"
@@ -229,16 +233,34 @@ class LiveServer:
         with self._lock:
             return self._snapshot
 
-    def ask(self, request: dict) -> None:
-        """A frame's region and size from the page; ValueError for anything else."""
-        view, width, height = request["view"], request["width"], request["height"]
-        if not (isinstance(view, list) and len(view) == 4 and all(isinstance(v, (int, float)) for v in view)
-                and all(math.isfinite(v) for v in view) and view[0] < view[2] and view[1] < view[3]):
-            raise ValueError("view must be [x0, y0, x1, y1], finite, with x0 < x1 and y0 < y1")
-        if not all(isinstance(n, int) and 1 <= n <= 16384 for n in (width, height)):
-            raise ValueError("width and height must be whole numbers from 1 to 16384")
+    def ask(self, view: tuple, width: int, height: int) -> None:
+        """A frame's region and size, as :func:`read_view` reads them from the page."""
         with self._lock:
-            self._asked = (tuple(float(v) for v in view), width, height)
+            self._asked = (view, width, height)
+
+
+def read_view(body: bytes) -> tuple:
+    """``(view, width, height)`` from the JSON body of a POST /view; ValueError, with one line, for
+    any other body (an attacker's: nested 1,000 deep, or of numbers past a float, included)."""
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON; arrays nested past Python's stack
+        request = None
+    if not isinstance(request, dict) or not {"view", "width", "height"} <= request.keys():
+        raise ValueError('the body must be JSON {"view": [x0, y0, x1, y1], "width": W, "height": H}')
+    view, width, height = check_view(request["view"]), request["width"], request["height"]
+    if not all(is_whole(n) and 1 <= n <= MAX_CANVAS for n in (width, height)):
+        raise ValueError(f"width and height must be whole numbers from 1 to {MAX_CANVAS}")
+    return view, width, height
+
+
+def content_length(declared: str | None) -> int:
+    """The bytes a POST's Content-Length declares; ValueError, with one line, unless it is plain
+    decimal digits from 1 to :data:`MAX_BODY` (``int()`` would raise for "abc" and "1e3", and take " +1_0")."""
+    digits = declared is not None and declared.isascii() and declared.isdigit()
+    if not (digits and len(declared) <= len(str(MAX_BODY)) and 1 <= int(declared) <= MAX_BODY):
+        raise ValueError(f"Content-Length must be a whole number of bytes from 1 to {MAX_BODY}")
+    return int(declared)
 
 
 def _name(settings: dict) -> str:
@@ -247,33 +269,35 @@ def _name(settings: dict) -> str:
 
 def _handler(live: LiveServer):
     class LiveHandler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (the http.server name)
+        def do_HEAD(self):  # noqa: N802 (the http.server name)
+            self.do_GET(with_body=False)
+
+        def do_GET(self, with_body: bool = True):  # noqa: N802
             if refused_host(self):
                 return
             path = self.path.split("?")[0]
             if path in ("/", "/index.html"):
                 page, last = live.page()
-                self._send(page, "text/html; charset=utf-8", {"Content-Security-Policy": POLICY})
-                live.delivered(last)
+                self._send(page, "text/html; charset=utf-8", {"Content-Security-Policy": POLICY}, with_body)
+                live.delivered(last and with_body)
             elif path == "/state":
                 state, last = live.state()
-                self._send(state, "application/json")
-                live.delivered(last)
+                self._send(state, "application/json", with_body=with_body)
+                live.delivered(last and with_body)
             elif path == "/snapshot" and live.snapshot() is not None:
-                self._send(*live.snapshot())
+                self._send(*live.snapshot(), with_body=with_body)
             else:
                 self.send_error(HTTPStatus.NOT_FOUND, "not here: this server answers /, /state, /snapshot, /view")
 
         def do_POST(self):  # noqa: N802
             if refused_host(self) or self._foreign():
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            if self.path != "/view" or not 0 < length <= MAX_BODY:
-                self.send_error(HTTPStatus.NOT_FOUND if self.path != "/view" else HTTPStatus.BAD_REQUEST)
+            if self.path != "/view":
+                self.send_error(HTTPStatus.NOT_FOUND, "only /view takes a POST")
                 return
             try:
-                live.ask(json.loads(self.rfile.read(length)))
-            except (ValueError, KeyError, TypeError) as exc:
+                live.ask(*read_view(self.rfile.read(content_length(self.headers.get("Content-Length")))))
+            except ValueError as exc:
                 self.send_error(HTTPStatus.BAD_REQUEST, explain=str(exc))
                 return
             self.send_response(HTTPStatus.NO_CONTENT)
@@ -287,7 +311,7 @@ def _handler(live: LiveServer):
             self.send_error(HTTPStatus.FORBIDDEN, "only this server's page may ask for a view")
             return True
 
-        def _send(self, body: bytes, kind: str, headers: dict | None = None):
+        def _send(self, body: bytes, kind: str, headers: dict | None = None, with_body: bool = True):
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -295,7 +319,8 @@ def _handler(live: LiveServer):
             for name, value in (headers or {}).items():
                 self.send_header(name, str(value))
             self.end_headers()
-            self.wfile.write(body)
+            if with_body:
+                self.wfile.write(body)
 
         def log_message(self, format, *args):  # one line per poll would bury the fit's progress
             pass

@@ -9,6 +9,12 @@ from anywhere can point a name of its own at 127.0.0.1 (DNS rebinding) and
 read what it fetches there.  Its requests carry that name in the Host header,
 so the page goes only to requests addressed to 127.0.0.1, localhost or [::1]
 at this port; any other Host, or none, gets 403.
+
+A client that opens connections and sends nothing (or a request's head, or a POST whose body never
+comes) holds a thread of the server while it waits.  So a connection is dropped when one read or
+write takes over :data:`REQUEST_SECONDS`, at most :data:`WORKERS` are served at once, and past that
+a new connection takes the place of the one open longest: hundreds of idle connections neither use
+up the process's threads nor keep a fresh page out.
 """
 
 from __future__ import annotations
@@ -16,12 +22,14 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import socket
 import sys
 import threading
 import webbrowser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..checks import is_whole
 from ..signals import Terminated
 from .plan import ViewerError
 
@@ -29,6 +37,23 @@ DEFAULT_PORT = 8000
 LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the only Host names answered
 #: Bytes of the page read and sent at a time: what each open request holds, whatever the page's size.
 SEND_PIECE = 1 << 20
+#: Seconds a connection may take over any one read or write (its request's head, a POST's body, a
+#: piece of the page, a live snapshot of up to 16 MiB) before it is dropped: a local browser takes
+#: milliseconds.
+REQUEST_SECONDS = 5.0
+#: Connections served at once, a thread each: a browser opens at most 6 to one server.
+WORKERS = 32
+
+
+def check_port(port) -> None:
+    """TypeError unless ``port`` is None or a whole number (``True`` would be port 1), ValueError
+    unless it is from 0 (any free port) to 65535, as ``--port`` is checked."""
+    if port is None:
+        return
+    if not is_whole(port):
+        raise TypeError(f"port must be a whole number from 0 to 65535 (got {port!r})")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be from 0 (any free port) to 65535 (got {port})")
 
 
 def local_hosts(port: int) -> set[str]:
@@ -50,10 +75,59 @@ def refused_host(handler: BaseHTTPRequestHandler) -> bool:
 
 
 class QuietServer(ThreadingHTTPServer):
+    """A thread per connection, at most :data:`WORKERS` at once, each connection dropped after
+    :data:`REQUEST_SECONDS` stalled in a read or write (the module's docstring says why); no
+    traceback for a client that hangs up or stalls."""
+
+    # Connections the system holds until they are accepted: past socketserver's 5, the next one of
+    # a burst would wait a second (the system drops its opening packet; the client sends it again).
+    request_queue_size = 128
+
+    def __init__(self, address, handler):
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(WORKERS)
+        self._open = {}  # the connections being served, oldest first (a dict keeps its order)
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            self._drop_oldest()
+            self._slots.acquire()  # as soon as the dropped connection's thread has ended
+        request.settimeout(REQUEST_SECONDS)
+        with self._open_lock:
+            self._open[request] = None
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started: it would never give its slot back
+            self._served(request)
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._served(request)
+
+    def _served(self, request) -> None:
+        with self._open_lock:
+            self._open.pop(request, None)
+        self._slots.release()
+
+    def _drop_oldest(self) -> None:
+        """Hang up the connection open longest, so that its thread's read or write ends at once: a
+        flood of idle connections costs a fresh one no wait."""
+        with self._open_lock:
+            oldest = next(iter(self._open), None)
+            try:
+                if oldest is not None:
+                    oldest.shutdown(socket.SHUT_RDWR)
+            except OSError:  # its thread has just closed it
+                pass
+
     def handle_error(self, request, client_address):
-        # A browser that hangs up (a closed tab, a cancelled load) is no error of ours: no
-        # traceback on the user's terminal.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        # A browser that hangs up (a closed tab, a cancelled load) or a client that stalls past
+        # REQUEST_SECONDS is no error of ours: no traceback on the user's terminal.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
             super().handle_error(request, client_address)
 
 
@@ -104,8 +178,10 @@ def make_server(page_path, port: int | None = None) -> ThreadingHTTPServer:
 
 def bind(handler, port: int | None = None) -> QuietServer:
     """A server of ``handler`` (a request handler class) on 127.0.0.1:``port``, or on 8000 or
-    (when taken) any free port; ViewerError when the port is taken or cannot be bound."""
-    for candidate in ([port] if port is not None else [DEFAULT_PORT, 0]):
+    (when taken) any free port; ViewerError when the port is taken or cannot be bound, TypeError or
+    ValueError when it is no port (:func:`check_port`)."""
+    check_port(port)
+    for candidate in ([int(port)] if port is not None else [DEFAULT_PORT, 0]):
         try:
             return QuietServer(("127.0.0.1", candidate), handler)
         except OSError as exc:

@@ -1,0 +1,177 @@
+"""The two servers (``view --serve`` and ``fit --live``) against clients that mean harm or stall:
+bodies and headers built to raise, hundreds of idle connections, a body that never comes.  Each
+answers in one line or hangs up, prints nothing on the terminal, and keeps serving a fresh page."""
+
+import importlib
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from helpers import make_picture, patience
+from ironlearn.cli import main
+from ironlearn.fitting import folder
+from ironlearn.viewer import make_server
+from ironlearn.viewer.live import MAX_BODY, LiveServer
+
+serve = importlib.import_module("ironlearn.viewer.serve")  # the package's name "serve" is the function
+
+PAGE = b"<!DOCTYPE html><title>the page</title>"
+
+
+@pytest.fixture(params=["view --serve", "fit --live"])
+def any_server(request, tmp_path):
+    """Either server, serving from a thread of this process; its port."""
+    if request.param == "fit --live":
+        with LiveServer(0) as live:
+            yield live.httpd.server_port
+        return
+    (tmp_path / "viewer.html").write_bytes(PAGE)
+    server = make_server(tmp_path / "viewer.html", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_port
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def live():
+    with LiveServer(0) as served:
+        yield served
+
+
+def exchange(port, raw: bytes, timeout=10.0) -> bytes:
+    """Send ``raw`` and read until the server hangs up; the whole answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as client:
+        client.sendall(raw)
+        answer = b""
+        while chunk := client.recv(1 << 16):
+            answer += chunk
+    return answer
+
+
+def post_view(port, body: bytes, length: str | None = None) -> bytes:
+    """A POST /view from this server's own page (right Host and Origin), with Content-Length ``length``."""
+    head = (f"POST /view HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body) if length is None else length}\r\n\r\n")
+    return exchange(port, head.encode() + body)
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+# -- 7: a POST /view built to raise ------------------------------------------------------------------
+HUGE = "9" * 400
+
+
+@pytest.mark.parametrize("body, length, why", [
+    (b"{}", "abc", "Content-Length must be a whole number of bytes"),
+    (b"{}", "1e3", "Content-Length must be a whole number of bytes"),
+    (b"{}", "+2", "Content-Length must be a whole number of bytes"),
+    (b"{}", str(MAX_BODY + 1), "Content-Length must be a whole number of bytes"),
+    (b"[" * 1000, None, "the body must be JSON"),
+    (b"\xff\xfe", None, "the body must be JSON"),
+    (f'{{"view": [{HUGE}, 0, {HUGE}1, 1], "width": 64, "height": 32}}'.encode(), None, "four finite numbers"),
+    (b'{"view": [0, 0, 1e400, 1], "width": 64, "height": 32}', None, "four finite numbers"),
+    (b'{"view": [true, 0, 1, 1], "width": 64, "height": 32}', None, "four numbers"),
+    (b'{"view": [0, 0, 1, 1], "width": true, "height": 32}', None, "width and height must be whole numbers"),
+    (b'{"view": [0, 0, 1, 1], "width": 64}', None, "the body must be JSON"),
+], ids=["letters", "exponent", "sign", "too long", "nested 1000 deep", "not UTF-8", "400 digits", "1e400",
+        "a bool", "a bool as width", "no height"])
+def test_a_view_built_to_raise_is_a_400_of_one_line_and_prints_nothing(live, capfd, body, length, why):
+    """Today's tracebacks on the fit's terminal (ValueError, RecursionError, OverflowError), and no answer."""
+    answer = post_view(live.httpd.server_port, body, length)
+    assert status_of(answer) == 400 and why.encode() in answer, answer[:300]
+    assert live.asked() is None
+    assert capfd.readouterr().err == ""
+
+
+def test_a_good_view_is_still_taken(live):
+    port = live.httpd.server_port
+    assert status_of(post_view(port, json.dumps({"view": [-1, -1, 1, 1], "width": 64, "height": 32}).encode())) == 204
+    assert live.asked() == ((-1.0, -1.0, 1.0, 1.0), 64, 32)
+
+
+# -- 8: idle connections, and a body that never comes ----------------------------------------------
+def test_hundreds_of_idle_connections_neither_keep_a_page_out_nor_use_up_threads(any_server, capfd):
+    """560 connections that sent a request's first line and stopped pinned a thread each (574
+    threads); new requests got empty replies and "can't start new thread" tracebacks."""
+    port = any_server
+    before = threading.active_count()
+    idle = []
+    try:
+        for _ in range(200):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+            idle[-1].sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+        began = time.monotonic()
+        answer = exchange(port, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        took = time.monotonic() - began
+        threads = threading.active_count()
+    finally:
+        for client in idle:
+            client.close()
+    assert status_of(answer) == 200 and took < patience(3), took
+    assert threads <= before + serve.WORKERS + 1, threads  # the workers, and the fresh request's at most
+    assert capfd.readouterr().err == ""
+
+
+def hung_up_after(port, raw: bytes) -> float:
+    """Seconds until the server hangs up on a client that sent ``raw`` and then nothing."""
+    began = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(raw)
+        while client.recv(1024):
+            pass
+    return time.monotonic() - began
+
+
+def test_a_request_whose_head_never_ends_is_dropped(any_server, monkeypatch, capfd):
+    monkeypatch.setattr(serve, "REQUEST_SECONDS", 0.5)
+    took = hung_up_after(any_server, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{any_server}\r\n".encode())
+    assert 0.4 < took < patience(5), took  # not the 10 s this client would wait
+    assert capfd.readouterr().err == ""
+
+
+def test_a_post_whose_body_never_comes_is_dropped(live, monkeypatch, capfd):
+    monkeypatch.setattr(serve, "REQUEST_SECONDS", 0.5)
+    port = live.httpd.server_port
+    took = hung_up_after(port, f"POST /view HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 40\r\n\r\n"
+                               '{"view": '.encode())
+    assert 0.4 < took < patience(5), took
+    assert live.asked() is None and capfd.readouterr().err == ""
+
+
+# -- 11: HEAD, and a folder another fit holds ----------------------------------------------------------
+def test_the_live_server_answers_head_as_get_without_the_body(live):
+    """It answered 501, where view --serve answers as GET."""
+    port = live.httpd.server_port
+    for path in ("/", "/state"):
+        got = exchange(port, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        head = exchange(port, f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        assert status_of(head) == 200 and head.endswith(b"\r\n\r\n"), head
+        length = [line for line in head.split(b"\r\n") if line.startswith(b"Content-Length")]
+        assert length and length[0] in got
+    assert status_of(exchange(port, b"HEAD / HTTP/1.1\r\nHost: evil.example\r\n\r\n")) == 403
+    assert not live.ended.is_set()  # a HEAD delivers no page
+
+
+def test_live_into_a_folder_another_fit_holds_is_refused_before_any_url(capsys, tmp_path, monkeypatch):
+    """The URL was printed, and the page served, before the fit's lock refused the folder."""
+    import ironlearn
+
+    picture = make_picture(tmp_path / "disc.png", size=16)
+    out = tmp_path / "run"
+    out.mkdir()
+    served = []
+    monkeypatch.setattr(LiveServer, "__init__", lambda self, port: served.append(port))
+    with folder.RunLock(str(out)):  # another fit's, as far as the lock can tell
+        assert main(["fit", str(picture), "--out", str(out), "--live", "--no-browser", "--port", "0"]) == 2
+        captured = capsys.readouterr()
+        with pytest.raises(ValueError, match="another fit is running in"):
+            ironlearn.fit(picture, out, steps=3, live=True, port=0, open_browser=False)
+    err = captured.err.strip().splitlines()
+    assert served == [] and captured.out == "" and len(err) == 1, captured
+    assert err[0].startswith(f"ironlearn fit: error: another fit is running in {out} (process ") and "--out" in err[0]
