@@ -126,6 +126,15 @@ def test_a_port_that_is_no_port_is_refused_as_the_command_refuses_it(made, tmp_p
     assert not (tmp_path / "run").exists()
 
 
+def test_a_port_without_the_live_page_is_refused_as_the_command_refuses_it(made, tmp_path):
+    """fit(port=9000) without live=True was taken and ignored; --port without --live is refused."""
+    from ironlearn.fitting import UsageError
+
+    with pytest.raises(UsageError, match="port is for the live page; add live=True"):
+        ironlearn.fit(made / "pic.png", out=tmp_path / "run", steps=2, port=9000, **QUICK)
+    assert not (tmp_path / "run").exists()
+
+
 # -- arrays given to compress() ------------------------------------------------------------------
 @pytest.mark.parametrize("values, options, message", [
     (np.zeros((0, 0, 3)), {}, "the picture is empty"),

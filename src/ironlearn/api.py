@@ -129,6 +129,8 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
     """
     _check_flags(progress=progress, live=live, open_browser=open_browser, **{name: options[name] for name in FIT_FLAGS & set(options)})
     check_port(port)
+    if port is not None and not live:
+        raise UsageError("port is for the live page; add live=True, or drop port")
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
     if isinstance(options.get("size"), list):
         options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
