@@ -95,6 +95,13 @@ class Run:
         return {name: path for name, path in found.items() if os.path.isfile(path)}
 
 
+def _check_port(port, live: bool) -> None:
+    """A port as ``--port`` is checked, and only for the live page, as the command takes it."""
+    check_port(port)
+    if port is not None and not live:
+        raise UsageError("port is for the live page; add live=True, or drop port")
+
+
 def fit(picture, out: str | None = None, *, progress: bool = False, live: bool = False, port: int | None = None,
         open_browser: bool = True, **options) -> Run:
     """Fit a network to ``picture`` (an image file or pixel CSV), as ``ironlearn fit`` does.
@@ -128,9 +135,7 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
         Bad options or files, with the command's one-line messages.
     """
     _check_flags(progress=progress, live=live, open_browser=open_browser, **{name: options[name] for name in FIT_FLAGS & set(options)})
-    check_port(port)
-    if port is not None and not live:
-        raise UsageError("port is for the live page; add live=True, or drop port")
+    _check_port(port, live)
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
     if isinstance(options.get("size"), list):
         options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
