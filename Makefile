@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-# The tests add pytest, hypothesis and Playwright, and the ray extra for fit-many's Ray tests,
+# The tests add pytest, hypothesis, Playwright and NVRTC (to compile the CUDA kernels), and the ray extra for fit-many's Ray tests,
 # which run a local Ray instance.
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[test,ray]'
