@@ -23,7 +23,7 @@ from . import container, entropy, portable
 from .container import CodecError
 from .decoded import Decoded
 from .header import Header, read_fields, refuse, write_header
-from .pyramid import CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, Pyramid, synthesis
+from .pyramid import CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, Pyramid, level_shape, synthesis
 from .quantise import best_log_scale
 from .ratecontrol import latent_models
 from .synthesis import DEPTH, WIDTH
@@ -232,10 +232,11 @@ def write(pyramid: Pyramid, network) -> bytes:
     None for no MLP).  Grids too sparse for their bits (:data:`LATENTS_PER_BIT`) are emptied,
     the sparsest first, so that the file is one :func:`read_header` accepts."""
     coded = ([] if network is None else network[1]) + _filter_codes(pyramid)
+    shapes = [level_shape(pyramid.height, pyramid.width, k) for k in range(pyramid.levels)
+              for _ in range(pyramid.channels)]  # level-major, as the header's grids
     while True:
         fields = _fields(pyramid, network, coded)
         sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], (b"", b""), container.VERSION)
-        shapes = [shape for k in range(pyramid.levels) for shape in [pyramid.latents[k].shape[1:]] * pyramid.channels]
         if _coded_latents(shapes, fields["grids"]) <= most_latents(len(sections[0])):
             return container.pack(write_header(fields), sections)
         pyramid = _emptied_sparsest(pyramid)
