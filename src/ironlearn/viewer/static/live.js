@@ -117,7 +117,8 @@ IL.live = function (data, api) {
     if (state.status === "done") return location.reload();  // the server now serves the final page
     if (state.status === "stopped") return end(state.message);
     try {
-      if (live.mode === "frames") await askView();
+      // A view the server refuses (400: past +-1000) keeps the frames coming, of the last view it took.
+      if (live.mode === "frames") await askView().catch((error) => console.info(`live: ${error.message}`));
       // A new snapshot once the last is drawn in full: a slow GPU shows fewer, never none whole.
       if (state.version && state.version !== api.live.version && api.ready) await draw();
     } catch (error) {
