@@ -29,9 +29,7 @@ _HOMES = {
     **dict.fromkeys(["Trainer", "load_checkpoint", "save_checkpoint"], "train"),
 }
 
-__all__ = ["Adam", "Run", "compress", "decompress", "fit", "load", "render", "Backend", "BackendError", "FourierFeatures", "HashGrid", "SGD", "Sequential", "Trainer",
-           "classic", "constant", "cosine", "fourier", "get_backend", "hashgrid", "load_checkpoint", "mlp",
-           "save_checkpoint", "siren", "warmup_cosine", "__version__"]
+__all__ = [*_HOMES, "__version__"]
 
 
 def __getattr__(name: str):

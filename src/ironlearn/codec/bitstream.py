@@ -15,6 +15,7 @@ decodes, so that a section which is not exactly the coding of its values is refu
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -219,8 +220,7 @@ def _emptied_sparsest(pyramid: Pyramid) -> Pyramid:
     coded = [(np.count_nonzero(pyramid.latents[k][c]) / pyramid.latents[k][c].size, k, c)
              for k in range(pyramid.levels) for c in range(pyramid.channels) if pyramid.latents[k][c].any()]
     _, k, c = min(coded)
-    thinner = pyramid.unfiltered()
-    thinner.filters = pyramid.filters
+    thinner = copy.copy(pyramid)
     thinner.latents = list(pyramid.latents)
     thinner.latents[k] = np.array(pyramid.latents[k])
     thinner.latents[k][c] = 0

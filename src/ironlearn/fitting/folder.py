@@ -131,7 +131,8 @@ def clean(out: str) -> None:
 
 def busy(out: str, process: str) -> OptionError:
     """The refusal of a fit in ``out``, whose lock ``process`` holds."""
-    return OptionError(f"another fit is running in {out} (process {process}); wait for it to finish, or choose "
+    where = os.path.dirname(os.path.join(out, LOCK))  # the folder as its lock's path names it ("runs/a/": runs/a)
+    return OptionError(f"another fit is running in {where} (process {process}); wait for it to finish, or choose "
                        "another {out}", "out")
 
 

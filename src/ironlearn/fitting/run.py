@@ -109,7 +109,7 @@ def check_start(options: FitOptions) -> FitOptions:
         folder.check_new(options.run_folder, force=options.force, input=options.input)
     running = folder.holder(options.run_folder)
     if running is not None:  # RunLock's refusal, which would come only once the picture is loaded
-        raise folder.busy(os.path.dirname(os.path.join(options.run_folder, folder.LOCK)), running)
+        raise folder.busy(options.run_folder, running)
     return options
 
 
