@@ -38,6 +38,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, SRC)  # a GPU machine may have CuPy and PyTorch but no installed ironlearn
 
 import gpu_checks  # noqa: E402
+import gpu_fused  # noqa: E402
 import gpu_profile  # noqa: E402
 import gpu_quality  # noqa: E402
 import gpu_speed  # noqa: E402
@@ -112,6 +113,11 @@ PARTS = {
     "step": Part(gpu_speed.step, 120, "the photograph's default model (pixel spline, a tile a step) and the pyramid "
                                       "at both batches: cold, warm (CUDA events), the fit loop's ms a step, peak "
                                       "pool bytes, each kernel mode"),
+    "fused": Part(gpu_fused.fused_part, 120, "the fused kernels (sampler, the grid's read, its backward) against "
+                                              "the launched code they replace, and the pyramid's step with and "
+                                              "without them, side by side"),
+    "graph": Part(gpu_fused.graph_part, 60, "the pyramid's fused step captured as a CUDA graph: whether it "
+                                            "captures, and a replay's ms against the launched step's"),
     "parity": Part(gpu_quality.parity, 120, "the same seed on NumPy and CuPy, 1,000 steps: each PSNR and the "
                                             "difference"),
     "photo12": Part(gpu_quality.photo12, 90, "the default model on a 12.6 MP photograph: PSNR after 10 s, peak pool"),

@@ -79,7 +79,7 @@ def test_the_gpu_parts_run_their_device_code_on_a_pretend_gpu(monkeypatch, tmp_p
     here against the pretend GPU of strict_device: what a CPU run cannot reach, short of CUDA."""
     args = argparse.Namespace(device="cuda", size="tiny", out=str(tmp_path), tests="cuda", limit=60)
     with strict_device(monkeypatch):
-        for name in ("env", "syncs", "kernels", "step", "siren", "camera", "photo12", "parity"):
+        for name in ("env", "syncs", "kernels", "step", "fused", "siren", "camera", "photo12", "parity"):
             ctx = gpu.Context(name, args)
             gpu.PARTS[name].run(ctx)
             assert ctx.result.get("headline"), name

@@ -261,3 +261,102 @@ def test_the_kernel_mode_comes_from_the_environment_and_a_typo_is_refused(monkey
             kernels.mode()
     else:
         assert kernels.mode() == expected
+
+
+# -- the fused kernels (ironlearn.fused) ---------------------------------------------------------
+GRIDS = [  # (levels, features, log2 table, coarsest, finest, options): dense and hashed, each read
+    (4, 2, 12, 4, 128, {}),
+    (3, 1, 8, 3, 40, {"interpolation": "bspline", "centred": True}),
+    (5, 3, 10, 2, 300, {"finest_y": 170}),
+    (2, 2, 14, 8, 64, {"interpolation": "bspline", "centred": True, "finest_y": 20}),
+]
+
+
+def _kernel_rows_in_numpy(grid, x):
+    """``read_grid``'s arithmetic, written in NumPy from ``fused.level_table`` alone: the rows and
+    weights it reads, ``(K, n, L)`` as ``HashGrid._lookup`` orders them."""
+    from ironlearn import fused
+
+    floats, ints = fused.level_table(grid)
+    shift = np.float32(0.5 if grid.centred else 0.0)
+    taps, first = (2, 0) if grid.interpolation == "linear" else (4, -1)
+    weights_along = {2: lambda t: (1 - t, t),
+                     4: lambda t: (((1 - t) ** 3) / 6, (3 * t ** 3 - 6 * t ** 2 + 4) / 6,
+                                   (-3 * t ** 3 + 3 * t ** 2 + 3 * t + 1) / 6, t ** 3 / 6)}[taps]
+
+    def axis(coord, cells, last, corner_max, last_index):
+        position = np.clip((coord[:, None] + 1) * np.float32(0.5) * cells - shift, 0, last)
+        corner = np.minimum(np.floor(position), corner_max)
+        vertices = [np.clip(corner.astype(np.int64) + first + o, 0, last_index) for o in range(taps)]
+        return weights_along(position - corner), vertices
+
+    (wx, vx), (wy, vy) = (axis(x[:, a], floats[:, a], floats[:, 2 + a], floats[:, 4 + a], ints[:, 4 + a]) for a in (0, 1))
+    sides, offsets, masks, hashed = (ints[:, c] for c in range(4))
+    rows, weights = [], []
+    for j in range(taps):
+        for i in range(taps):
+            h = (vx[i].astype(np.uint64) ^ (vy[j].astype(np.uint64) * np.uint64(2654435761))) & masks.astype(np.uint64)
+            rows.append(np.where(hashed.astype(bool), h.astype(np.int64), vy[j] * sides + vx[i]) + offsets)
+            weights.append(wx[i] * wy[j])
+    return np.stack(rows), np.stack(weights)
+
+
+@pytest.mark.parametrize("levels, features, log2, coarsest, finest, options", GRIDS)
+def test_the_fused_reads_level_table_reads_where_the_lookup_does(levels, features, log2, coarsest, finest, options):
+    """On the CPU: the numbers the fused kernels get (``fused.level_table``), read by the kernel's
+    own formulas, name the rows and weights that ``HashGrid._lookup`` names."""
+    grid = HashGrid(levels, features, log2, coarsest, finest, rng=np.random.default_rng(0), **options)
+    x = np.random.default_rng(1).uniform(-1.05, 1.05, size=(3000, 2)).astype(np.float32)
+    x[:4] = [[-1, -1], [1, 1], [-1, 1], [0, 0]]
+    reads = grid._lookup(x)
+    rows, weights = _kernel_rows_in_numpy(grid, x)
+    np.testing.assert_array_equal(rows, reads.indices)
+    np.testing.assert_allclose(weights, reads.weights, rtol=1e-6, atol=1e-7)
+
+
+@needs_cuda
+@pytest.mark.parametrize("levels, features, log2, coarsest, finest, options", GRIDS)
+@pytest.mark.parametrize("points", [50, 5000])  # a masked gradient, then (mostly) a dense one
+def test_cuda_fused_grid_agrees_with_its_numpy_twin(levels, features, log2, coarsest, finest, options, points):
+    rng = np.random.default_rng(points)
+    x = rng.uniform(-1, 1, size=(points, 2)).astype(np.float32)
+    host = HashGrid(levels, features, log2, coarsest, finest, rng=np.random.default_rng(0), **options)
+    device = HashGrid(levels, features, log2, coarsest, finest, rng=np.random.default_rng(0), **options)
+    host.params["table"][:] = rng.uniform(-1, 1, size=host.params["table"].shape)
+    device.params["table"][:] = host.params["table"]
+    g = rng.uniform(-1, 1, size=(points, host.out_features)).astype(np.float32)
+    backend = Backend("cuda")
+    device.to(backend)
+    with kernels.use("kernels"):
+        out = device.forward(backend.asarray(x))
+        assert device._fused
+        device.backward(backend.asarray(g), need_grad_in=False)
+    np.testing.assert_allclose(backend.to_host(out), host.forward(x), rtol=1e-5, atol=1e-6)
+    host.backward(g, need_grad_in=False)
+    want, got = host.grads["table"], device.grads["table"]
+    assert type(got).__name__ == ("MaskedGrad" if type(want).__name__ == "RowGrad" else "ndarray")
+    np.testing.assert_allclose(backend.to_host(got.dense() if hasattr(got, "dense") else got),
+                               want.dense() if hasattr(want, "dense") else want, rtol=1e-4, atol=1e-5)
+    if hasattr(want, "rows"):  # the rows marked are the rows read
+        np.testing.assert_array_equal(np.flatnonzero(backend.to_host(got.touched)), want.rows)
+
+
+@needs_cuda
+@pytest.mark.parametrize("kind", ["lanczos", "bicubic", "bilinear", "spline", "centres"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_cuda_fused_sampler_agrees_with_its_numpy_twin(kind, dtype):
+    from ironlearn.image.sampling import PictureSampler
+
+    rng = np.random.default_rng(5)
+    picture = rng.uniform(size=(37, 53, 3))
+    picture = (picture * 255).astype(np.uint8) if dtype == np.uint8 else picture.astype(np.float32)
+    backend = Backend("cuda")
+    for batch in (1, 700, 1999):
+        host = PictureSampler(picture, batch, seed=3, kind=kind)
+        device = PictureSampler(backend.asarray(picture, dtype=dtype), batch, seed=3, kind=kind)
+        for step in (0, 7):
+            x, y = host(step)
+            with kernels.use("kernels"):
+                x_device, y_device = device(step)
+            np.testing.assert_allclose(backend.to_host(x_device), x, rtol=0, atol=2e-7)
+            np.testing.assert_allclose(backend.to_host(y_device), y, rtol=1e-5, atol=1e-5)

@@ -72,3 +72,29 @@ def test_a_broken_source_is_caught_with_its_line():
     broken = kernels._SOURCE.replace("acc[f] += w * row[f];", "acc[f] += w * rwo[f];")
     with pytest.raises(AssertionError, match=r"ironlearn\.cu\(\d+\).*rwo"):
         compile_cuda(broken, ["--std=c++14", "-DFEATURES=2"])
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_the_fused_grid_kernels_compile(architecture):
+    from ironlearn import fused
+
+    for features in FEATURES:
+        for taps in (2, 4):
+            for extra in ((), ("-DIRONLEARN_SCALAR_ATOMICS",)):
+                options = [*fused.grid_options(features, taps), *extra, f"--gpu-architecture={architecture}"]
+                ptx = compile_cuda(fused._GRID_SOURCE, options)
+                for name in fused._GRID_KERNELS:
+                    assert f".entry {name}(" in ptx, name
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_the_fused_sampler_compiles_for_every_filter_and_type(architecture):
+    import numpy as np
+
+    from ironlearn import fused
+
+    for kind in fused.SAMPLER_KINDS:
+        for pixel in (np.uint8, np.float32):
+            options = [*fused.sampler_options(kind, pixel, np.float32 if kind == "spline" else pixel),
+                       f"--gpu-architecture={architecture}"]
+            assert ".entry picture_batch(" in compile_cuda(fused._SAMPLER_SOURCE, options)

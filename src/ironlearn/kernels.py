@@ -69,7 +69,7 @@ def use(name: str):
         _mode = before
 
 
-def _compiled(*arrays) -> bool:
+def compiled(*arrays) -> bool:
     """Whether these arrays take the hand-written kernels: CuPy float32 in ``kernels`` mode."""
     first = arrays[0]
     return (on_device(first) and mode() == "kernels" and all(a.dtype == np.float32 for a in arrays)
@@ -93,7 +93,7 @@ def gather_weighted(table, indices, weights, spread=None):
     -------
     array ``(n, L, F)``: ``sum_k weights[k] * table[indices[k]]``.
     """
-    if _compiled(table, weights):
+    if compiled(table, weights):
         return _cuda_gather(table, indices, weights)
     corners = take_rows(table, indices)  # (K, n, L, F)
     corners *= weights[..., None] if spread is None else spread
@@ -120,7 +120,7 @@ def scatter_weighted(out, index, weights, grad, levels=None) -> None:
         Where each level's rows start in ``out`` and how many it has, when ``index`` holds
         the table's own rows: the kernel then sums the reads of small levels in shared memory.
     """
-    if _compiled(out, weights, grad) and out.flags.c_contiguous:  # the kernel writes rows of F in place
+    if compiled(out, weights, grad) and out.flags.c_contiguous:  # the kernel writes rows of F in place
         _cuda_scatter(out, index, weights, grad, levels)
         return
     xp = get_array_module(out)
@@ -144,7 +144,7 @@ def adam_update(param, grad, m, v, scratch, b1: float, b2: float, step_size: flo
     bool array ``(rows,)``, limits the step to the rows it marks: the others keep their values
     and moments (lazy Adam, for a :class:`~ironlearn.nn.sparse.MaskedGrad`).
     """
-    if _compiled(param, grad, m, v) and all(a.flags.c_contiguous for a in (param, grad, m, v)):  # not views
+    if compiled(param, grad, m, v) and all(a.flags.c_contiguous for a in (param, grad, m, v)):  # not views
         _cuda_adam(param, grad, m, v, b1, b2, step_size, eps_hat, touched)
         return
     xp = get_array_module(param)
@@ -368,7 +368,7 @@ def sine(x, w0: float):
     The reference keeps the argument ``w0 * x`` (a buffer its backward reuses); the kernel keeps
     ``x`` itself, which the layer before made for this one alone.
     """
-    if _compiled(x):
+    if compiled(x):
         forward, _ = _sine_kernels()
         return forward(x, np.float32(w0)), ("x", x)
     arg = x * w0

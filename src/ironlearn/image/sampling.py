@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from .. import fused
 from ..backend import get_array_module, take_rows, to_host
 from ..nn.lattice import Lattice
 from ..nn.splines import INTERPOLATIONS, bspline_coefficients
@@ -89,11 +90,17 @@ def _mix64(xp, z):
     return z ^ (z >> xp.uint64(31))
 
 
+def step_key(seed: int, step: int) -> int:
+    """The hash key of ``(seed, step)`` that :func:`uniform` mixes each position with (worked out
+    on the host: a few integer operations, no array)."""
+    return int(_mix64(np, np.array([(seed * _GOLDEN + step) % 2**64], dtype=np.uint64))[0])
+
+
 def uniform(xp, seed: int, step: int, shape) -> "np.ndarray":
     """Uniform float32 numbers in [0, 1) that depend only on ``(seed, step)`` and the position in
     ``shape``: the same on NumPy and CuPy, and different for every step."""
     count = int(np.prod(shape))
-    key = int(_mix64(np, np.array([(seed * _GOLDEN + step) % 2**64], dtype=np.uint64))[0])
+    key = step_key(seed, step)
     z = xp.arange(count, dtype=xp.uint64) ^ xp.uint64(key)
     bits = _mix64(xp, z * xp.uint64(_GOLDEN)) >> xp.uint64(40)  # 24 bits: exact in float32
     return (bits.astype(xp.float32) * np.float32(2.0 ** -24)).reshape(shape)
@@ -192,7 +199,10 @@ class PictureSampler:
 
     def __call__(self, step: int):
         """The batch of ``step``: every sample on its pixel's centre but each ``period``-th, which
-        lies anywhere (spread evenly over the picture, since positions run in scan order)."""
+        lies anywhere (spread evenly over the picture, since positions run in scan order).
+        On a GPU, one kernel draws the same batch (:func:`ironlearn.fused.picture_batch`)."""
+        if fused.samples(self):
+            return fused.picture_batch(self, step_key(self.seed, step))
         px, py = self.positions(step)
         xp = get_array_module(px)
         if self.kind == "centres":

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from .. import kernels
+from .. import fused, kernels
 from ..arrays import join_columns, take_columns
-from ..backend import get_array_module, take_rows
+from ..backend import get_array_module, on_device, take_rows
 from .lattice import AxisRead, Lattice, LevelReads, Reads
 from .layers import Layer, bound_arguments, check_count, register
 from .splines import INTERPOLATIONS
@@ -99,7 +99,7 @@ class HashGrid(Layer):
     level that is hashed has no rectangle: the lattice is then read point by point.
     """
 
-    _cached = ("_x", "_marks", "_slots", "_reads_on", "_rectangles")
+    _cached = ("_x", "_marks", "_slots", "_reads_on", "_rectangles", "_fused_levels")
 
     #: The gradient is a :class:`RowGrad` (and the optimizers lazy) when a batch makes fewer
     #: lookups than this share of the table's rows.  Dense Adam learns more per step (0.4-0.5 dB
@@ -150,6 +150,8 @@ class HashGrid(Layer):
         self._reads_on = None  # each level's numbers on a device, made on first use: (device and dtype, LevelReads)
         self._axes = {}  # reads of recent lattices' axes: (device, level, axis, coordinates) -> AxisRead
         self._rectangles = None  # where the last lattice read each level, for backward
+        self._fused_levels = None  # the levels' numbers for fused.py's kernels, on the device
+        self._fused = False  # whether the last forward read through fused.read_grid
 
     def _link_detail(self):
         """Share the detail level's table and gradient under this layer's own names."""
@@ -292,9 +294,13 @@ class HashGrid(Layer):
             if not any(self.hashed):
                 return self._forward_lattice(x)
             x = x.points(get_array_module(self.params["table"]))
-        reads = self._lookup(x)
         self._x = x
-        mixed = kernels.gather_weighted(self.params["table"], reads.indices, reads.weights, reads.spread)
+        self._fused = fused.applies(x, self.params["table"])
+        if self._fused:  # one kernel for every level, where the lookup takes dozens of operations
+            mixed = fused.read_grid(self, x)
+        else:
+            reads = self._lookup(x)
+            mixed = kernels.gather_weighted(self.params["table"], reads.indices, reads.weights, reads.spread)
         mixed = mixed.reshape(len(x), -1)
         if not self.detail:
             return mixed
@@ -312,6 +318,9 @@ class HashGrid(Layer):
                 raise ValueError("a lattice's points have no gradient: a HashGrid reads a Lattice as a "
                                  "network's first layer only")
             self._backward_lattice(xp, grad_out)
+            return None
+        if self._fused and not need_grad_in:
+            self._backward_fused(xp, grad_out)
             return None
         indices, weights, fractions, _ = self._lookup(self._x)
         n = len(grad_out)
@@ -332,6 +341,20 @@ class HashGrid(Layer):
             return None
         grad = self._input_grad(xp, per_level, indices, fractions)
         return grad if detail_grad is None else grad + detail_grad
+
+    def _backward_fused(self, xp, grad_out):
+        """The table's gradient in one kernel (:func:`~ironlearn.fused.read_grid_backward`): a
+        :class:`MaskedGrad` of the rows read where the batch reads few of them, as the lookup's
+        path decides, else the dense gradient."""
+        table = self.params["table"]
+        reads = (4 if self.interpolation == "linear" else 16) * len(grad_out) * self.levels
+        if reads < table.shape[0] * self.sparse_reads:
+            grad = MaskedGrad(xp.zeros(table.shape[0], dtype=bool), xp.empty_like(table))
+            fused.read_grid_backward(self, self._x, grad_out, grad.values, grad.touched)
+        else:
+            grad = self._dense_grad(xp)
+            fused.read_grid_backward(self, self._x, grad_out, grad)
+        self.grads["table"] = grad
 
     # -- a lattice's reads: two products a level ------------------------------------------
     def _axis_read(self, xp, level: int, axis: int, coords) -> AxisRead:
@@ -442,6 +465,8 @@ class HashGrid(Layer):
         super().to(backend)
         table = self.params["table"]
         self._read_constants(get_array_module(table), table.dtype)  # copied to the device here, not in a step
+        if on_device(table):
+            fused.levels_on(self, get_array_module(table))  # the fused kernels' numbers too
         if self.detail:
             self.detail_grid.to(backend)
             self._link_detail()  # its moved arrays under this layer's names again
