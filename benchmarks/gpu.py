@@ -110,14 +110,14 @@ PARTS = {
     "syncs": Part(gpu_checks.syncs, 90, "copies (the backend's counter) and syncs (cupyx.allow_synchronize(False), "
                                         "and whether a step returns while the GPU is busy) in steps of the pixel "
                                         "spline, the pyramid and a gray thumbnail, each kernel mode"),
-    "step": Part(gpu_speed.step, 120, "the photograph's default model (pixel spline, a tile a step) and the pyramid "
-                                      "at both batches: cold, warm (CUDA events), the fit loop's ms a step, peak "
-                                      "pool bytes, each kernel mode"),
     "fused": Part(gpu_fused.fused_part, 120, "the fused kernels (sampler, the grid's read, its backward) against "
                                               "the launched code they replace, and the pyramid's step with and "
                                               "without them, side by side"),
     "graph": Part(gpu_fused.graph_part, 60, "the pyramid's fused step captured as a CUDA graph: whether it "
                                             "captures, and a replay's ms against the launched step's"),
+    "step": Part(gpu_speed.step, 120, "the photograph's default model (pixel spline, a tile a step) and the pyramid "
+                                      "at both batches: cold, warm (CUDA events), the fit loop's ms a step, peak "
+                                      "pool bytes, each kernel mode"),
     "parity": Part(gpu_quality.parity, 120, "the same seed on NumPy and CuPy, 1,000 steps: each PSNR and the "
                                             "difference"),
     "photo12": Part(gpu_quality.photo12, 90, "the default model on a 12.6 MP photograph: PSNR after 10 s, peak pool"),
