@@ -12,19 +12,21 @@ import numpy as np
 from common import backend_clock, pyramid, time_steps
 from gpu_device import bench, fit_job, mode, synthetic_photo
 
-from ironlearn import fused, kernels
+from ironlearn import fused
+from ironlearn.image import batch_kernel
 
 
 @contextlib.contextmanager
 def unfused():
-    """The code before the fused kernels: the layer's lookup with the gather and scatter kernels,
-    the sampler's array operations (``fused`` reports nothing applies)."""
-    saved = fused.applies, fused.samples
-    fused.applies = fused.samples = lambda *args: False
+    """The code before the fused kernels: the layer's lookup with the gather and scatter kernels
+    (a lattice's matrix products), the sampler's array operations, Adam a parameter at a time and
+    the squared error's array code (no fused kernel applies)."""
+    saved = fused.applies, batch_kernel.applies
+    fused.applies = batch_kernel.applies = lambda *args: False
     try:
         yield
     finally:
-        fused.applies, fused.samples = saved
+        fused.applies, batch_kernel.applies = saved
 
 
 def _dense(grad):

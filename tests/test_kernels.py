@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from strict_device import forbidding, strict_device
 
-from ironlearn import kernels
+from ironlearn import fused, kernels
 from ironlearn.backend import Backend, cuda_available
 from ironlearn.nn import HashGrid, hashgrid, mse
 from ironlearn.optim import Adam
@@ -360,3 +360,67 @@ def test_cuda_fused_sampler_agrees_with_its_numpy_twin(kind, dtype):
                 x_device, y_device = device(step)
             np.testing.assert_allclose(backend.to_host(x_device), x, rtol=0, atol=2e-7)
             np.testing.assert_allclose(backend.to_host(y_device), y, rtol=1e-5, atol=1e-5)
+
+
+@needs_cuda
+@pytest.mark.parametrize("levels, features, log2, coarsest, finest, options", [
+    (1, 3, 14, 90, 90, {"interpolation": "bspline", "centred": True, "finest_y": 60}),  # a pixel spline
+    (3, 2, 16, 8, 90, {"interpolation": "bspline", "centred": True, "detail": 40}),
+    (2, 1, 14, 5, 40, {}),
+])
+def test_cuda_fused_lattice_read_agrees_with_its_numpy_twin(levels, features, log2, coarsest, finest, options):
+    from ironlearn.image.coords import axis
+    from ironlearn.nn.lattice import Lattice
+
+    rng = np.random.default_rng(9)
+    host = HashGrid(levels, features, log2, coarsest, finest, rng=np.random.default_rng(0), **options)
+    device = HashGrid(levels, features, log2, coarsest, finest, rng=np.random.default_rng(0), **options)
+    assert not any(host.hashed)
+    for grid in (host, device):
+        grid.params["table"][:] = np.random.default_rng(1).uniform(-1, 1, size=grid.params["table"].shape)
+    backend = Backend("cuda")
+    device.to(backend)
+    for x0, x1, y0, y1 in ((0, 90, 0, 60), (30, 61, 17, 40)):  # the whole picture, then a tile
+        lattice = Lattice(axis(90)[x0:x1], axis(60)[y0:y1])
+        g = rng.uniform(-1, 1, size=(len(lattice), host.out_features)).astype(np.float32)
+        with kernels.use("kernels"):
+            out = device.forward(lattice)
+            assert device._fused
+            device.backward(backend.asarray(g), need_grad_in=False)
+        np.testing.assert_allclose(backend.to_host(out), host.forward(lattice), rtol=1e-5, atol=1e-5)
+        host.backward(g, need_grad_in=False)
+        for name in host.grads:
+            want, got = host.grads[name], device.grads[name]
+            assert type(got).__name__ == type(want).__name__
+            np.testing.assert_allclose(backend.to_host(got.dense() if hasattr(got, "dense") else got),
+                                       want.dense() if hasattr(want, "dense") else want, rtol=1e-4, atol=1e-5)
+
+
+@needs_cuda
+def test_cuda_adam_on_many_parameters_at_once_is_adam_on_each():
+    rng = np.random.default_rng(13)
+    backend = Backend("cuda")
+    shapes = [(300, 64), (64,), (64, 3), (3,), (1,)]
+    arrays = [[backend.asarray(rng.uniform(-1, 1, size=shape).astype(np.float32)) for _ in range(4)] for shape in shapes]
+    for param, grad, m, v in arrays:
+        v[...] = abs(v)
+    alone = [[array.copy() for array in update] for update in arrays]
+    for _ in range(3):
+        fused.adam_update_many(arrays, 0.9, 0.99, 1e-2, 1e-8)
+        for param, grad, m, v in alone:
+            kernels.adam_update(param, grad, m, v, None, 0.9, 0.99, 1e-2, 1e-8)
+    for together, each in zip(arrays, alone):
+        for a, b in zip(together, each):
+            np.testing.assert_allclose(backend.to_host(a), backend.to_host(b), rtol=1e-6, atol=1e-7)
+
+
+@needs_cuda
+def test_cuda_squared_error_agrees_with_numpy():
+    rng = np.random.default_rng(14)
+    pred, target = rng.uniform(size=(2, 5000, 3)).astype(np.float32)
+    backend = Backend("cuda")
+    value, grad = mse(pred, target)
+    with kernels.use("kernels"):
+        value_device, grad_device = mse(backend.asarray(pred), backend.asarray(target))
+    np.testing.assert_allclose(float(backend.to_host(value_device)), float(value), rtol=1e-5)
+    np.testing.assert_allclose(backend.to_host(grad_device), grad, rtol=1e-6, atol=1e-9)

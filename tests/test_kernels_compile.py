@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ironlearn import kernels
+from ironlearn import fused, kernels
 
 #: GPU architectures compiled for: Volta (CuPy 13's oldest) and Hopper (float2 atomicAdd).
 ARCHITECTURES = ("compute_70", "compute_90")
@@ -76,8 +76,6 @@ def test_a_broken_source_is_caught_with_its_line():
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
 def test_the_fused_grid_kernels_compile(architecture):
-    from ironlearn import fused
-
     for features in FEATURES:
         for taps in (2, 4):
             for extra in ((), ("-DIRONLEARN_SCALAR_ATOMICS",)):
@@ -91,10 +89,16 @@ def test_the_fused_grid_kernels_compile(architecture):
 def test_the_fused_sampler_compiles_for_every_filter_and_type(architecture):
     import numpy as np
 
-    from ironlearn import fused
+    from ironlearn.image import batch_kernel
 
-    for kind in fused.SAMPLER_KINDS:
+    for kind in batch_kernel.SAMPLER_KINDS:
         for pixel in (np.uint8, np.float32):
-            options = [*fused.sampler_options(kind, pixel, np.float32 if kind == "spline" else pixel),
+            options = [*batch_kernel.sampler_options(kind, pixel, np.float32 if kind == "spline" else pixel),
                        f"--gpu-architecture={architecture}"]
-            assert ".entry picture_batch(" in compile_cuda(fused._SAMPLER_SOURCE, options)
+            assert ".entry picture_batch(" in compile_cuda(batch_kernel._SAMPLER_SOURCE, options)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_the_many_parameter_adam_compiles(architecture):
+    ptx = compile_cuda(fused._ADAM_MANY, ["--std=c++14", f"--gpu-architecture={architecture}"])
+    assert ".entry adam_many(" in ptx

@@ -1,25 +1,28 @@
-"""One launch a pass: a hash grid's read over every level, its gradient, and a batch of samples
-from a picture, each as a single CUDA kernel.
+"""One launch a pass: a hash grid's read over every level, its gradient, Adam's update of many
+parameters and the squared error, each as a single CUDA kernel (a picture's batch has its own,
+in :mod:`ironlearn.image.batch_kernel`).
 
 On a GPU a training step of the hash-grid pyramid was bound by Python, not the GPU: the read
 worked out its vertices and weights in a few dozen array operations, the sampler in as many,
 and every launch costs the host tens of microseconds (issue 52; docs/benchmarks.md, the GPU
 section).  Here each of those passes is one kernel that works out what it reads as it reads it:
 
-* :func:`read_grid`: every level of a :class:`~ironlearn.nn.HashGrid` at points ``(n, 2)``, a
-  level per ``blockIdx.y`` (tiny-cuda-nn's layout), dense and hashed levels alike;
+* :func:`read_grid`: every level of a :class:`~ironlearn.nn.HashGrid` at points ``(n, 2)`` or at
+  a lattice's, a level per ``blockIdx.y`` (tiny-cuda-nn's layout), dense and hashed levels alike;
 * :func:`read_grid_backward`: the table's gradient, zeroed once and summed with atomics (the
   coarse levels in shared memory first), marking the rows read for a lazy update where the
-  layer asks for a :class:`~ironlearn.nn.sparse.MaskedGrad`;
-* :func:`picture_batch`: a :class:`~ironlearn.image.sampling.PictureSampler`'s batch, positions
-  from the same counter-based hash and targets through the same filter.
+  layer asks for a :class:`~ironlearn.nn.sparse.MaskedGrad`; :func:`read_lattice_backward`, a
+  lattice's, into the rectangle of a level it read (a :class:`~ironlearn.nn.sparse.BlockGrad`);
+* :func:`adam_update_many`: Adam on every dense parameter in one launch, where each took one;
+* :func:`squared_error`: the mean squared error and its gradient in two launches, not five.
 
 The NumPy twin of each is the code it replaces, which still runs on the CPU and in the
 ``portable`` kernel mode: ``HashGrid._lookup`` with :func:`~ironlearn.kernels.gather_weighted`
-and :func:`~ironlearn.kernels.scatter_weighted`, and ``PictureSampler``'s own array code.
+and :func:`~ironlearn.kernels.scatter_weighted` (a lattice's: two matrix products a level), :func:`~ironlearn.kernels.adam_update` once a
+parameter, and the array code of the squared error.
 ``tests/test_kernels.py`` checks that they agree on a GPU, and ``tests/test_kernels_compile.py``
-compiles every source here on the CPU.  The layer and the sampler ask :func:`applies` and call
-these only for CuPy float32 arrays in the ``kernels`` mode (see :mod:`ironlearn.kernels`).
+compiles every source here on the CPU.  They run only for CuPy float32 arrays in the ``kernels``
+mode (:func:`applies`; see :mod:`ironlearn.kernels`).
 """
 
 from __future__ import annotations
@@ -88,25 +91,39 @@ __device__ __forceinline__ long long row_of(const long long ix, const long long 
     return r + li[1];
 }
 
-__device__ __forceinline__ void point_reads(const float* x, const long long p, const float* lf,
+__device__ __forceinline__ void point_reads(const float cx, const float cy, const float* lf,
                                             const long long* li, const float shift, float* wx, long long* vx,
                                             float* wy, long long* vy) {
-    axis_read(x[2 * p], lf[0], lf[2], lf[4], li[4], shift, wx, vx);
-    axis_read(x[2 * p + 1], lf[1], lf[3], lf[5], li[5], shift, wy, vy);
+    axis_read(cx, lf[0], lf[2], lf[4], li[4], shift, wx, vx);
+    axis_read(cy, lf[1], lf[3], lf[5], li[5], shift, wy, vy);
+}
+
+// Point p's coordinates: row p of x (n, 2), or, for a lattice (xs != 0), (xs[p % across], ys[p / across]).
+__device__ __forceinline__ void coordinates(const float* x, const float* xs, const float* ys, const long long across,
+                                            const long long p, float* cx, float* cy) {
+    if (xs) {
+        *cx = xs[p % across];
+        *cy = ys[p / across];
+    } else {
+        *cx = x[2 * p];
+        *cy = x[2 * p + 1];
+    }
 }
 
 // One thread a point, one blockIdx.y a level: out[p, level, :] = sum of weight * table row.
 extern "C" __global__ void read_grid(
-        const float* __restrict__ x, const float* __restrict__ table, const float* __restrict__ level_floats,
+        const float* __restrict__ x, const float* __restrict__ xs, const float* __restrict__ ys,
+        const long long across, const float* __restrict__ table, const float* __restrict__ level_floats,
         const long long* __restrict__ level_ints, float* __restrict__ out, const long long n,
         const int levels, const float shift) {
     const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
     const int level = blockIdx.y;
     const long long* li = level_ints + level * NI;
-    float wx[TAPS], wy[TAPS];
+    float wx[TAPS], wy[TAPS], cx, cy;
     long long vx[TAPS], vy[TAPS];
-    point_reads(x, p, level_floats + level * NF, li, shift, wx, vx, wy, vy);
+    coordinates(x, xs, ys, across, p, &cx, &cy);
+    point_reads(cx, cy, level_floats + level * NF, li, shift, wx, vx, wy, vy);
     float acc[FEATURES];
     #pragma unroll
     for (int f = 0; f < FEATURES; ++f) acc[f] = 0.0f;
@@ -155,7 +172,7 @@ extern "C" __global__ void read_grid_backward(
     for (long long p = first + threadIdx.x; p < end; p += blockDim.x) {
         float wx[TAPS], wy[TAPS];
         long long vx[TAPS], vy[TAPS];
-        point_reads(x, p, lf, li, shift, wx, vx, wy, vy);
+        point_reads(x[2 * p], x[2 * p + 1], lf, li, shift, wx, vx, wy, vy);
         const float* g = grad + ((long long)p * levels + level) * FEATURES;
         #pragma unroll
         for (int j = 0; j < TAPS; ++j) {
@@ -182,9 +199,31 @@ extern "C" __global__ void read_grid_backward(
         }
     }
 }
+
+// A lattice's read of one dense level, transposed into the rectangle of vertices it read: `block`
+// (zeroed before) holds rows y0 .. of `width` vertices from x0, of the level's `sides_x` across.
+extern "C" __global__ void read_lattice_backward(
+        const float* __restrict__ xs, const float* __restrict__ ys, const long long across,
+        const float* __restrict__ grad, const float* __restrict__ level_floats,
+        const long long* __restrict__ level_ints, float* __restrict__ block, const long long n, const int levels,
+        const int level, const float shift, const long long y0, const long long x0, const long long width) {
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    const long long* li = level_ints + level * NI;
+    float wx[TAPS], wy[TAPS];
+    long long vx[TAPS], vy[TAPS];
+    point_reads(xs[p % across], ys[p / across], level_floats + level * NF, li, shift, wx, vx, wy, vy);
+    const float* g = grad + ((long long)p * levels + level) * FEATURES;
+    #pragma unroll
+    for (int j = 0; j < TAPS; ++j) {
+        #pragma unroll
+        for (int i = 0; i < TAPS; ++i)
+            add_row(block + ((vy[j] - y0) * width + (vx[i] - x0)) * FEATURES, wx[i] * wy[j], g);
+    }
+}
 """
 
-_GRID_KERNELS = ("read_grid", "read_grid_backward")
+_GRID_KERNELS = ("read_grid", "read_grid_backward", "read_lattice_backward")
 
 
 def applies(*arrays) -> bool:
@@ -236,19 +275,45 @@ def _taps(grid) -> int:
     return 2 if grid.interpolation == "linear" else 4
 
 
-def read_grid(grid, x):
-    """Every level of ``grid`` read at points ``x`` ``(n, 2)`` in [-1, 1]: ``(n, levels * features)``,
-    as ``HashGrid.forward`` returns it (without the detail level)."""
-    xp = get_array_module(x)
-    x = xp.ascontiguousarray(x)
-    floats, ints, _ = levels_on(grid, xp)
-    n, features = len(x), grid.features
-    out = xp.empty((n, grid.levels * features), dtype=np.float32)
+def read_grid(grid, x=None, lattice=None):
+    """Every level of ``grid`` read at points ``x`` ``(n, 2)`` in [-1, 1], or at the points of
+    ``lattice``, a pair ``(xs, ys)`` of its axes on the device: ``(n, levels * features)``, as
+    ``HashGrid.forward`` returns it (without the detail level)."""
+    floats, ints, _ = levels_on(grid, get_array_module(grid.params["table"]))
+    points, (xs, ys, across, n) = _points(grid, x, lattice)
+    out = get_array_module(floats).empty((n, grid.levels * grid.features), dtype=np.float32)
     if n:
-        _grid_functions(features, _taps(grid))["read_grid"](
+        _grid_functions(grid.features, _taps(grid))["read_grid"](
             (-(-n // BLOCK), grid.levels), (BLOCK,),
-            (x, grid.params["table"], floats, ints, out, np.int64(n), np.int32(grid.levels), _shift(grid)))
+            (points, xs, ys, across, grid.params["table"], floats, ints, out, np.int64(n), np.int32(grid.levels),
+             _shift(grid)))
     return out
+
+
+def _points(grid, x, lattice):
+    """The kernels' point arguments: ``x`` (or a null pointer) and ``(xs, ys, across, n)``."""
+    null = np.uint64(0)
+    if lattice is None:
+        x = get_array_module(x).ascontiguousarray(x)
+        return x, (null, null, np.int64(0), len(x))
+    xs, ys = lattice
+    return null, (xs, ys, np.int64(len(xs)), len(xs) * len(ys))
+
+
+def read_lattice_backward(grid, lattice, grad_out, level: int, block, corner) -> None:
+    """The gradient of level ``level`` of :func:`read_grid`'s read of ``lattice`` (``(xs, ys)`` on
+    the device), written over ``block``: the ``(h, w, features)`` rectangle of vertices the
+    lattice reads, from vertex ``corner = (y0, x0)`` of the level (a dense one)."""
+    xp = get_array_module(block)
+    floats, ints, _ = levels_on(grid, xp)
+    _, (xs, ys, across, n) = _points(grid, None, lattice)
+    grad_out = xp.ascontiguousarray(grad_out, dtype=np.float32)
+    block.fill(0)
+    if n:
+        _grid_functions(grid.features, _taps(grid))["read_lattice_backward"](
+            (-(-n // BLOCK),), (BLOCK,),
+            (xs, ys, across, grad_out, floats, ints, block, np.int64(n), np.int32(grid.levels), np.int32(level),
+             _shift(grid), np.int64(corner[0]), np.int64(corner[1]), np.int64(block.shape[1])))
 
 
 def read_grid_backward(grid, x, grad_out, out, touched=None) -> None:
@@ -272,161 +337,88 @@ def _shift(grid):
     return np.float32(0.5 if grid.centred else 0.0)
 
 
-# -- a picture's batch -------------------------------------------------------------------------------
-_SAMPLER_SOURCE = r"""
-// PIXEL (the picture's type), TAP (the type the filter reads: the picture, or the spline's float
-// vertices) and KIND (0 bilinear, 1 bicubic, 2 lanczos, 3 spline, 4 centres) are defined before
-// this source.  The arithmetic is PictureSampler's, step for step (image/sampling.py).
-#define GOLDEN 0x9E3779B97F4A7C15ULL
-#if KIND == 0
-#define TAPS 2
-#define FIRST 0
-#elif KIND == 2
-#define TAPS 6
-#define FIRST (-2)
-#else
-#define TAPS 4
-#define FIRST (-1)
-#endif
+# -- Adam on many parameters ---------------------------------------------------------------------
+def adam_update_many(updates, b1: float, b2: float, step_size: float, eps_hat: float) -> None:
+    """:func:`adam_update` of every ``(param, grad, m, v)`` in ``updates``, dense, with the same
+    scalars: on a GPU in one launch (one ``blockIdx.y`` a parameter), where each parameter took
+    one.  It applies where :func:`adam_many_applies` says so; the table of the arrays' addresses is
+    copied to the GPU when they change (the first step), not each step."""
+    cupy = cuda_module()
+    table, sizes, longest = _adam_table(cupy, tuple(updates))
+    blocks = min(-(-longest // BLOCK), 4096)
+    _adam_many_function()((blocks, len(updates)), (BLOCK,), (
+        table, sizes, *(np.float32(a) for a in (1.0 - b1, 1.0 - b2, step_size, eps_hat))))
 
-__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
 
-// sampling.uniform: the number at flat position i of the step whose key is `key`.
-__device__ __forceinline__ float uniform(const unsigned long long i, const unsigned long long key) {
-    return (float)(mix64((i ^ key) * GOLDEN) >> 40) * 5.9604644775390625e-08f;  // 2**-24
-}
+def adam_many_applies(param, grad) -> bool:
+    """Whether :func:`adam_update_many` takes this parameter: CuPy float32 arrays, contiguous,
+    in the ``kernels`` mode."""
+    return (on_device(grad) and applies(param, grad)  # a plain array, not a MaskedGrad or a BlockGrad
+            and param.flags.c_contiguous and grad.flags.c_contiguous)
 
-__device__ __forceinline__ float sinc(const float d) {
-    if (d == 0.0f) return 1.0f;
-    const float y = 3.14159265358979323846f * d;
-    return sinf(y) / y;
-}
 
-__device__ __forceinline__ void filter_weights(const float t, float* w) {
-#if KIND == 0
-    w[0] = 1.0f - t;
-    w[1] = t;
-#elif KIND == 1
-    const float t2 = t * t, t3 = t * t * t;
-    w[0] = -0.5f * t3 + t2 - 0.5f * t;
-    w[1] = 1.5f * t3 - 2.5f * t2 + 1.0f;
-    w[2] = -1.5f * t3 + 2.0f * t2 + 0.5f * t;
-    w[3] = 0.5f * t3 - 0.5f * t2;
-#elif KIND == 2
-    float sum = 0.0f;
-    #pragma unroll
-    for (int o = 0; o < TAPS; ++o) {
-        const float d = t - (float)(FIRST + o);
-        w[o] = fabsf(d) < 3.0f ? sinc(d) * sinc(d / 3.0f) : 0.0f;
-        sum += w[o];
+_adam_tables = {}  # addresses of (param, grad, m, v) of each parameter -> (table, sizes, longest) on the GPU
+
+
+def _adam_table(cupy, updates):
+    key = tuple(array.data.ptr for arrays in updates for array in arrays)
+    if key not in _adam_tables:
+        if len(_adam_tables) > 8:  # a model moved or reloaded: its old addresses will not come back
+            _adam_tables.clear()
+        sizes = [param.size for param, *_ in updates]
+        _adam_tables[key] = (cupy.asarray(np.array(key, dtype=np.uint64)), cupy.asarray(np.array(sizes, np.int64)),
+                             max(sizes))
+    return _adam_tables[key]
+
+
+_ADAM_MANY = r"""
+// Adam on several parameters, one blockIdx.y each: `arrays` holds (param, grad, m, v) addresses a
+// parameter, `sizes` their lengths.  The arithmetic is _ADAM_STEP's.
+extern "C" __global__ void adam_many(const unsigned long long* __restrict__ arrays,
+                                     const long long* __restrict__ sizes, const float one_minus_b1,
+                                     const float one_minus_b2, const float step_size, const float eps_hat) {
+    const int t = blockIdx.y;
+    float* param = reinterpret_cast<float*>(arrays[4 * t]);
+    const float* grad = reinterpret_cast<const float*>(arrays[4 * t + 1]);
+    float* m = reinterpret_cast<float*>(arrays[4 * t + 2]);
+    float* v = reinterpret_cast<float*>(arrays[4 * t + 3]);
+    const long long size = sizes[t];
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < size; i += (long long)gridDim.x * blockDim.x) {
+        const float g = grad[i];
+        float mi = m[i], vi = v[i];
+        mi += (g - mi) * one_minus_b1;
+        vi += (g * g - vi) * one_minus_b2;
+        m[i] = mi;
+        v[i] = vi;
+        param[i] -= mi / (sqrtf(vi) + eps_hat) * step_size;
     }
-    #pragma unroll
-    for (int o = 0; o < TAPS; ++o) w[o] /= sum;
-#else
-    const float s = 1.0f - t, t2 = t * t, t3 = t * t * t;
-    w[0] = s * s * s / 6.0f;
-    w[1] = (3.0f * t3 - 6.0f * t2 + 4.0f) / 6.0f;
-    w[2] = (-3.0f * t3 + 3.0f * t2 + 3.0f * t + 1.0f) / 6.0f;
-    w[3] = t3 / 6.0f;
-#endif
-}
-
-__device__ __forceinline__ void filter_taps(const float p, const long long last, float* w, long long* v) {
-    const float u = p - 0.5f;
-    const float base = floorf(u);
-    filter_weights(u - base, w);
-    #pragma unroll
-    for (int o = 0; o < TAPS; ++o) {
-        const long long q = (long long)base + FIRST + o;
-        v[o] = q < 0 ? 0 : (q > last ? last : q);
-    }
-}
-
-// One thread a sample: its position, its coordinates in [-1, 1], and its target.
-extern "C" __global__ void picture_batch(
-        const PIXEL* __restrict__ pixels, const TAP* __restrict__ taps_read, float* __restrict__ coords,
-        float* __restrict__ targets, const long long n, const int width, const int height, const int channels,
-        const unsigned long long key, const double stretch, const long long period, const float below_x,
-        const float below_y, const float scale, const float taps_scale, const float to_x, const float to_y) {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const double along = ((double)i + (double)uniform(i, key)) * stretch;
-    const double row = fmin(floor(along / width), (double)(height - 1));
-    float px = fminf((float)(along - row * width), below_x);
-    float py = fminf((float)row + uniform(n + i, key), below_y);
-    const bool centre = KIND == 4 || i % period != 0;
-    if (centre) {
-        px = floorf(px) + 0.5f;
-        py = floorf(py) + 0.5f;
-    }
-    coords[2 * i] = px * to_x - 1.0f;
-    coords[2 * i + 1] = py * to_y - 1.0f;
-    float* out = targets + i * channels;
-    if (centre) {
-        const PIXEL* pixel = pixels + ((long long)floorf(py) * width + (long long)floorf(px)) * channels;
-        for (int c = 0; c < channels; ++c) out[c] = (float)pixel[c] * scale;
-        return;
-    }
-#if KIND != 4
-    float wx[TAPS], wy[TAPS];
-    long long vx[TAPS], vy[TAPS];
-    filter_taps(px, width - 1, wx, vx);
-    filter_taps(py, height - 1, wy, vy);
-    for (int c = 0; c < channels; ++c) {
-        float acc = 0.0f;
-        #pragma unroll
-        for (int j = 0; j < TAPS; ++j) {
-            #pragma unroll
-            for (int k = 0; k < TAPS; ++k)
-                acc += (wy[j] * taps_scale) * wx[k] * (float)taps_read[(vy[j] * width + vx[k]) * channels + c];
-        }
-        out[c] = fminf(fmaxf(acc, 0.0f), 1.0f);  // cubic overshoot at hard edges
-    }
-#endif
 }
 """
 
-#: The sampler's filters as the kernel numbers them (``KIND``).
-SAMPLER_KINDS = {"bilinear": 0, "bicubic": 1, "lanczos": 2, "spline": 3, "centres": 4}
-_C_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.float32): "float"}
+
+@functools.cache
+def _adam_many_function():
+    # CuPy's own options (no --fmad=false), as the ElementwiseKernel of one parameter compiles.
+    return cuda_module().RawModule(code=_ADAM_MANY, options=("--std=c++14",)).get_function("adam_many")
 
 
-def sampler_options(kind: str, pixel, tap) -> tuple:
-    """NVRTC's options for the sampler's kernel: the filter and the arrays' element types."""
-    return ("--std=c++14", "--fmad=false", f"-DKIND={SAMPLER_KINDS[kind]}", f"-DPIXEL={_C_TYPES[np.dtype(pixel)]}",
-            f"-DTAP={_C_TYPES[np.dtype(tap)]}")
+# -- the squared error ------------------------------------------------------------------------------
+def squared_error(pred, target):
+    """The mean squared error and its gradient, ``(value, 2 (pred - target) / size)``: on a GPU in
+    two launches (the gradient, and the sum as one reduction), where the array code takes five."""
+    if applies(pred, target) and pred.shape == target.shape:
+        gradient, mean = _squared_error_kernels()
+        return mean(pred, target), gradient(pred, target, np.float32(2.0 / pred.size))
+    diff = pred - target
+    value = (diff * diff).mean()
+    diff *= 2.0 / diff.size
+    return value, diff
 
 
 @functools.cache
-def _sampler_function(kind: str, pixel: str, tap: str):
-    module = cuda_module().RawModule(code=_SAMPLER_SOURCE, options=sampler_options(kind, pixel, tap))
-    return module.get_function("picture_batch")
-
-
-def samples(sampler) -> bool:
-    """Whether ``sampler`` (a PictureSampler) draws its batches by :func:`picture_batch`."""
-    values, taps_read = sampler.values, sampler._taps_read
-    return (on_device(values) and kernels.mode() == "kernels" and hasattr(get_array_module(values), "RawModule")
-            and values.dtype in _C_TYPES and taps_read.dtype in _C_TYPES)
-
-
-def picture_batch(sampler, key: int):
-    """The batch ``(coordinates (n, 2), targets (n, channels))`` of a PictureSampler whose step
-    has the hash key ``key`` (``sampling.step_key``), in one launch."""
-    xp = get_array_module(sampler.values)
-    n, channels = sampler.batch_size, sampler.channels
-    coords = xp.empty((n, 2), dtype=np.float32)
-    targets = xp.empty((n, channels), dtype=np.float32)
-    pixels = xp.ascontiguousarray(sampler.values)
-    taps_read = xp.ascontiguousarray(sampler._taps_read)
-    function = _sampler_function(sampler.kind, pixels.dtype.str, taps_read.dtype.str)
-    function((-(-n // BLOCK),), (BLOCK,), (
-        pixels, taps_read, coords, targets, np.int64(n), np.int32(sampler.width), np.int32(sampler.height),
-        np.int32(channels), np.uint64(key), np.float64(sampler.pixels / n), np.int64(sampler.period),
-        np.float32(sampler._below[0]), np.float32(sampler._below[1]), np.float32(sampler.scale),
-        np.float32(sampler._taps_scale), np.float32(2 / sampler.width), np.float32(2 / sampler.height)))
-    return coords, targets
+def _squared_error_kernels():
+    cupy = cuda_module()
+    gradient = cupy.ElementwiseKernel("T p, T t, T scale", "T g", "g = (p - t) * scale", "ironlearn_mse_gradient")
+    mean = cupy.ReductionKernel("T p, T t", "T y", "(p - t) * (p - t)", "a + b", "y = a / (T)_in_ind.size()", "0",
+                                "ironlearn_mse")
+    return gradient, mean

@@ -21,11 +21,11 @@ import math
 
 import numpy as np
 
-from .. import fused
 from ..backend import get_array_module, take_rows, to_host
 from ..nn.lattice import Lattice
 from ..nn.splines import INTERPOLATIONS, bspline_coefficients
 from .coords import axis
+from . import batch_kernel
 from .io import as_float
 
 FILTERS = ("lanczos", "bicubic", "bilinear", "spline", "centres")
@@ -200,9 +200,9 @@ class PictureSampler:
     def __call__(self, step: int):
         """The batch of ``step``: every sample on its pixel's centre but each ``period``-th, which
         lies anywhere (spread evenly over the picture, since positions run in scan order).
-        On a GPU, one kernel draws the same batch (:func:`ironlearn.fused.picture_batch`)."""
-        if fused.samples(self):
-            return fused.picture_batch(self, step_key(self.seed, step))
+        On a GPU, one kernel draws the same batch (:func:`.batch_kernel.picture_batch`)."""
+        if batch_kernel.applies(self):
+            return batch_kernel.picture_batch(self, step_key(self.seed, step))
         px, py = self.positions(step)
         xp = get_array_module(px)
         if self.kind == "centres":

@@ -12,16 +12,15 @@ import math
 import numpy as np
 
 from .. import fused, kernels
-from ..arrays import join_columns, take_columns
 from ..backend import get_array_module, on_device, take_rows
-from .lattice import AxisRead, Lattice, LevelReads, Reads
+from . import lattice_reads
+from .lattice import Lattice, LevelReads, Reads
 from .layers import Layer, bound_arguments, check_count, register
 from .splines import INTERPOLATIONS
-from .sparse import BlockGrad, MaskedGrad, RowGrad, rectangle, sparse_gradient
+from .sparse import BlockGrad, MaskedGrad, RowGrad, sparse_gradient
 
 
 LOOKUP_CACHE = 3  # the pixel grid, and a batch between pixels or a time-lapse frame's tile
-AXIS_CACHE = 1024  # a level's reads along the axes of recent lattices (tiles recur every epoch)
 
 
 #: The hash-table sizes :class:`HashGrid` accepts, as ``log2`` of the rows per level: 6..24.
@@ -92,14 +91,14 @@ class HashGrid(Layer):
     table holds (the optimizers then update those rows only); on a GPU it is a
     :class:`~ironlearn.nn.sparse.MaskedGrad`, which marks them without a sync.
 
-    A :class:`~ironlearn.nn.lattice.Lattice` (a grid of points, such as a tile of pixels) reads
+    A :class:`~ironlearn.nn.lattice.Lattice` (:mod:`~ironlearn.nn.lattice_reads`; a grid of points, such as a tile of pixels) reads
     each dense level as two matrix products, one along each axis, of the 1-D weights with the
     rectangle of vertices the lattice covers; its gradient falls on that rectangle (a
     :class:`~ironlearn.nn.sparse.BlockGrad` when it is a small part of a one-level table).  A
     level that is hashed has no rectangle: the lattice is then read point by point.
     """
 
-    _cached = ("_x", "_marks", "_slots", "_reads_on", "_rectangles", "_fused_levels")
+    _cached = ("_x", "_marks", "_slots", "_reads_on", "_rectangles", "_fused_levels", "_lattice_on")
 
     #: The gradient is a :class:`RowGrad` (and the optimizers lazy) when a batch makes fewer
     #: lookups than this share of the table's rows.  Dense Adam learns more per step (0.4-0.5 dB
@@ -152,6 +151,7 @@ class HashGrid(Layer):
         self._rectangles = None  # where the last lattice read each level, for backward
         self._fused_levels = None  # the levels' numbers for fused.py's kernels, on the device
         self._fused = False  # whether the last forward read through fused.read_grid
+        self._lattice_on = None  # the last lattice's axes on the device, for the fused kernels
 
     def _link_detail(self):
         """Share the detail level's table and gradient under this layer's own names."""
@@ -292,7 +292,7 @@ class HashGrid(Layer):
         self._rectangles = None
         if isinstance(x, Lattice):
             if not any(self.hashed):
-                return self._forward_lattice(x)
+                return lattice_reads.forward(self, x)
             x = x.points(get_array_module(self.params["table"]))
         self._x = x
         self._fused = fused.applies(x, self.params["table"])
@@ -317,7 +317,7 @@ class HashGrid(Layer):
             if need_grad_in:
                 raise ValueError("a lattice's points have no gradient: a HashGrid reads a Lattice as a "
                                  "network's first layer only")
-            self._backward_lattice(xp, grad_out)
+            lattice_reads.backward(self, xp, grad_out)
             return None
         if self._fused and not need_grad_in:
             self._backward_fused(xp, grad_out)
@@ -355,68 +355,6 @@ class HashGrid(Layer):
             grad = self._dense_grad(xp)
             fused.read_grid_backward(self, self._x, grad_out, grad)
         self.grads["table"] = grad
-
-    # -- a lattice's reads: two products a level ------------------------------------------
-    def _axis_read(self, xp, level: int, axis: int, coords) -> AxisRead:
-        """A level's read along one axis at a lattice's ``coords`` (host float32), worked out on the
-        host and kept for the next lattice with the same axis (a tile's recur every epoch)."""
-        key = (xp.__name__, level, axis, coords.tobytes())
-        known = self._axes.get(key)
-        if known is not None:
-            return known
-        offsets, weights_along = INTERPOLATIONS[self.interpolation]
-        res = (self.resolutions, self.resolutions_y)[axis][level]
-        last = (self.sides, self.sides_y)[axis][level] - 1
-        fractions, vertices = self._axis_reads(np, (coords + 1) * np.float32(0.5), res, last, max(last - 1, 0),
-                                               last, 0.5 if self.centred else 0.0, offsets)
-        first = int(min(v.min() for v in vertices))
-        matrix = np.zeros((len(coords), int(max(v.max() for v in vertices)) - first + 1), np.float32)
-        points = np.arange(len(coords))
-        for vertex, weight in zip(vertices, weights_along(fractions)[0]):
-            matrix[points, vertex - first] += weight  # past an edge, offsets read the same vertex
-        if len(self._axes) >= AXIS_CACHE:
-            self._axes.clear()
-        self._axes[key] = known = AxisRead(first, matrix, xp, self.features if axis == 0 else None)
-        return known
-
-    def _forward_lattice(self, lattice: Lattice):
-        table = self.params["table"]
-        xp = get_array_module(table)
-        parts = []
-        self._rectangles = []
-        for level in range(self.levels):
-            along_x, along_y = self._axis_read(xp, level, 0, lattice.xs), self._axis_read(xp, level, 1, lattice.ys)
-            # The rectangle of vertices read, as rows of ``across * features`` (a view, no copy).
-            vertices = rectangle(table, int(self.offsets[level]), (self.sides_y[level], self.sides[level]),
-                                 (along_y.first, along_x.first), (along_y.vertices, along_x.vertices))
-            # out[j, i] = sum over (b, a) of along_y[j, b] along_x[i, a] vertices[b, a]: down, then across.
-            mixed = along_x.across(along_y.down(vertices.reshape(along_y.vertices, -1), xp), xp)  # (h, w * F)
-            parts.append(mixed.reshape(len(lattice), self.features))
-            self._rectangles.append((level, along_y, along_x))
-        if self.detail:
-            parts.append(self.detail_grid.forward(lattice))
-        return join_columns(parts)
-
-    def _backward_lattice(self, xp, grad_out):
-        """The table's gradient from a lattice's read: each level's products transposed, onto the
-        rectangle of vertices the lattice read (a :class:`BlockGrad` of a one-level table when the
-        rectangle is a small part of it)."""
-        features = self.features
-        blocks = []
-        for level, along_y, along_x in self._rectangles:
-            g = take_columns(grad_out, level * features, (level + 1) * features).reshape(along_y.points, -1)
-            spread = along_y.down_transposed(along_x.across_transposed(g, xp), xp)  # (down, across * F)
-            blocks.append(BlockGrad(int(self.offsets[level]), (self.sides_y[level], self.sides[level]),
-                                    (along_y.first, along_x.first),
-                                    spread.reshape(along_y.vertices, along_x.vertices, features),
-                                    tuple(self.params["table"].shape)))
-        if self.levels == 1 and blocks[0].values[..., 0].size < len(self.params["table"]) * self.sparse_reads:
-            self.grads["table"] = blocks[0]
-            return
-        grad = self.grads["table"] = self._dense_grad(xp)
-        grad.fill(0)
-        for block in blocks:
-            block.view(grad)[...] = block.values
 
     def _dense_grad(self, xp):
         grad = self.grads["table"]
