@@ -166,6 +166,7 @@ class Watch(Callback):
         self.pending, self.target, self.probe = sorted(marks), target, probe
         self.next_probe = probe or float("inf")
         self.reached, self.curve, self.hit = {}, [], None
+        self.pool_held = 0  # the most bytes CuPy's pool held when an evaluation began (0 on the CPU)
 
     def _due(self, seconds: float) -> bool:
         return bool(self.pending and seconds >= self.pending[0]) or seconds >= self.next_probe
@@ -177,7 +178,9 @@ class Watch(Callback):
         self.backend.synchronize()
         synced = time.perf_counter()
         seconds = trainer.train_seconds + (synced - t0)
+        self.pool_held = max(self.pool_held, self.backend.memory_stats().get("pool_total_bytes", 0))
         value = self.evaluate(trainer.model)
+        self.backend.release_unused()  # the evaluation's arrays are not the training's
         trainer.train_seconds -= time.perf_counter() - synced
         self._record(trainer, seconds, value)
 

@@ -42,20 +42,28 @@ def fused_part(ctx):
     backend, sizes = ctx.backend, ctx.sizes
     width, height = sizes.photo
     values = synthetic_photo(backend.xp, width, height, 3)
-    ctx.note(f"the hash-grid pyramid on a {width}x{height} colour picture (--finest {max(width, height)}); "
-             "'launched' is the code the fused kernels replace, in the kernels mode")
-    for batch in sizes.batches:
-        with mode("kernels"), fit_job(backend, values, "rgb", batch_size=batch,
-                                      steps=sizes.warmup + 4 * sizes.steps + 20, **pyramid(width, height)) as job:
+    ctx.note(f"a {width}x{height} colour picture: the hash-grid pyramid (--finest {max(width, height)}) and "
+             "fit's default, the pixel spline (a tile a step); 'launched' is the code the fused kernels replace, "
+             "in the kernels mode")
+    for model, settings in (("pyramid", pyramid(width, height)), ("pixel spline", {})):
+        for batch in sizes.batches:
+            _fused_against_launched(ctx, values, model, settings, batch)
+    ctx.save(headline="; ".join(f"{r['model']} {r['batch']}: step {r['step launched ms']:.3f} -> "
+                                f"{r['step fused ms']:.3f} ms" for r in ctx.result.get("steps", [])))
+
+
+def _fused_against_launched(ctx, values, model: str, settings: dict, batch: int) -> None:
+    backend, sizes = ctx.backend, ctx.sizes
+    with mode("kernels"), fit_job(backend, values, "rgb", batch_size=batch,
+                                  steps=sizes.warmup + 4 * sizes.steps + 20, **settings) as job:
+        if model == "pyramid":
             ctx.add_row(_passes(ctx, job, batch))
-            row = {"batch": batch}
-            for name, context in (("launched", unfused), ("fused", contextlib.nullcontext)):
-                with context():
-                    timed = time_steps(job.trainer.train_step, backend_clock(backend), sizes.warmup, sizes.steps)
-                row[f"step {name} ms"], row[f"step {name} wall ms"] = timed["warm_median_ms"], timed["wall_ms_per_step"]
-            ctx.add_row(row, "steps")
-    ctx.save(headline="; ".join(f"batch {r['batch']}: step {r['step launched ms']:.3f} -> {r['step fused ms']:.3f} ms"
-                                for r in ctx.result.get("steps", [])))
+        row = {"model": model, "batch": batch}
+        for name, context in (("launched", unfused), ("fused", contextlib.nullcontext)):
+            with context():
+                timed = time_steps(job.trainer.train_step, backend_clock(backend), sizes.warmup, sizes.steps)
+            row[f"step {name} ms"], row[f"step {name} wall ms"] = timed["warm_median_ms"], timed["wall_ms_per_step"]
+        ctx.add_row(row, "steps")
 
 
 def _passes(ctx, job, batch: int) -> dict:

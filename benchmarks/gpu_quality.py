@@ -26,12 +26,14 @@ def run_to_quality(ctx, values, mode_name: str, seconds: float, marks=(), target
     with fit_job(backend, values, mode_name, time_budget=seconds, **settings) as job:
         timed_run(job, watch)
         trainer = job.trainer
+        held = max(watch.pool_held, backend.memory_stats().get("pool_total_bytes", 0))
         height, width, _ = values.shape
         return {"picture": f"{width}x{height}", "model_options": job.plan.model_options,
                 "batch_size": job.plan.batch_size, "tiles": job.plan.trains_tiles, "start": job.plan.start,
                 "held": list(trainer.held), "steps": trainer.step, "train_seconds": round(trainer.train_seconds, 3),
                 "stalled_seconds": round(job.stalled_seconds, 3),
                 "marks": {str(k): v for k, v in watch.reached.items()}, "curve": watch.curve, "target_hit": watch.hit,
+                "pool_held_training_bytes": held,  # before any evaluation's arrays
                 "final_psnr_db": device_psnr(trainer.model, values, backend), **backend.memory_stats()}
 
 
@@ -64,9 +66,9 @@ def _photo_part(ctx, size, marks):
     notes = []
     values = photo(ctx.backend, *size, notes)
     result = run_to_quality(ctx, values, "rgb", max(marks), marks=marks)
-    peak = result.get("pool_total_bytes")  # the pool keeps what it frees: its total is its peak
+    peak = result.get("pool_held_training_bytes")  # the pool keeps what it frees: its total is its peak
     headline = ", ".join(f"{v['psnr_db']} dB at {k} s" for k, v in result["marks"].items())
-    ctx.save(notes=notes, **result, headline=headline + (f"; pool peak {peak / 2**30:.2f} GiB" if peak else ""))
+    ctx.save(notes=notes, **result, headline=headline + (f"; pool held while training {peak / 2**30:.2f} GiB" if peak else ""))
 
 
 def photo12(ctx):

@@ -76,3 +76,15 @@ def test_cupy_is_resolved_once(monkeypatch):
     device_array = type("ndarray", (), {"__module__": "cupy._core.core"})()
     assert all(be.get_array_module(device_array) is fake for _ in range(5))
     assert len(asked) == 1
+
+
+@pytest.mark.skipif(not be.cuda_available(), reason="no GPU with CuPy here")
+def test_cuda_release_unused_gives_the_pools_free_blocks_back():
+    backend = be.Backend("cuda")
+    pool = backend.xp.get_default_memory_pool()
+    kept = backend.xp.ones(1 << 20, dtype=backend.xp.float32)
+    dropped = backend.xp.ones(1 << 22, dtype=backend.xp.float32)
+    del dropped
+    assert pool.total_bytes() > pool.used_bytes()
+    backend.release_unused()
+    assert pool.total_bytes() == pool.used_bytes() >= kept.nbytes

@@ -280,6 +280,13 @@ class Backend:
             stats["pool_peak_used_bytes"] = int(self._peak.peak)
         return stats
 
+    def release_unused(self) -> None:
+        """Give the GPU back the blocks CuPy's pool keeps but no array uses (nothing on the CPU):
+        after a fit's setup, whose one-off arrays (the calibration's steps, the start's spline)
+        would otherwise stay held for the whole run."""
+        if self.device == "cuda":
+            self.xp.get_default_memory_pool().free_all_blocks()
+
     @contextlib.contextmanager
     def tracking_peak(self):
         """Inside (and in :meth:`memory_stats` after it): the peak of bytes in arrays, from a CuPy

@@ -247,6 +247,7 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     job = Job(plan, backend, trainer, recorder, snapshots, rollback, stalled_seconds=plan.prior_stalled,
               calibrated_pace=calibrated_pace)
     trainer.callbacks = [recorder, *([] if plan.starts_as_picture else [snapshots]), checkpointer, rollback]
+    backend.release_unused()  # the setup's one-off arrays: the pool holds the training's alone
     return job
 
 
