@@ -84,7 +84,10 @@ def test_cuda_release_unused_gives_the_pools_free_blocks_back():
     pool = backend.xp.get_default_memory_pool()
     kept = backend.xp.ones(1 << 20, dtype=backend.xp.float32)
     dropped = backend.xp.ones(1 << 22, dtype=backend.xp.float32)
+    size = dropped.nbytes
     del dropped
-    assert pool.total_bytes() > pool.used_bytes()
+    held = pool.total_bytes()
+    assert held - pool.used_bytes() >= size
     backend.release_unused()
-    assert pool.total_bytes() == pool.used_bytes() >= kept.nbytes
+    # Whole free chunks go back; a chunk an array still uses in part stays (CuPy's pool).
+    assert pool.total_bytes() <= held - size and pool.used_bytes() >= kept.nbytes

@@ -102,3 +102,9 @@ def test_the_fused_sampler_compiles_for_every_filter_and_type(architecture):
 def test_the_many_parameter_adam_compiles(architecture):
     ptx = compile_cuda(fused._ADAM_MANY, ["--std=c++14", f"--gpu-architecture={architecture}"])
     assert ".entry adam_many(" in ptx
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_the_squared_error_compiles(architecture):
+    ptx = compile_cuda(fused._SQUARED_ERROR, ["--std=c++14", f"--gpu-architecture={architecture}"])
+    assert ".entry squared_error(" in ptx

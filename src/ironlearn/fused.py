@@ -405,20 +405,46 @@ def _adam_many_function():
 # -- the squared error ------------------------------------------------------------------------------
 def squared_error(pred, target):
     """The mean squared error and its gradient, ``(value, 2 (pred - target) / size)``: on a GPU in
-    two launches (the gradient, and the sum as one reduction), where the array code takes five."""
-    if applies(pred, target) and pred.shape == target.shape:
-        gradient, mean = _squared_error_kernels()
-        return mean(pred, target), gradient(pred, target, np.float32(2.0 / pred.size))
-    diff = pred - target
-    value = (diff * diff).mean()
-    diff *= 2.0 / diff.size
-    return value, diff
+    two launches (the value's zero; one pass for the gradient and the sum), not five."""
+    if not (applies(pred, target) and pred.shape == target.shape):
+        diff = pred - target
+        value = (diff * diff).mean()
+        diff *= 2.0 / diff.size
+        return value, diff
+    xp = get_array_module(pred)
+    pred, target = xp.ascontiguousarray(pred), xp.ascontiguousarray(target)
+    value, grad = xp.zeros((), dtype=np.float32), xp.empty_like(pred)
+    n = pred.size
+    _squared_error_function()((min(-(-n // BLOCK), 1024),), (BLOCK,), (
+        pred, target, grad, value, np.int64(n), np.float32(2.0 / n), np.float32(1.0 / n)))
+    return value, grad
+
+
+_SQUARED_ERROR = r"""
+// grad = (pred - target) * scale; *value += the block's sum of (pred - target)^2, times inv_n.
+extern "C" __global__ void squared_error(const float* __restrict__ pred, const float* __restrict__ target,
+                                         float* __restrict__ grad, float* __restrict__ value, const long long n,
+                                         const float scale, const float inv_n) {
+    __shared__ float warps[32];
+    float sum = 0.0f;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const float d = pred[i] - target[i];
+        grad[i] = d * scale;
+        sum += d * d;
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) warps[warp] = sum;
+    __syncthreads();
+    if (warp == 0) {
+        sum = lane < (int)(blockDim.x / 32) ? warps[lane] : 0.0f;
+        for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+        if (lane == 0) atomicAdd(value, sum * inv_n);
+    }
+}
+"""
 
 
 @functools.cache
-def _squared_error_kernels():
-    cupy = cuda_module()
-    gradient = cupy.ElementwiseKernel("T p, T t, T scale", "T g", "g = (p - t) * scale", "ironlearn_mse_gradient")
-    mean = cupy.ReductionKernel("T p, T t", "T y", "(p - t) * (p - t)", "a + b", "y = a / (T)_in_ind.size()", "0",
-                                "ironlearn_mse")
-    return gradient, mean
+def _squared_error_function():
+    return cuda_module().RawModule(code=_SQUARED_ERROR, options=("--std=c++14",)).get_function("squared_error")
