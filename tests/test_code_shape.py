@@ -16,7 +16,7 @@ MAX_MODULE_LINES = 450
 #: The layers, lowest first: a package imports only from its own layer and those below it.
 #: The modules at the top of ``ironlearn`` (backend, files, kernels, ...) are the lowest; the
 #: package's ``__init__`` (the short way in) is above everything.
-LAYERS = ("", "nn", "optim", "train", "image", "codec", "viewer", "fitting", "api", "cli", "__init__", "__main__")
+LAYERS = ("", "nn", "optim", "train", "image", "codec", "drawable", "viewer", "fitting", "api", "cli", "__init__", "__main__")
 
 
 def python_files(*folders):
@@ -63,3 +63,23 @@ def test_functions_and_modules_stay_short(path):
     assert not long, f"over {MAX_FUNCTION_LINES} lines: {', '.join(long)}"
     if SRC in path.parents:
         assert text.count("\n") <= MAX_MODULE_LINES
+
+
+def _command_modules() -> dict:
+    """The cli modules that are commands (each adds its parser), by module name."""
+    return {path.stem: path for path in sorted((SRC / "cli").glob("*.py")) if "def add_parser(" in path.read_text()}
+
+
+@pytest.mark.parametrize("name", sorted(_command_modules()))
+def test_no_command_imports_another(name):
+    """What two commands share lives in a helper module (common, fit_options, argtypes, status)."""
+    commands = _command_modules()
+    others = {f"cli.{other}" for other in commands if other != name}
+    assert not imported_modules(commands[name]) & others
+
+
+def test_only_the_picture_seam_tells_a_model_from_a_compressed_file():
+    """ironlearn.drawable.open (and locate) is the one place that asks "model or .ilc?"."""
+    asking = [str(path.relative_to(SRC)) for path in python_files(SRC)
+              if "container.is_compressed(" in path.read_text() and path.parent.name not in ("codec", "drawable")]
+    assert not asking, f"ask ironlearn.drawable instead: {asking}"

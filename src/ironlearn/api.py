@@ -17,28 +17,24 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import codec
+from . import codec, drawable
 from .backend import get_backend
 from .checks import is_finite, is_whole
 from .files import check_output, write_bytes
 from .fitting import OPTIONS, FitOptions, Interrupted, UsageError
 from .fitting import fit as fit_job
 from .fitting.run import check_start
-from .fitting import folder
 from .image.render import render as render_bands
 from .image.render import render_size
+from .drawable import Run
 from .nn.model import Sequential
 from .image.coords import check_view
 from .image.io import load_picture
-from .train import CheckpointError, load_checkpoint
-from .viewer import ViewerError
 from .viewer.live import LiveServer
 from .viewer.serve import announce, check_port
-from .viewer.run import locate_model
 
 #: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
 FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
@@ -52,47 +48,6 @@ def _check_flags(**flags) -> None:
     for name, value in flags.items():
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False (got {value!r})")
-
-
-@dataclass(frozen=True)
-class Run:
-    """A fitted model with what its run recorded.
-
-    Attributes
-    ----------
-    model : Sequential
-        The network, on the CPU.
-    metrics : dict
-        What ``metrics.json`` holds (``psnr_db``, ``steps``, ``seconds``, ...); empty for a
-        checkpoint saved mid-run.
-    settings : dict
-        The run's settings (picture, size, mode, model options, ...).
-    folder : str or None
-        The run folder, when the model came from one.
-    """
-
-    model: Sequential
-    metrics: dict = field(default_factory=dict, repr=False)
-    settings: dict = field(default_factory=dict, repr=False)
-    folder: str | None = None
-
-    def __repr__(self) -> str:  # the dicts in full took 1.5 kB, the metrics twice over
-        shown = {"folder": self.folder, "size": self.size, "psnr_db": self.metrics.get("psnr_db"),
-                 "steps": self.metrics.get("steps"), "parameters": self.model.num_parameters}
-        return "Run(" + ", ".join(f"{k}={v!r}" for k, v in shown.items() if v is not None) + ")"
-
-    @property
-    def size(self) -> tuple[int, int] | None:
-        """The training picture's ``(width, height)``, when recorded."""
-        return tuple(self.settings["size"]) if "size" in self.settings else None
-
-    @property
-    def paths(self) -> dict:
-        """``{file name: path}`` of the run folder's outputs that exist."""
-        if self.folder is None:
-            return {}
-        found = {name: os.path.join(self.folder, name) for name in (*folder.FILES, folder.VIEWER)}
-        return {name: path for name, path in found.items() if os.path.isfile(path)}
 
 
 def _check_port(port, live: bool) -> None:
@@ -189,17 +144,8 @@ def load(path) -> Run | codec.Decoded:
     """
     if isinstance(path, (bytes, bytearray, memoryview)):  # a compressed file's bytes, as decompress() takes
         return codec.read(bytes(path))
-    if codec.container.is_compressed(path):
-        return codec.read(codec.container.read_file(path))
-    try:
-        model_path = locate_model(path)
-    except ViewerError as exc:  # no such file, a folder without a model: as the docstring says
-        raise CheckpointError(str(exc)) from None
-    saved = load_checkpoint(model_path)
-    run_folder = os.path.dirname(os.path.abspath(model_path))
-    in_a_run = os.path.basename(model_path) in (folder.MODEL, folder.CHECKPOINT)
-    return Run(model=saved.model, metrics=dict(saved.settings.get("metrics", {})), settings=dict(saved.settings),
-               folder=run_folder if in_a_run else None)
+    picture = drawable.open(path)
+    return picture.decoded if isinstance(picture, drawable.CompressedFile) else picture
 
 
 def render(model, size=None, *, scale: float | None = None, view=None, device: str = "cpu") -> np.ndarray:

@@ -363,6 +363,7 @@ def test_the_python_api_shows_the_fit_live_then_stops_serving(tmp_path, capsys):
 
 def test_after_the_fit_a_terminal_serves_until_ctrl_c_and_a_script_for_a_few_seconds(server, monkeypatch):
     import _thread
+    import signal
 
     said = []
     monkeypatch.setattr(live_module, "AFTER_FIT_SECONDS", 0.2)
@@ -371,8 +372,14 @@ def test_after_the_fit_a_terminal_serves_until_ctrl_c_and_a_script_for_a_few_sec
     assert 0.2 <= time.monotonic() - began < 5
     assert said == ["training done; serving the final page for 0.2 s (stdout is not a terminal)"]
     said.clear()
-    threading.Timer(0.5, _thread.interrupt_main).start()  # Ctrl-C, as the terminal sends it
-    server.serve_after_fit(said.append, interactive=True)
+    # Ctrl-C as a terminal's Python takes it: a Ray test earlier in this worker may have left
+    # another SIGINT handler, which interrupt_main() calls instead (the wait then never ended).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.5, _thread.interrupt_main).start()  # Ctrl-C, as the terminal sends it
+        server.serve_after_fit(said.append, interactive=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert said == ["training done; Ctrl-C stops the server", "stopped serving"]
 
 

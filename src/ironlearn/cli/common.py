@@ -7,7 +7,9 @@ import os
 import shlex
 import sys
 
+from ..fitting import UsageError
 from ..fitting.outputs import describe_result
+from ..image.render import save_bands
 
 
 def say(message: str) -> None:
@@ -56,3 +58,20 @@ def render_hint(folder: str, name: str, width: int, height: int) -> str:
     corner = f"{-1 + 2 / part:g}"
     return (f"ironlearn render {folder} --view=-1,-1,{corner},{corner} --scale 2 -o "
             f"{shlex.quote(f'{name}-corner-x2.png')}   (the top-left 1/{part} of each side, at 2x)")
+
+
+# -- a compressed picture, drawn (render and decompress) -----------------------------------------
+def check_view(decoded, view) -> None:
+    """A :class:`UsageError` for a ``view`` that leaves the compressed picture."""
+    try:
+        decoded.region(view)
+    except ValueError as exc:
+        raise UsageError(f"--{exc}") from None
+
+
+def save_drawing(decoded, output: str, width: int, height: int, view=None) -> None:
+    """Draw ``decoded`` (or the region ``view`` of it) at ``width x height`` straight into the PNG
+    ``output``, a band of rows at a time, and say so."""
+    save_bands(output, width, height, decoded.channels, decoded.bands(height, width, view),
+               progress=progress_style())
+    say(f"wrote {output} ({width}x{height})")

@@ -12,9 +12,8 @@ from ..errors import OptionError
 from ..files import check_output, write_bytes
 from ..fitting import UsageError
 from ..image.io import load_picture
-from ..image.render import save_bands
 from .argtypes import positive_float, size_arg, view_arg
-from .common import progress_style, say
+from .common import check_view, save_drawing, say
 from .status import ExitCode
 
 
@@ -107,36 +106,11 @@ def cmd_compress(args) -> int:
     return ExitCode.OK
 
 
-def read_compressed(path: str, decode: bool = True):
-    """``(bytes, codec.Decoded)`` of a compressed file, or (``decode`` False) ``(bytes,
-    codec.Header)``; a :class:`UsageError` naming it once for anything it cannot read."""
-    try:
-        return codec.read_path(path) if decode else codec.read_header_path(path)
-    except codec.CodecError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def check_view(decoded, view) -> None:
-    """A :class:`UsageError` for a ``view`` that leaves the compressed picture."""
-    try:
-        decoded.region(view)
-    except ValueError as exc:
-        raise UsageError(f"--{exc}") from None
-
-
-def save_drawing(decoded, output: str, width: int, height: int, view=None) -> None:
-    """Draw ``decoded`` (or the region ``view`` of it) at ``width x height`` straight into the PNG
-    ``output``, a band of rows at a time, and say so."""
-    save_bands(output, width, height, decoded.channels, decoded.bands(height, width, view),
-               progress=progress_style())
-    say(f"wrote {output} ({width}x{height})")
-
-
 def cmd_decompress(args) -> int:
     check_output(args.output, args.force, reads=[args.file])
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
-    _, decoded = read_compressed(args.file)
+    _, decoded = codec.read_path(args.file)
     check_view(decoded, args.view)
     width, height = decoded.draw_size(args.size, args.scale, args.view)
     save_drawing(decoded, args.output, width, height, args.view)

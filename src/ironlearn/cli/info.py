@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .. import codec
-from ..train import load_checkpoint
-from ..viewer.run import locate_model
+from .. import drawable
 from .common import add_model_argument
-from .compress import read_compressed
 from .status import ExitCode
 
 
@@ -22,10 +19,10 @@ def add_parser(commands) -> None:
     info_p.set_defaults(func=cmd_info)
 
 
-def _compressed_info(args) -> int:
+def _compressed_info(args, picture) -> int:
     """What a file of ``ironlearn compress`` holds, from its header alone: nothing is decoded,
     so the work stays in proportion to the file's size, whatever picture it declares."""
-    data, header = read_compressed(args.model, decode=False)
+    data, header = picture.data, picture.header
     pixels = header.width * header.height
     shapes = header.grid_shapes
     latents_bytes, weights_bytes = (len(section) for section in header.sections)
@@ -52,17 +49,17 @@ def _compressed_info(args) -> int:
 
 
 def cmd_info(args) -> int:
-    if codec.container.is_compressed(args.model):
-        return _compressed_info(args)
-    saved = load_checkpoint(locate_model(args.model))
+    picture = drawable.open(args.model)
+    if isinstance(picture, drawable.CompressedFile):
+        return _compressed_info(args, picture)
     if args.json:
-        print(json.dumps(saved.meta, indent=2))
+        print(json.dumps(picture.meta, indent=2))
         return ExitCode.OK
-    settings = saved.settings
+    settings = picture.settings
     # Only numbers are formatted as such: the loader checks the metrics are a mapping, not what they hold.
     found = {k: v for k, v in settings.get("metrics", {}).items() if isinstance(v, (int, float))}
-    lines = [f"{args.model}", repr(saved.model), f"parameters: {saved.model.num_parameters:,}",
-             f"steps: {saved.step:,}"]
+    lines = [f"{args.model}", repr(picture.model), f"parameters: {picture.model.num_parameters:,}",
+             f"steps: {picture.step:,}"]
     if "train_seconds" in settings:
         lines.append(f"training time: {settings['train_seconds']:.1f} s")
     if settings.get("model"):

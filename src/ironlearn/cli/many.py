@@ -7,7 +7,7 @@ import argparse
 from ..fitting.many import fit_many
 from .argtypes import non_negative_float, positive_float, positive_int
 from .common import say
-from .fit import add_fit_options, fit_options
+from .fit_options import add_fit_options, fit_options
 from .status import ExitCode
 
 

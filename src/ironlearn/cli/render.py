@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-
-from .. import codec
+from .. import drawable
 from ..backend import DEVICES, get_backend
 from ..files import check_output
 from ..fitting import UsageError
 from ..image.render import region_size, render_png, render_size
-from ..train import load_checkpoint
-from ..viewer.run import locate_model
 from .argtypes import positive_float, size_arg, view_arg
-from .common import add_model_argument, progress_style, say
-from .compress import check_view, read_compressed, save_drawing
+from .common import add_model_argument, check_view, progress_style, say, save_drawing
 from .status import ExitCode
 
 
@@ -54,23 +50,22 @@ def cmd_render(args) -> int:
     check_output(args.output, args.force, reads=[args.model])
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
-    if codec.container.is_compressed(args.model):
-        return _render_compressed(args)
-    saved = load_checkpoint(locate_model(args.model))
-    width, height = _render_size(args.size, saved.settings, args.view, args.scale)
+    picture = drawable.open(args.model)
+    if isinstance(picture, drawable.CompressedFile):
+        return _render_compressed(args, picture.decoded)
+    width, height = _render_size(args.size, picture.settings, args.view, args.scale)
     backend = get_backend(args.device or "auto", notify=say if args.device == "auto" else None)
-    model = saved.model.to(backend)
+    model = picture.model.to(backend)
     # A bar only on a terminal: in a log, its redraws are kilobytes of carriage returns.
-    render_png(model, args.output, width, height, backend, saved.channels, progress=progress_style(),
+    render_png(model, args.output, width, height, backend, picture.channels, progress=progress_style(),
                view=args.view)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK
 
 
-def _render_compressed(args) -> int:
+def _render_compressed(args, decoded) -> int:
     """``render`` of a file of ``ironlearn compress``: sized as a model whose training size is
     the picture's."""
-    _, decoded = read_compressed(args.model)
     check_view(decoded, args.view)
     width, height = _render_size(args.size, {"size": list(decoded.size)}, args.view, args.scale)
     save_drawing(decoded, args.output, width, height, args.view)

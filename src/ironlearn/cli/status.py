@@ -8,6 +8,7 @@ import enum
 import signal
 
 from ..backend import BackendError
+from ..codec import CodecError
 from ..errors import OptionError
 from ..fitting import Interrupted, UsageError
 from ..fitting.many import ManyInterrupted
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with terminate_cleanly():
             return args.func(args)
-    except (InputError, UsageError, CheckpointError, BackendError, ViewerError) as exc:
+    except (InputError, UsageError, CheckpointError, BackendError, ViewerError, CodecError) as exc:
         # The library names an option by its Python name; the command names it by its flag.
         message = exc.worded(flag) if isinstance(exc, OptionError) else exc
         say(f"ironlearn {args.command}: error: {message}")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 
-from .. import codec
+from .. import drawable
 from ..files import check_output
 from ..files import is_generated_page
 from ..fitting import UsageError
 from ..viewer import make_server, serve, write_app, write_viewer
-from ..viewer.run import locate_model
 from .argtypes import port_arg
 from .common import say
 from .status import ExitCode
@@ -98,8 +97,8 @@ def cmd_view(args) -> int:
     if args.source is None:
         raise UsageError("view needs a run folder, a model file or a compressed file; or --app for the page "
                          "that opens any compressed file")
-    model_path = locate_model(args.source)
-    compressed = codec.container.is_compressed(model_path)
+    model_path = drawable.locate(args.source)
+    compressed = drawable.is_compressed(model_path)
     if compressed and args.with_picture:
         raise UsageError("a compressed file holds no training picture to embed; leave out --with-picture")
     output = args.output or _default_page(model_path, compressed)

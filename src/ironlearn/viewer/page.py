@@ -17,16 +17,15 @@ import os
 import re
 from importlib import resources
 
-from .. import codec
+from .. import codec, drawable
 from ..codec import entropy
 from ..codec.pyramid import COLOURS, CUBIC, CUBIC_BEFORE_5
 from ..codec.synthesis import FEATURE_GAIN
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
-from ..train import load_checkpoint
 from ..version import __version__
 from .packing import pack
 from .plan import ROW_TEXELS, Plan, ViewerError, build_picture_plan, build_plan, texture_shape
-from .run import MAX_ORIGINAL_SIDE, collect_extras, is_run_model, locate_model
+from .run import MAX_ORIGINAL_SIDE, collect_extras
 from .shader import fragment_shader, template
 
 #: The page's script files, inlined in this order, each in a <script> named by its ``data-file``.
@@ -52,23 +51,21 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
     Raises
     ------
     ViewerError
-        No model there, a layer the page cannot draw, or a compressed file that is damaged.
+        A layer the page cannot draw, or a compressed file that is damaged.
     CheckpointError
-        Not an ironlearn model, or a newer format.
+        No model there, not an ironlearn model, or a newer format.
     """
-    model_path = locate_model(source)
-    if codec.container.is_compressed(model_path):
-        try:
-            data, decoded = codec.read_path(model_path)
-        except codec.CodecError as exc:
-            raise ViewerError(str(exc)) from None
-        return picture_payload(decoded, os.path.basename(model_path), file_bytes=len(data))
-    saved = load_checkpoint(model_path)
-    run = is_run_model(model_path)
-    extras = collect_extras(os.path.dirname(os.path.abspath(model_path)) if run else None, saved.settings,
-                            max_original_side, with_picture=run if with_picture is None else with_picture)
-    return model_payload(saved.model, saved.settings, extras, step=saved.step,
-                         title=_title(model_path, saved.settings))
+    try:
+        picture = drawable.open(source)
+        if isinstance(picture, drawable.CompressedFile):
+            return picture_payload(picture.decoded, os.path.basename(picture.path), file_bytes=len(picture.data))
+    except codec.CodecError as exc:
+        raise ViewerError(str(exc)) from None
+    in_a_run = picture.folder is not None
+    extras = collect_extras(picture.folder, picture.settings, max_original_side,
+                            with_picture=in_a_run if with_picture is None else with_picture)
+    return model_payload(picture.model, picture.settings, extras, step=picture.step,
+                         title=_title(picture.path, picture.settings))
 
 
 def model_payload(model, settings: dict, extras, *, step: int, title: str, drawn: bool = True) -> dict:

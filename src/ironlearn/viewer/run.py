@@ -1,4 +1,5 @@
-"""The run folder around a model: which file holds the model, and what the page shows beside it.
+"""The run folder around a model: what the page shows beside it (which file holds the model is
+:func:`ironlearn.drawable.locate`'s to say).
 
 Everything is optional except the model: a model file saved by the library has
 no run folder, and a run still training has a checkpoint but no ``model.npz``.
@@ -28,15 +29,12 @@ from PIL import Image
 from .. import run_files as run_folder
 from ..image.fingerprint import fingerprint
 from ..image.io import InputError, load_picture, scaled_size, to_uint8
-from .plan import ViewerError
 
 MAX_ORIGINAL_SIDE = 2048  # the comparison picture is downscaled beyond this (it is drawn at the same pan/zoom anyway)
 MAX_EMBEDDED_BYTES = 32 << 20  # a time-lapse or plot larger than this stays out of the page
 #: The most pixels a run's training picture is enlarged to, to check it is the one fitted: past its
 #: own size, a size read from the model (which anyone may edit) must not cost more than this.
 MAX_ENLARGED = 1 << 22
-# The final model first; a run still training has only its checkpoint.
-MODEL_NAMES = (run_folder.MODEL, run_folder.CHECKPOINT)
 
 
 @dataclass
@@ -49,30 +47,6 @@ class RunExtras:
     history: list | None = None  # [step, loss, psnr] rows, when there is no plot to show
     metrics: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
-
-
-def locate_model(source) -> str:
-    """The model file for ``source``: a run folder (its model.npz, else checkpoint.npz) or a model file."""
-    source = os.fspath(source)
-    if os.path.isdir(source):
-        for name in MODEL_NAMES:
-            path = os.path.join(source, name)
-            if os.path.isfile(path):
-                return path
-        raise ViewerError(f"{source} holds no model.npz or checkpoint.npz; give a run folder of "
-                          "'ironlearn fit' or a model file")
-    if not os.path.exists(source):
-        raise ViewerError(f"{source}: no such file or folder")
-    if not os.path.isfile(source):  # a device or a pipe: reading it would never end, or hang
-        raise ViewerError(f"{source} is not a regular file (a device or pipe); give a run folder of "
-                          "'ironlearn fit', a model file or a file 'ironlearn compress' wrote")
-    return source
-
-
-def is_run_model(model_path) -> bool:
-    """Whether ``model_path`` is a run folder's model (named ``model.npz`` or ``checkpoint.npz``)
-    rather than a bare model file."""
-    return os.path.basename(os.fspath(model_path)) in MODEL_NAMES
 
 
 def data_url(mime: str, data: bytes) -> str:

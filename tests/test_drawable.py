@@ -1,0 +1,67 @@
+"""The picture seam: ``ironlearn.drawable.open`` tells a fitted run from a compressed file, by its
+bytes, and refuses anything else in one line; a compressed file decodes only when asked."""
+
+import os
+
+import numpy as np
+import pytest
+from helpers import make_picture, waves
+
+from ironlearn import codec, drawable
+from ironlearn.cli import main
+from ironlearn.train import CheckpointError
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("seam")
+    picture = make_picture(folder / "disc.png", size=16)
+    assert main(["fit", str(picture), "--out", str(folder / "run"), "--steps", "3", "--quiet"]) == 0
+    return folder / "run"
+
+
+def test_a_run_folder_and_its_model_file_open_as_the_same_run(run_folder):
+    from_folder, from_file = drawable.open(run_folder), drawable.open(run_folder / "model.npz")
+    assert isinstance(from_folder, drawable.Run)
+    assert from_folder.folder == from_file.folder == os.path.abspath(run_folder)
+    assert from_folder.path == str(run_folder / "model.npz") and from_folder.step == 3
+    assert from_folder.size == (16, 16) and from_folder.channels == 1
+    assert from_folder.meta["settings"] == from_folder.settings
+
+
+def test_a_bare_model_file_has_no_run_folder(run_folder, tmp_path):
+    bare = tmp_path / "mine.npz"
+    bare.write_bytes((run_folder / "model.npz").read_bytes())
+    assert drawable.open(bare).folder is None
+
+
+def test_a_compressed_file_is_told_by_its_bytes_and_decodes_only_when_asked(tmp_path, monkeypatch):
+    data = codec.compress_array((waves(24, 32, 3) * 255).astype(np.uint8), lmbda=1e-3, seconds=0.3).data
+    path = tmp_path / "looks-like-a-model.npz"  # the name says nothing
+    path.write_bytes(data)
+    decodes = []
+    monkeypatch.setattr(codec, "read", lambda data, real=codec.read: decodes.append(1) or real(data))
+    picture = drawable.open(path)
+    assert isinstance(picture, drawable.CompressedFile)
+    assert picture.size == (32, 24) and picture.channels == 3 and picture.data == data
+    assert decodes == []  # the header alone, as info reads it
+    assert picture.decoded is picture.decoded and decodes == [1]
+    assert picture.decoded.size == picture.size  # (width, height), as a run's
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda tmp: tmp / "missing", "no such file or folder"),
+    (lambda tmp: tmp, "holds no model.npz or checkpoint.npz"),
+])
+def test_anything_else_is_refused_in_one_line(tmp_path, make, message):
+    with pytest.raises(CheckpointError, match=message) as caught:
+        drawable.open(make(tmp_path))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_damaged_compressed_file_names_itself_once(tmp_path):
+    path = tmp_path / "cut.ilc"
+    path.write_bytes(codec.container.MAGIC + b"\x00\x01")
+    with pytest.raises(codec.CodecError) as caught:
+        drawable.open(path)
+    assert str(caught.value).count(str(path)) == 1
