@@ -218,7 +218,7 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     is_path = isinstance(picture, (str, os.PathLike))
     if out is not None:
         check_output(os.fspath(out), force, reads=[os.fspath(picture)] if is_path else [])
-    values = load_picture(picture, mode=mode, max_pixels=codec.header.MAX_PIXELS, flag=None).values if is_path \
+    values = load_picture(picture, mode=mode, max_pixels=codec.header.MAX_PIXELS, option=None).values if is_path \
         else _picture_array(picture, mode)
     result = codec.compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds)
     if out is not None:

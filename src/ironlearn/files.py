@@ -19,7 +19,7 @@ import re
 import stat
 import tempfile
 
-from .errors import UsageError
+from .errors import OptionError, UsageError
 
 try:
     import fcntl
@@ -190,7 +190,7 @@ def check_output(path: str, force: bool, reads=()) -> None:
         raise UsageError(f"{path} is not a plain file (a device, pipe or socket); ironlearn writes files "
                          "only: give a file name")
     if os.path.lexists(path) and not force:  # a link to nowhere exists too: it is the user's
-        raise UsageError(f"{path} already exists; use --force to replace it or choose another name")
+        raise OptionError(f"{path} already exists; use {{force}} to replace it or choose another name", force="force=True")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"the folder {folder} does not exist; create it first")

@@ -268,8 +268,11 @@ def test_a_single_level_is_the_finest_unless_coarsest_is_given(given, side):
 
 
 def test_options_a_preset_does_not_take_are_refused():
-    with pytest.raises(UsageError, match="--w0 does not apply to --model hashgrid"):
+    from ironlearn.fitting.options import flag
+
+    with pytest.raises(UsageError, match="^w0 does not apply to model hashgrid") as caught:
         make_plan(FitOptions("p.png", model_options={"w0": 3.0}), picture())
+    assert caught.value.worded(flag).startswith("--w0 does not apply to --model hashgrid (it takes: --width, ")
 
 
 def test_validate_names_each_option_by_its_python_name_and_the_command_by_its_flag():

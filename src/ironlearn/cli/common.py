@@ -7,7 +7,6 @@ import os
 import shlex
 import sys
 
-from ..fitting import UsageError
 from ..fitting.outputs import describe_result
 from ..image.render import save_bands
 
@@ -62,11 +61,9 @@ def render_hint(folder: str, name: str, width: int, height: int) -> str:
 
 # -- a compressed picture, drawn (render and decompress) -----------------------------------------
 def check_view(decoded, view) -> None:
-    """A :class:`UsageError` for a ``view`` that leaves the compressed picture."""
-    try:
-        decoded.region(view)
-    except ValueError as exc:
-        raise UsageError(f"--{exc}") from None
+    """An :class:`~ironlearn.errors.OptionError` for a ``view`` that leaves the compressed picture
+    (the command words it with ``--view``)."""
+    decoded.region(view)
 
 
 def save_drawing(decoded, output: str, width: int, height: int, view=None) -> None:

@@ -67,7 +67,7 @@ def cmd_compress(args) -> int:
     if args.seconds > MAX_SECONDS:
         raise UsageError(f"--seconds {args.seconds:g} is more than the {MAX_SECONDS:,} (30 days) an encode may "
                          "take; give less")
-    picture = load_picture(args.picture, mode=args.mode, max_pixels=CODEC_MAX_PIXELS, flag=None)
+    picture = load_picture(args.picture, mode=args.mode, max_pixels=CODEC_MAX_PIXELS, option=None)
     for note in picture.notes:
         say(f"note: {note}")
     values = picture.values

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import OptionError
 from ..image.render import render_size
 from .header import MODES
 from .pyramid import COLOURS, Pyramid
@@ -45,14 +46,15 @@ class Decoded:
     def region(self, view=None) -> tuple[float, float, float, float] | None:
         """The picture's pixels ``(left, top, right, bottom)`` that ``view`` ``(x0, y0, x1, y1)``
         spans: the region of the [-1, 1] square (y down) that a model's render reads, the picture
-        filling the square.  None for no view; ``ValueError`` for one that leaves the square
-        (the file holds nothing there)."""
+        filling the square.  None for no view; an :class:`~ironlearn.errors.OptionError` (a
+        ``ValueError``) for one that leaves the square (the file holds nothing there)."""
         if view is None:
             return None
         x0, y0, x1, y1 = (float(v) for v in view)
         if not (-1 <= x0 < x1 <= 1 and -1 <= y0 < y1 <= 1):
-            raise ValueError(f"view {x0:g},{y0:g},{x1:g},{y1:g} leaves the picture: a compressed picture spans "
-                             "[-1, 1] on each axis, so a view needs -1 <= x0 < x1 <= 1 and -1 <= y0 < y1 <= 1")
+            raise OptionError(f"{{view}} {x0:g},{y0:g},{x1:g},{y1:g} leaves the picture: a compressed picture "
+                              "spans [-1, 1] on each axis, so a view needs -1 <= x0 < x1 <= 1 and -1 <= y0 < y1 <= 1",
+                              "view")
         return ((x0 + 1) / 2 * self.width, (y0 + 1) / 2 * self.height,
                 (x1 + 1) / 2 * self.width, (y1 + 1) / 2 * self.height)
 

@@ -305,6 +305,8 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
     preset = PRESETS[options.model or DEFAULT_PRESET]
     try:
         model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.mode)
+    except OptionError:
+        raise  # worded with the command's flags where the command reports it
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     lr = preset.lr if options.lr is None else options.lr

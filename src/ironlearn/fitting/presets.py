@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..errors import OptionError
 from ..nn import presets as nets
 from ..nn.encodings import LOG2_TABLE_SIZES
 from ..nn.splines import INTERPOLATIONS
@@ -105,8 +106,9 @@ class Preset:
         given = {k: v for k, v in options.items() if v is not None}
         unknown = [k for k in given if k not in self.defaults]
         if unknown:
-            takes = ", ".join(OPTIONS[o].flag for o in self.defaults) or "none"
-            raise ValueError(f"{OPTIONS[unknown[0]].flag} does not apply to --model {self.name} (it takes: {takes})")
+            takes = ", ".join("{" + o + "}" for o in self.defaults) or "none"
+            raise OptionError(f"{{{unknown[0]}}} does not apply to {{model}} {self.name} (it takes: {takes})",
+                              unknown[0], "model", *self.defaults)
         merged = {k: given.get(k, None if isinstance(v, Auto) else v) for k, v in self.defaults.items()}
         return self.size(width_px, height_px, mode, merged) if self.size else merged
 

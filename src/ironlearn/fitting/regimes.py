@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import OptionError
 from ..nn.encodings import LOG2_TABLE_SIZES, HashGrid, dense_log2_table_size
 
 #: Pictures up to this many pixels a side are thumbnails: trained whole, and sized to a parameter
@@ -168,9 +169,9 @@ def _pyramid(width_px: int, height_px: int, mode: str, o: dict) -> dict:
          "detail": o["detail"] or 0, "finest_y": o["finest_y"] or 0}
     finest = o["finest"] or max(width_px, height_px)
     if o["coarsest"] and o["coarsest"] > finest:
-        given = "--finest" if o["finest"] else "the finest level (the picture's longest side)"
-        raise ValueError(f"--coarsest {o['coarsest']} is above {given}, {finest} cells; give a smaller "
-                         "--coarsest" + ("" if o["finest"] else " or a larger --finest"))
+        given = "{finest}" if o["finest"] else "the finest level (the picture's longest side)"
+        raise OptionError(f"{{coarsest}} {o['coarsest']} is above {given}, {finest} cells; give a smaller "
+                          "{coarsest}" + ("" if o["finest"] else " or a larger {finest}"), "coarsest", "finest")
     # One level is the finest, as --help says (a lone level is built at --coarsest).
     default_coarsest = finest if o["levels"] == 1 else max(2, min(16, finest // 16))
     coarsest = min(o["coarsest"] or default_coarsest, finest)

@@ -87,20 +87,20 @@ def _check_png_whole(path: str) -> None:
 
 
 def _over_limit(path: str, width: int, height: int, max_pixels: int, what: str = "declares",
-                flag: str | None = "--max-pixels") -> InputError:
-    """The error for a picture past ``max_pixels``; ``flag`` is the option that raises the limit
-    (None: the command has none)."""
-    if flag is None:
+                option: str | None = "max_pixels") -> InputError:
+    """The error for a picture past ``max_pixels``; ``option`` is the option that raises the limit
+    (None: the caller has none)."""
+    if option is None:
         return InputError(f"{path} {what} {width}x{height} pixels, more than this command takes "
                           f"({megapixels(max_pixels)}); resize it first")
     if max_pixels == MAX_PIXELS:
         return InputError(f"{path} {what} {width}x{height} pixels, more than ironlearn reads "
-                          f"({megapixels(max_pixels)}); resize it first, or raise {flag}")
-    return InputError(f"{path} {what} {width}x{height} pixels, over the limit you set ({flag} {max_pixels:,}); "
-                      "raise it, or resize the picture first")
+                          f"({megapixels(max_pixels)}); resize it first, or raise {{{option}}}", option)
+    return InputError(f"{path} {what} {width}x{height} pixels, over the limit you set ({{{option}}} {max_pixels:,}); "
+                      "raise it, or resize the picture first", option)
 
 
-def _open(path: str, max_pixels: int = MAX_PIXELS, flag: str | None = "--max-pixels") -> tuple[Image.Image, list[str]]:
+def _open(path: str, max_pixels: int = MAX_PIXELS, option: str | None = "max_pixels") -> tuple[Image.Image, list[str]]:
     """The image at ``path``, decoded once its declared size is known to be within ``max_pixels``,
     and the notes on how it was read (:func:`_notes`)."""
     if not os.path.exists(path):
@@ -117,7 +117,7 @@ def _open(path: str, max_pixels: int = MAX_PIXELS, flag: str | None = "--max-pix
         image = Image.open(path, formats=_formats())
         width, height = image.size
         if width * height > max_pixels:
-            raise _over_limit(path, width, height, max_pixels, flag=flag)
+            raise _over_limit(path, width, height, max_pixels, option=option)
         notes = _notes(path, image)  # before load(), which forgets how the file stores its samples
         if image.format == "PNG":
             _check_png_whole(path)
@@ -239,13 +239,13 @@ def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
 
 
 def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = MAX_PIXELS,
-                 flag: str | None = "--max-pixels", max_enlarged: int | None = None) -> Picture:
+                 option: str | None = "max_pixels", max_enlarged: int | None = None) -> Picture:
     """Read an image or pixel CSV, resized to ``size`` and converted to ``mode``.
 
     ``mode`` None means rgb for colour images, gray otherwise (binary for a
     binary CSV).  ``size`` is N (longest side, aspect kept) or (W, H).  Files that
     declare more than ``max_pixels`` are refused before they are decoded, with a message that
-    says to raise ``flag`` (None: a command without one).  With ``max_enlarged``, a ``size`` of
+    says to raise ``option`` (None: a caller without one).  With ``max_enlarged``, a ``size`` of
     more pixels than both the file's own and ``max_enlarged`` is refused before any resize (for
     a size read from a file from elsewhere: a model's settings claiming 100 MP made ``view``
     resize any picture to it, 2.3 GB).
@@ -258,7 +258,7 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
         values, csv_mode = read_pixel_levels(path)
         mode = mode or csv_mode
     else:
-        image, notes = _open(path, max_pixels, flag)
+        image, notes = _open(path, max_pixels, option)
         try:
             values = _decode(image, notes)
         except ValueError as exc:
@@ -271,13 +271,13 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
         raise InputError(f"{path} is {width}x{height} pixels; ironlearn needs at least {MIN_SIDE}x{MIN_SIDE}")
     target_w, target_h = scaled_size(width, height, size)
     if min(target_w, target_h) < MIN_SIDE:
-        raise InputError(f"--size gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side")
+        raise InputError(f"{{size}} gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side", "size")
     if max_enlarged is not None and target_w * target_h > max(width * height, max_enlarged):
         raise InputError(f"{path}: a size of {target_w}x{target_h} enlarges its {width}x{height} pixels past "
                          f"{megapixels(max_enlarged)}")
     if target_w * target_h > max_pixels:
-        raise InputError(f"--size gives {target_w}x{target_h} pixels, more than ironlearn reads "
-                         f"({megapixels(max_pixels)}); choose a smaller size or raise --max-pixels")
+        raise InputError(f"{{size}} gives {target_w}x{target_h} pixels, more than ironlearn reads "
+                         f"({megapixels(max_pixels)}); choose a smaller size or raise {{max_pixels}}", "size", "max_pixels")
     values = to_mode(_resize(values, target_w, target_h), mode)
     return Picture(values=np.ascontiguousarray(values), mode=mode, source=path, notes=notes)
 

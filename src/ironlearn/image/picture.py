@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import OptionError
+
 MODES = ("binary", "gray", "rgb")
 MIN_SIDE = 4
 #: Declared sizes above this are refused before decoding (decompression bombs); ``--max-pixels`` raises it.
@@ -21,8 +23,9 @@ MAX_PIXELS = 100_000_000
 PIECE_PIXELS = 1 << 16
 
 
-class InputError(ValueError):
-    """A file the user gave cannot be used; the message names it and says what to do."""
+class InputError(OptionError):
+    """A file the user gave cannot be used; the message names it and says what to do (an option
+    it names, by its Python name, or by its flag where the command reports it)."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ import sys
 import time
 
 from ...backend import cuda_module
+from ...errors import OptionError
 from ...signals import handling
 from .. import folder
 from ..options import FitOptions, UsageError, validate
@@ -101,7 +102,7 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
 def _template(options: FitOptions | None, force: bool) -> FitOptions:
     template = options or FitOptions(input="")
     if template.resume:
-        raise UsageError("fit-many resumes interrupted pictures by itself; drop --resume")
+        raise OptionError("fit-many resumes interrupted pictures by itself; drop {resume}", resume="resume=True")
     template = dataclasses.replace(template, force=force or template.force)
     validate(template)
     return template
@@ -111,20 +112,20 @@ def _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log):
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}: use {' or '.join(ENGINES)}")
     if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1 (got {workers})")
+        raise OptionError(f"{{workers}} must be at least 1 (got {workers})", "workers")
     if cpus_per_fit is not None and not cpus_per_fit > 0:
-        raise UsageError(f"--cpus-per-fit must be a positive number (got {cpus_per_fit})")
+        raise OptionError(f"{{cpus_per_fit}} must be a positive number (got {cpus_per_fit})", "cpus_per_fit")
     if not gpus_per_fit >= 0:
-        raise UsageError(f"--gpus-per-fit must be zero or a positive number (got {gpus_per_fit})")
+        raise OptionError(f"{{gpus_per_fit}} must be zero or a positive number (got {gpus_per_fit})", "gpus_per_fit")
     if engine == "ray":
         from .remote import RayEngine
 
         return RayEngine(address, workers, cpus_per_fit or 1.0, gpus_per_fit, log)
     if address is not None:
-        raise UsageError("--address joins a Ray cluster; use it with --engine ray")
+        raise OptionError("{address} joins a Ray cluster; use it with {engine} ray", "address", "engine")
     if gpus_per_fit:
-        raise UsageError("--gpus-per-fit is for --engine ray; local workers share this machine's GPU "
-                         "(--device cuda), so use few of them (--workers)")
+        raise OptionError("{gpus_per_fit} is for {engine} ray; local workers share this machine's GPU "
+                          "({device} cuda), so use few of them ({workers})", "gpus_per_fit", "engine", "device", "workers")
     from .local import LocalEngine, cores, default_workers
 
     workers = workers or default_workers()
