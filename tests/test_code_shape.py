@@ -117,3 +117,20 @@ def test_the_library_names_options_not_flags():
                 found[where] = found.get(where, 0) + len(_FLAG.findall(text))
     over = {where: count for where, count in found.items() if count > FLAGS_LEFT.get(where, 0)}
     assert not over, f"name the option, not its flag (OptionError): {over}"
+
+
+def test_what_decodes_a_file_imports_nothing_of_training():
+    """codec.read and what it imports, within codec/, reach neither train/ nor optim/ (nor the
+    encoder's modules that do): reading a file loads no Adam."""
+    seen, todo = set(), ["codec.bitstream", "codec.decoded", "codec.header", "codec.container"]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        todo += [name for name in imported_modules(SRC.joinpath(*module.split(".")).with_suffix(".py"))
+                 if name.startswith("codec.") and name != "codec"]
+    training = {module: sorted(name for name in imported_modules(SRC.joinpath(*module.split(".")).with_suffix(".py"))
+                               if name.split(".")[0] in ("train", "optim") or name in ("codec.synthesis", "codec.encoder"))
+                for module in seen}
+    assert not any(training.values()), {module: names for module, names in training.items() if names}

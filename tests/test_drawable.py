@@ -65,3 +65,18 @@ def test_a_damaged_compressed_file_names_itself_once(tmp_path):
     with pytest.raises(codec.CodecError) as caught:
         drawable.open(path)
     assert str(caught.value).count(str(path)) == 1
+
+
+def test_decoding_a_file_imports_nothing_of_training(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "small.ilc"
+    path.write_bytes(codec.compress_array((waves(24, 32, 3) * 255).astype(np.uint8), lmbda=1e-3, seconds=0.3).data)
+    script = ("import sys; from ironlearn import codec; data, decoded = codec.read_path(sys.argv[1]); "
+              "decoded.render(48, 64); "
+              "print(sorted(m for m in sys.modules if m.startswith(('ironlearn.train', 'ironlearn.optim', "
+              "'ironlearn.codec.synthesis', 'ironlearn.codec.encoder'))))")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

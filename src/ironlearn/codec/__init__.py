@@ -10,13 +10,24 @@ cheapest), :mod:`.ratecontrol`, :mod:`.pyramid` (the latents), :mod:`.synthesis`
 :mod:`.quantise` (weights and filters rounded), :mod:`.entropy` (the latents' model),
 :mod:`.bitstream` (one walk that encodes or decodes the sections), :mod:`.header`,
 :mod:`.container` (the bytes around them) and :mod:`.decoded` (the picture read back).
+The encoder's names load on first use (PEP 562), so reading a file imports nothing of training.
 """
 
 from .bitstream import decode, read, read_header, read_header_path, read_path
 from .container import CodecError
 from .decoded import Decoded
-from .encoder import Compressed, TooLong, compress_array, encode
 from .header import Header
 
 __all__ = ["CodecError", "Compressed", "Decoded", "Header", "TooLong", "compress_array", "decode", "encode", "read", "read_header",
            "read_header_path", "read_path"]
+
+_ENCODER = ("Compressed", "TooLong", "compress_array", "encode")
+
+
+def __getattr__(name):
+    if name in _ENCODER:
+        from . import encoder
+
+        return getattr(encoder, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+

@@ -27,7 +27,7 @@ from .header import Header, read_fields, refuse, write_header
 from .pyramid import CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, Pyramid, level_shape, synthesis
 from .quantise import best_log_scale
 from .ratecontrol import latent_models
-from .synthesis import DEPTH, WIDTH
+from .network import DEPTH, WIDTH
 
 #: constriction's range coder: every symbol of a model keeps a probability of at least
 #: ``2**-CODER_PRECISION``, and a decoder holds ``CODER_STATE_BITS`` bits beyond the words it read.

@@ -10,7 +10,7 @@ from ..errors import OptionError
 from ..image.render import render_size
 from .header import MODES
 from .pyramid import COLOURS, Pyramid
-from .synthesis import FEATURE_GAIN
+from .network import FEATURE_GAIN
 
 #: Output pixels a render computes at once (bounds its memory at any size).
 BAND_PIXELS = 1 << 18

@@ -14,19 +14,17 @@ from ..image.metrics import psnr_from_mse
 from ..optim import Adam
 from ..optim.schedules import cosine, warmup_cosine
 from ..train.pace import Pace
+from .network import DEPTH, FEATURE_GAIN, WIDTH  # noqa: F401 (the trainer's, and where callers found them)
 from .pyramid import spread, synthesis
 
-#: The synthesis MLP: hidden width and layers, and Adam's peak learning rate.
-WIDTH, DEPTH, NETWORK_LR = 16, 2, 1e-2
+#: Adam's peak learning rate for the synthesis MLP (its shape is :mod:`.network`'s).
+NETWORK_LR = 1e-2
 #: Pixels a step of the MLP's training reads, drawn at random.  Against every pixel each step,
 #: the MLP's gain on the pyramid's error in 15 s, before its weights are rounded (kodim23,
 #: monarch, sail, tulips and astronaut at 0.5 bpp): +0.01 to +0.57 dB in 80-290 steps for all of
 #: them, +0.25 to +1.31 dB in 2,700-4,100 steps for 2**13 (2**12 and 2**14 about the same; 2**16
 #: +0.18 to +1.08; a learning rate of 2e-2 no better).
 MLP_BATCH = 1 << 13
-#: The MLP reads the upsampled latents times this: they are small (a fraction of the picture's
-#: range), and the MLP's initialisation expects inputs of about 1.
-FEATURE_GAIN = 10.0
 #: Steps timed before the rest are counted to fit the time left (and Adam's schedule is set).
 TIMED_STEPS = 3
 #: The steps that fit are counted again each time this share of the training time has passed.

@@ -20,7 +20,7 @@ from importlib import resources
 from .. import codec, drawable
 from ..codec import entropy
 from ..codec.pyramid import COLOURS, CUBIC, CUBIC_BEFORE_5
-from ..codec.synthesis import FEATURE_GAIN
+from ..codec.network import FEATURE_GAIN
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..version import __version__
 from .packing import pack

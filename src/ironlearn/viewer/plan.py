@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import to_host
-from ..codec.synthesis import FEATURE_GAIN
+from ..codec.network import FEATURE_GAIN
 from ..codec.pyramid import COLOURS, FILTER_OFFSETS
 
 TEXEL = 4  # floats per RGBA32F texel
@@ -105,7 +105,7 @@ class Grid:
     steps : float32 ndarray ``(channels,)``
         Each channel's quantisation step.
     gain : float
-        What the values are multiplied by last (:data:`~ironlearn.codec.synthesis.FEATURE_GAIN`).
+        What the values are multiplied by last (:data:`~ironlearn.codec.network.FEATURE_GAIN`).
     corrections : float32 ndarray ``(channels, len(offsets))`` or None
         The level's filter (:func:`ironlearn.codec.pyramid.filtered`), None for none.
     offsets : list of (dy, dx)
@@ -169,7 +169,7 @@ def build_picture_plan(decoded) -> Plan:
     latent grids read at the point (a ``latents`` op), its MLP's layers on them, if it has one,
     then a ``mix`` that sums the levels, adds the MLP's correction and turns the colours back.
 
-    The grids are packed as upsampling reads them (times their steps, filtered) and times :data:`~ironlearn.codec.synthesis.FEATURE_GAIN`,
+    The grids are packed as upsampling reads them (times their steps, filtered) and times :data:`~ironlearn.codec.network.FEATURE_GAIN`,
     which is what the MLP reads; the ``mix`` divides the gain back out of the sum.
     """
     pyramid, channels = decoded.pyramid, decoded.channels
