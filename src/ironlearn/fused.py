@@ -254,8 +254,7 @@ def level_table(grid) -> tuple:
     sides_x, sides_y = np.asarray(grid.sides), np.asarray(grid.sides_y)
     floats = np.stack([grid.resolutions, grid.resolutions_y, sides_x - 1, sides_y - 1,
                        np.maximum(sides_x - 2, 0), np.maximum(sides_y - 2, 0)], axis=1).astype(np.float32)
-    taps = 4 if grid.interpolation == "linear" else 16
-    shared = set(kernels.shared_levels(grid.sizes, grid.features, POINTS_A_BLOCK, taps))
+    shared = set(kernels.shared_levels(grid.sizes, grid.features, POINTS_A_BLOCK, grid.taps ** 2))
     shared_rows = [size if level in shared else 0 for level, size in enumerate(grid.sizes)]
     ints = np.stack([sides_x, grid.offsets, np.subtract(grid.sizes, 1), grid.hashed, sides_x - 1, sides_y - 1,
                      shared_rows, np.zeros(grid.levels)], axis=1).astype(np.int64)
@@ -271,26 +270,22 @@ def levels_on(grid, xp):
     return grid._fused_levels
 
 
-def _taps(grid) -> int:
-    return 2 if grid.interpolation == "linear" else 4
-
-
 def read_grid(grid, x=None, lattice=None):
     """Every level of ``grid`` read at points ``x`` ``(n, 2)`` in [-1, 1], or at the points of
     ``lattice``, a pair ``(xs, ys)`` of its axes on the device: ``(n, levels * features)``, as
     ``HashGrid.forward`` returns it (without the detail level)."""
     floats, ints, _ = levels_on(grid, get_array_module(grid.params["table"]))
-    points, (xs, ys, across, n) = _points(grid, x, lattice)
+    points, (xs, ys, across, n) = _points(x, lattice)
     out = get_array_module(floats).empty((n, grid.levels * grid.features), dtype=np.float32)
     if n:
-        _grid_functions(grid.features, _taps(grid))["read_grid"](
+        _grid_functions(grid.features, grid.taps)["read_grid"](
             (-(-n // BLOCK), grid.levels), (BLOCK,),
             (points, xs, ys, across, grid.params["table"], floats, ints, out, np.int64(n), np.int32(grid.levels),
              _shift(grid)))
     return out
 
 
-def _points(grid, x, lattice):
+def _points(x, lattice):
     """The kernels' point arguments: ``x`` (or a null pointer) and ``(xs, ys, across, n)``."""
     null = np.uint64(0)
     if lattice is None:
@@ -306,11 +301,11 @@ def read_lattice_backward(grid, lattice, grad_out, level: int, block, corner) ->
     lattice reads, from vertex ``corner = (y0, x0)`` of the level (a dense one)."""
     xp = get_array_module(block)
     floats, ints, _ = levels_on(grid, xp)
-    _, (xs, ys, across, n) = _points(grid, None, lattice)
+    _, (xs, ys, across, n) = _points(None, lattice)
     grad_out = xp.ascontiguousarray(grad_out, dtype=np.float32)
     block.fill(0)
     if n:
-        _grid_functions(grid.features, _taps(grid))["read_lattice_backward"](
+        _grid_functions(grid.features, grid.taps)["read_lattice_backward"](
             (-(-n // BLOCK),), (BLOCK,),
             (xs, ys, across, grad_out, floats, ints, block, np.int64(n), np.int32(grid.levels), np.int32(level),
              _shift(grid), np.int64(corner[0]), np.int64(corner[1]), np.int64(block.shape[1])))
@@ -327,7 +322,7 @@ def read_grid_backward(grid, x, grad_out, out, touched=None) -> None:
     out.fill(0)
     if not n:
         return
-    _grid_functions(features, _taps(grid))["read_grid_backward"](
+    _grid_functions(features, grid.taps)["read_grid_backward"](
         (-(-n // POINTS_A_BLOCK), grid.levels), (BLOCK,),
         (x, grad_out, floats, ints, out, np.uint64(0) if touched is None else touched, np.int64(n), np.int32(grid.levels),
          _shift(grid), np.int64(POINTS_A_BLOCK)), shared_mem=shared_bytes)

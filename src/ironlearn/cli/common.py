@@ -60,12 +60,6 @@ def render_hint(folder: str, name: str, width: int, height: int) -> str:
 
 
 # -- a compressed picture, drawn (render and decompress) -----------------------------------------
-def check_view(decoded, view) -> None:
-    """An :class:`~ironlearn.errors.OptionError` for a ``view`` that leaves the compressed picture
-    (the command words it with ``--view``)."""
-    decoded.region(view)
-
-
 def save_drawing(decoded, output: str, width: int, height: int, view=None) -> None:
     """Draw ``decoded`` (or the region ``view`` of it) at ``width x height`` straight into the PNG
     ``output``, a band of rows at a time, and say so."""

@@ -8,7 +8,7 @@ from ..files import check_output
 from ..fitting import UsageError
 from ..image.render import region_size, render_png, render_size
 from .argtypes import positive_float, size_arg, view_arg
-from .common import add_model_argument, check_view, progress_style, say, save_drawing
+from .common import add_model_argument, progress_style, say, save_drawing
 from .status import ExitCode
 
 
@@ -66,7 +66,7 @@ def cmd_render(args) -> int:
 def _render_compressed(args, decoded) -> int:
     """``render`` of a file of ``ironlearn compress``: sized as a model whose training size is
     the picture's."""
-    check_view(decoded, args.view)
+    decoded.region(args.view)  # a view that leaves the picture: one line, worded with --view
     width, height = _render_size(args.size, {"size": list(decoded.size)}, args.view, args.scale)
     save_drawing(decoded, args.output, width, height, args.view)
     return ExitCode.OK

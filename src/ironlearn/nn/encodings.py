@@ -91,8 +91,8 @@ class HashGrid(Layer):
     table holds (the optimizers then update those rows only); on a GPU it is a
     :class:`~ironlearn.nn.sparse.MaskedGrad`, which marks them without a sync.
 
-    A :class:`~ironlearn.nn.lattice.Lattice` (:mod:`~ironlearn.nn.lattice_reads`; a grid of points, such as a tile of pixels) reads
-    each dense level as two matrix products, one along each axis, of the 1-D weights with the
+    A :class:`~ironlearn.nn.lattice.Lattice` (a grid of points, such as a tile of pixels;
+    :mod:`~ironlearn.nn.lattice_reads`) reads each dense level as two matrix products, one along each axis, of the 1-D weights with the
     rectangle of vertices the lattice covers; its gradient falls on that rectangle (a
     :class:`~ironlearn.nn.sparse.BlockGrad` when it is a small part of a one-level table).  A
     level that is hashed has no rectangle: the lattice is then read point by point.
@@ -157,6 +157,11 @@ class HashGrid(Layer):
         """Share the detail level's table and gradient under this layer's own names."""
         grid = self.detail_grid
         self.params["detail"], self.grads["detail"] = grid.params["table"], grid.grads["table"]
+
+    @property
+    def taps(self) -> int:
+        """Vertices a read weighs along each axis: 2 (bilinear) or 4 (B-spline)."""
+        return len(INTERPOLATIONS[self.interpolation][0])
 
     @property
     def out_features(self) -> int:
@@ -347,7 +352,7 @@ class HashGrid(Layer):
         :class:`MaskedGrad` of the rows read where the batch reads few of them, as the lookup's
         path decides, else the dense gradient."""
         table = self.params["table"]
-        reads = (4 if self.interpolation == "linear" else 16) * len(grad_out) * self.levels
+        reads = self.taps ** 2 * len(grad_out) * self.levels
         if reads < table.shape[0] * self.sparse_reads:
             grad = MaskedGrad(xp.zeros(table.shape[0], dtype=bool), xp.empty_like(table))
             fused.read_grid_backward(self, self._x, grad_out, grad.values, grad.touched)

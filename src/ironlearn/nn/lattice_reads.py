@@ -41,6 +41,7 @@ def axis_read(grid, xp, level: int, axis: int, coords) -> AxisRead:
     grid._axes[key] = known = AxisRead(first, matrix, xp, grid.features if axis == 0 else None)
     return known
 
+
 def device_axes(grid, xp, lattice: Lattice) -> tuple:
     """The lattice's axes on ``xp``'s device, for the fused kernels: kept with the levels'
     reads of them (a tile's axes recur every epoch, so each is copied once)."""
@@ -54,7 +55,9 @@ def device_axes(grid, xp, lattice: Lattice) -> tuple:
         axes.append(grid._axes[key])
     return tuple(axes)
 
+
 def forward(grid, lattice: Lattice):
+    """``grid``'s read of ``lattice``: ``(n, levels * features)`` (then the detail level's)."""
     table = grid.params["table"]
     xp = get_array_module(table)
     grid._rectangles = [(level, axis_read(grid, xp, level, 1, lattice.ys), axis_read(grid, xp, level, 0, lattice.xs))
@@ -69,6 +72,7 @@ def forward(grid, lattice: Lattice):
         parts.append(grid.detail_grid.forward(lattice))
     return join_columns(parts)
 
+
 def _products(grid, xp, table, lattice: Lattice) -> list:
     """Each level's read of a lattice as two matrix products: ``(n, features)`` a level."""
     parts = []
@@ -80,6 +84,7 @@ def _products(grid, xp, table, lattice: Lattice) -> list:
         mixed = along_x.across(along_y.down(vertices.reshape(along_y.vertices, -1), xp), xp)  # (h, w * F)
         parts.append(mixed.reshape(len(lattice), grid.features))
     return parts
+
 
 def backward(grid, xp, grad_out):
     """The table's gradient from a lattice's read: each level's products transposed, onto the
