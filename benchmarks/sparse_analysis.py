@@ -1,6 +1,6 @@
 """Experiment: a sparse analysis of the codec's pyramid against its closed-loop one.
 
-The codec's analysis (``codec.pyramid.analyse``) fits each level, coarsest first, by least
+The codec's analysis (``codec.search.analysis.analyse``) fits each level, coarsest first, by least
 squares to what the coarser levels left, and rounds it with a dead zone.  The pyramid is
 overcomplete (4/3 values a pixel a channel), so many sets of latents draw nearly the same
 picture; least squares picks dense ones, whose ringing the finer levels then pay to cancel.
@@ -31,8 +31,9 @@ import time
 import numpy as np
 
 from common import SPORCO_PHOTOS, sporco_photos
-from ironlearn.codec.pyramid import COLOURS, Pyramid, analyse, prepare_analysis, rounded, upsampling
-from ironlearn.codec.ratecontrol import distortion, latent_bits
+from ironlearn.codec.model.latents import COLOURS, Pyramid, upsampling
+from ironlearn.codec.search.analysis import analyse, prepare_analysis, rounded
+from ironlearn.codec.search.ratecontrol import distortion, latent_bits
 from ironlearn.image.metrics import psnr_from_mse
 
 

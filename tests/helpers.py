@@ -74,7 +74,7 @@ def waves(height, width, channels, seed=0):
 def with_filters(decoded, seed=0):
     """``decoded`` (a ``codec.Decoded``) given random filters on its three finest levels (a small
     picture's file may keep none)."""
-    from ironlearn.codec.pyramid import FILTER_OFFSETS
+    from ironlearn.codec.shapes import FILTER_OFFSETS
 
     rng = np.random.default_rng(seed)
     for k in range(min(3, decoded.pyramid.levels)):
@@ -86,11 +86,11 @@ def with_mlp(decoded, seed=0, spread=0.1):
     """``decoded`` (a ``codec.Decoded``) given a random MLP of the codec's shape whose correction
     has standard deviation ``spread``: files of small pictures rarely keep one, and a fresh
     one's last layer is zero."""
-    from ironlearn.codec.synthesis import FEATURE_GAIN
-    from ironlearn.codec.pyramid import synthesis
+    from ironlearn.codec.model.network import FEATURE_GAIN
+    from ironlearn.codec.model.network import build
 
     pyramid = decoded.pyramid
-    net = synthesis(pyramid.levels * pyramid.channels, pyramid.channels, 16, 2, seed=seed)
+    net = build(pyramid.levels * pyramid.channels, pyramid.channels, 16, 2, seed=seed)
     last = net.layers[-1].params["weight"]
     last[...] = np.random.default_rng(seed).normal(size=last.shape)
     features = pyramid.features(decoded.height, decoded.width) * np.float32(FEATURE_GAIN)

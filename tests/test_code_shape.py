@@ -119,18 +119,22 @@ def test_the_library_names_options_not_flags():
     assert not over, f"name the option, not its flag (OptionError): {over}"
 
 
-def test_what_decodes_a_file_imports_nothing_of_training():
-    """codec.read and what it imports, within codec/, reach neither train/ nor optim/ (nor the
-    encoder's modules that do): reading a file loads no Adam."""
-    seen, todo = set(), ["codec.bitstream", "codec.decoded", "codec.header", "codec.container"]
-    while todo:
-        module = todo.pop()
-        if module in seen:
-            continue
-        seen.add(module)
-        todo += [name for name in imported_modules(SRC.joinpath(*module.split(".")).with_suffix(".py"))
-                 if name.startswith("codec.") and name != "codec"]
-    training = {module: sorted(name for name in imported_modules(SRC.joinpath(*module.split(".")).with_suffix(".py"))
-                               if name.split(".")[0] in ("train", "optim") or name in ("codec.synthesis", "codec.encoder"))
-                for module in seen}
-    assert not any(training.values()), {module: names for module, names in training.items() if names}
+#: The codec's rooms by job, lowest first (after Cool-chic's layout): a codec module imports only
+#: from its own room and those below it, and the rooms below ``search`` (all that reads a file)
+#: import nothing of training.
+CODEC_ROOMS = ("shapes", "model", "bitstream", "quantise", "search")
+
+
+@pytest.mark.parametrize("path", python_files(SRC / "codec"), ids=lambda p: str(p.relative_to(SRC / "codec")))
+def test_the_codec_is_laid_out_by_job(path):
+    parts = path.relative_to(SRC / "codec").with_suffix("").parts
+    if parts == ("__init__",):
+        return
+    room = CODEC_ROOMS.index(parts[0])
+    imported = imported_modules(path)
+    upward = [name for name in imported if name.startswith("codec.")
+              and CODEC_ROOMS.index(name.split(".")[1]) > room]
+    assert not upward, f"codec/{'/'.join(parts)} imports {upward}, from a room above its own"
+    if CODEC_ROOMS[room] != "search":
+        training = [name for name in imported if name.split(".")[0] in ("train", "optim")]
+        assert not training, f"codec/{'/'.join(parts)} reads a file, yet imports {training}"

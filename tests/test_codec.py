@@ -12,12 +12,16 @@ from hypothesis import strategies as st
 
 from ironlearn import codec
 from ironlearn.cli import main
-from ironlearn.codec import bitstream, container, quantise
-from ironlearn.codec.entropy import laplace_bits
-from ironlearn.codec.quantise import best_log_scale
-from ironlearn.codec.ratecontrol import distortion
-from ironlearn.codec.pyramid import (COLOURS, CUBIC, CUBIC_BEFORE_5, FILTER_OFFSETS, analyse, filtered, fit_filters,
-                                     upsampling)
+from ironlearn.codec.bitstream import container
+from ironlearn.codec.bitstream import sections as bitstream
+from ironlearn.codec.bitstream.entropy import laplace_bits
+from ironlearn.codec.bitstream.entropy import best_log_scale
+from ironlearn.codec.search.ratecontrol import distortion
+from ironlearn.codec.model.filters import filtered
+from ironlearn.codec.model.latents import COLOURS, CUBIC, CUBIC_BEFORE_5, upsampling
+from ironlearn.codec.search.analysis import analyse
+from ironlearn.codec.search.filters import fit_filters, least_squares
+from ironlearn.codec.shapes import FILTER_OFFSETS
 
 
 def _picture(height=24, width=32, channels=3, seed=0):
@@ -144,7 +148,7 @@ def test_fitted_filters_undo_a_filter_the_picture_was_made_with():
     for k, corrections in enumerate(truth):
         pyramid.filters[k] = (np.round(corrections * 2 ** 10).astype(np.int32), -10)
     drawn = pyramid.summed(pyramid.features(48, 64)).reshape(48, 64, 3)
-    fit = fit_filters(drawn, pyramid)
+    fit = least_squares(drawn, pyramid)
     assert fit["levels"] == [0, 1, 2, 3]  # every level has latents at this step
     taps = len(FILTER_OFFSETS)
     for c in range(3):
@@ -153,28 +157,29 @@ def test_fitted_filters_undo_a_filter_the_picture_was_made_with():
             np.testing.assert_allclose(solved[k * taps:(k + 1) * taps], np.round(corrections[c] * 2 ** 10) / 2 ** 10,
                                        atol=2e-3)
     plain_error = distortion(drawn, pyramid.unfiltered())
-    quantise.fit_filters(drawn, pyramid, lam=1e-12)
+    fit_filters(drawn, pyramid, lam=1e-12)
     assert distortion(drawn, pyramid) < plain_error / 100
 
 
 def test_a_fit_cut_short_reads_bands_from_all_over_the_picture(monkeypatch):
     """Past its deadline the fit still reads FILTER_MIN_BANDS bands, the first ones of an order
     whose every prefix is spread over the picture (one band was worse than no filters)."""
-    from ironlearn.codec import pyramid as module
+    from ironlearn.codec.search import filters as module
+    from ironlearn.codec.search.analysis import spread
 
-    assert sorted(module.spread(11)) == list(range(11))
-    assert list(module.spread(8)[:4]) == [0, 4, 2, 6]  # halves, then quarters
+    assert sorted(spread(11)) == list(range(11))
+    assert list(spread(8)[:4]) == [0, 4, 2, 6]  # halves, then quarters
     picture = _picture(200, 64).astype(np.float32) / 255 @ COLOURS[3].T
     pyramid = analyse(picture, 0.02, 4)
     monkeypatch.setattr(module, "FILTER_BAND_PIXELS", 64 * 8)  # bands of 8 rows: 25 of them
-    assert fit_filters(picture, pyramid)["count"] == 200 * 64
-    assert fit_filters(picture, pyramid, until=0.0)["count"] == module.FILTER_MIN_BANDS * 8 * 64
+    assert least_squares(picture, pyramid)["count"] == 200 * 64
+    assert least_squares(picture, pyramid, until=0.0)["count"] == module.FILTER_MIN_BANDS * 8 * 64
 
 
 def test_a_grid_the_fit_saw_too_little_of_gets_no_filter(monkeypatch):
     """A sparse grid's taps, fitted on a few of its latents, took any value (-128) and cost the
     rest of the picture 2.6 dB: read in part, it is left out; read whole, it is fitted."""
-    from ironlearn.codec import pyramid as module
+    from ironlearn.codec.search import filters as module
 
     picture = _picture(256, 64).astype(np.float32) / 255 @ COLOURS[3].T
     pyramid = analyse(picture, 0.02, 4)
@@ -184,16 +189,16 @@ def test_a_grid_the_fit_saw_too_little_of_gets_no_filter(monkeypatch):
     latents[2] = sparse
     taps = len(FILTER_OFFSETS)
     monkeypatch.setattr(module, "FILTER_MIN_LATENTS", 200)
-    whole = fit_filters(picture, pyramid)  # fewer than 200, but all of them
+    whole = least_squares(picture, pyramid)  # fewer than 200, but all of them
     assert np.any(whole["gram"][2, taps:2 * taps])  # level 1 is the second filtered level
     monkeypatch.setattr(module, "FILTER_BAND_PIXELS", 64 * 8)
     monkeypatch.setattr(module, "FILTER_MIN_BANDS", 2)
-    part = fit_filters(picture, pyramid, until=0.0)  # two bands of 8 rows: a few rows of level 1
+    part = least_squares(picture, pyramid, until=0.0)  # two bands of 8 rows: a few rows of level 1
     assert part["count"] == 2 * 8 * 64
     assert not np.any(part["gram"][2, taps:2 * taps]) and not np.any(part["moment"][2, taps:2 * taps])
     assert np.any(part["gram"][0, taps:2 * taps])  # the dense channels keep theirs
     monkeypatch.setattr(module, "FILTER_MIN_LATENTS", 4)
-    assert np.any(fit_filters(picture, pyramid, until=0.0)["gram"][2, taps:2 * taps])
+    assert np.any(least_squares(picture, pyramid, until=0.0)["gram"][2, taps:2 * taps])
 
 
 def test_formats_3_to_5_still_decode(monkeypatch):
@@ -235,7 +240,7 @@ def test_rate_control_meets_the_target():
 
 def test_a_target_no_file_can_meet_gets_the_smallest_file_tried():
     """Over-target files used to rank by their error, so --bpp 1e-6 got the largest file tried."""
-    from ironlearn.codec.encoder import _cost
+    from ironlearn.codec.search.encoder import _cost
 
     files = [(0.30, 1e-3), (0.20, 2e-3), (0.25, 1e-4)]  # (bits a pixel, mean squared error)
     assert min(files, key=lambda f: _cost(*f, bpp=1e-6, lmbda=None)) == (0.20, 2e-3)
@@ -341,7 +346,7 @@ def test_compress_and_decompress_commands(tmp_path, capsys):
 def test_a_tiny_step_on_a_small_picture_keeps_its_latents_within_what_a_file_holds():
     """At a high rate on a small picture the step gets so fine that a coarse latent passed 2^15: the
     file was refused when written.  Latents are clipped, and the finer levels correct the clip."""
-    from ironlearn.codec.pyramid import MAX_SYMBOL
+    from ironlearn.codec.shapes import MAX_SYMBOL
 
     y, x = np.mgrid[0:96, 0:128]
     picture = np.stack([(x * 2) % 256, (y * 3) % 256, (x + y) % 256], -1).astype(np.uint8)
@@ -385,7 +390,7 @@ class SteppedClock:
 def test_the_mlp_trains_in_its_time_when_the_machine_slows_down_or_speeds_up(slower):
     """Steps counted once at the start overran by the slowdown (3x slower after a fifth: 2.6x the
     time) or left time unused; counted again as training goes, it ends on time."""
-    from ironlearn.codec.synthesis import train
+    from ironlearn.codec.search.synthesis import train
 
     rng = np.random.default_rng(0)
     inputs, residual = rng.normal(size=(512, 6)).astype(np.float32), rng.normal(size=(512, 3)).astype(np.float32)
@@ -397,7 +402,7 @@ def test_the_mlp_trains_in_its_time_when_the_machine_slows_down_or_speeds_up(slo
 
 def test_the_mlp_leaves_the_time_of_the_steps_held_back():
     """The weights' rounding is priced in the MLP's own steps: training leaves their time."""
-    from ironlearn.codec.synthesis import train
+    from ironlearn.codec.search.synthesis import train
 
     rng = np.random.default_rng(0)
     inputs, residual = rng.normal(size=(512, 6)).astype(np.float32), rng.normal(size=(512, 3)).astype(np.float32)
@@ -412,7 +417,7 @@ def test_an_encode_runs_its_mlp_on_one_blas_thread(monkeypatch):
     slow beside another busy process; the library's threads are as they were after."""
     from threadpoolctl import threadpool_info
 
-    from ironlearn.codec import encoder
+    from ironlearn.codec.search import encoder
 
     def blas():
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
@@ -427,7 +432,7 @@ def test_an_encode_runs_its_mlp_on_one_blas_thread(monkeypatch):
 
 @pytest.mark.parametrize("left", [20, 400])
 def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
-    from ironlearn.codec.synthesis import NETWORK_LR, TIMED_STEPS, _replanned
+    from ironlearn.codec.search.synthesis import NETWORK_LR, TIMED_STEPS, _replanned
     from ironlearn.optim import Adam
     from ironlearn.optim.schedules import warmup_cosine
 
@@ -448,8 +453,8 @@ def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
 def test_the_analysis_banded_products_equal_the_dense_ones(pixels, level):
     """The analysis multiplies by its projections a block of rows at a time, over the columns each
     reaches (40 s an analysis at 4096x4096 became 12-15 s); the result is the dense product's."""
-    from ironlearn.codec.banded import Banded
-    from ironlearn.codec.pyramid import upsampling
+    from ironlearn.codec.search.banded import Banded
+    from ironlearn.codec.model.latents import upsampling
 
     up = upsampling(pixels, pixels, level).astype(np.float64)
     fit = np.linalg.solve(up.T @ up, up.T)
@@ -462,7 +467,7 @@ def test_the_analysis_banded_products_equal_the_dense_ones(pixels, level):
 def test_an_encode_that_cannot_end_in_its_time_is_refused_first_with_what_to_do(tmp_path, monkeypatch, capsys):
     """A 4096x4096 encode said "in at most 30 s" and took 205 s; now its least work is estimated
     from its middle megapixel, and an encode that cannot end in its time is refused at once."""
-    from ironlearn.codec import encoder
+    from ironlearn.codec.search import encoder
 
     monkeypatch.setattr(encoder, "ONE_THREAD_PIXELS", 0)  # as if the picture were large
     monkeypatch.setattr(encoder, "least_seconds", lambda picture, levels: 172.4)
@@ -482,7 +487,7 @@ def test_an_encode_that_cannot_end_in_its_time_is_refused_first_with_what_to_do(
 def test_the_mlp_learns_from_rows_spread_over_a_large_picture(monkeypatch):
     """Past MLP_PIXELS the MLP's problem is whole rows spread over the picture (its inputs for all
     of 16.8 MP were 1.4 GB), the same values as the whole problem's rows; below, every pixel."""
-    from ironlearn.codec import synthesis
+    from ironlearn.codec.search import synthesis
 
     picture = _picture(48, 64).astype(np.float32) / 255 @ COLOURS[3].T
     pyramid = analyse(picture, 0.02, 4)

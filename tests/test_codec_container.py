@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ironlearn.codec import container
-from ironlearn.codec.container import MAGIC, VERSION, CodecError, Reader, Writer, pack, read_file, unpack
+from ironlearn.codec.bitstream import container
+from ironlearn.codec.bitstream.container import CodecError, MAGIC, Reader, VERSION, Writer, pack, read_file, unpack
 
 FUZZ = settings(max_examples=300)
 headers = st.binary(max_size=200)

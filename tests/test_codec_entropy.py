@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ironlearn.codec import bitstream, entropy
-from ironlearn.codec.quantise import best_log_scale
-from ironlearn.codec.entropy import Model, activity, classes, fit, golden_section, laplace_bits
+from ironlearn.codec.bitstream import entropy
+from ironlearn.codec.bitstream import sections as bitstream
+from ironlearn.codec.bitstream.entropy import best_log_scale
+from ironlearn.codec.bitstream.entropy import Model, activity, classes, fit, golden_section, laplace_bits
 
 
 def _clustered(rng, shape, busy: float = 0.15):
@@ -105,7 +106,7 @@ def test_golden_section_solves_many_problems_at_once():
 def test_the_pair_counts_in_bands_are_the_whole_grids(height, width, with_parent):
     """fit counts (class, magnitude) pairs a band of rows at a time (the whole grid's activity took
     1.3 GB at 16.8 MP): the same counts as over the grid at once, each band reading the rows above it."""
-    from ironlearn.codec.entropy import _pair_counts, activity, classes
+    from ironlearn.codec.bitstream.entropy import _pair_counts, activity, classes
 
     rng = np.random.default_rng(0)
     q = (rng.laplace(size=(height, width)) * 3).astype(np.int32)

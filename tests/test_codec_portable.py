@@ -7,7 +7,9 @@ from decimal import Decimal, getcontext
 import numpy as np
 import pytest
 
-from ironlearn.codec import container, entropy, portable
+from ironlearn.codec.bitstream import container
+from ironlearn.codec.bitstream import entropy
+from ironlearn.codec.bitstream import portable
 
 
 def ulps(value, exact) -> float:

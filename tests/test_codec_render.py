@@ -12,7 +12,7 @@ from PIL import Image
 import ironlearn
 from helpers import run_cli, waves, with_mlp
 from ironlearn import codec
-from ironlearn.codec.pyramid import taps, upsample, upsampling
+from ironlearn.codec.model.latents import taps, upsample, upsampling
 
 
 @pytest.fixture(scope="module", params=[3, 1], ids=["rgb", "gray"])

@@ -17,10 +17,10 @@ from PIL import Image
 from helpers import waves
 from ironlearn import codec
 from ironlearn.cli import main
-from ironlearn.codec import encoder
+from ironlearn.codec.search import encoder
 from ironlearn.codec.bitstream import read, write
-from ironlearn.codec.pyramid import MAX_LEVELS
-from ironlearn.codec.ratecontrol import Clock
+from ironlearn.codec.shapes import MAX_LEVELS
+from ironlearn.codec.search.ratecontrol import Clock
 from ironlearn.image.metrics import psnr_from_mse
 
 real_train = encoder.train
@@ -47,7 +47,7 @@ def beaten_by(size, psnr, files) -> list:
 def test_a_huge_lambda_ranks_the_smallest_file_first():
     """``lmbda * rate`` overflows to inf past 1.8e308 / rate: every file tied and the first tried
     (the largest, an MLP's) won."""
-    from ironlearn.codec.encoder import _cost
+    from ironlearn.codec.search.encoder import _cost
 
     files = [(3.0, 1e-3), (2.0, 2e-3), (2.5, 1e-4)]  # (bits a pixel, mean squared error)
     for lmbda in (1e300, 1e308, np.finfo(float).max):

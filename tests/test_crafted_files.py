@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from helpers import run_measured, waves
 from ironlearn import codec
-from ironlearn.codec import container
-from ironlearn.codec import bitstream
+from ironlearn.codec.bitstream import container
+from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.codec.bitstream import least_bits, most_latents
-from ironlearn.codec.header import MAX_MLP_MACS, MAX_PIXELS, MAX_SYMBOL
+from ironlearn.codec.bitstream.header import MAX_MLP_MACS, MAX_PIXELS
+from ironlearn.codec.shapes import MAX_SYMBOL
 
 #: Peak resident memory a command may reach on any of these files: the interpreter and NumPy
 #: take about 60 MB; the grids a file declares are not allocated unless it codes them.
@@ -86,8 +87,8 @@ def test_an_mlp_over_the_bound_is_refused(tmp_path):
 
 
 def test_what_compress_writes_is_within_the_bounds():
-    from ironlearn.codec.header import mlp_layers
-    from ironlearn.codec.synthesis import DEPTH, WIDTH
+    from ironlearn.codec.bitstream.header import mlp_layers
+    from ironlearn.codec.model.network import DEPTH, WIDTH
 
     assert sum(i * o for i, o in mlp_layers(7 * 3, 3, WIDTH, DEPTH)) * 3 < MAX_MLP_MACS
 
@@ -115,8 +116,8 @@ def _near_free(height, width, channels, levels, coded, ones=0) -> bytes:
     """A valid file whose ``coded`` levels are zeros under a model of log-scale -12, which makes a
     zero near-certain (2e-7 bits): their honest coding takes a word; ``ones`` latents of level 0
     (at random places) are 1 instead, at up to 24 bits each."""
-    from ironlearn.codec.header import write_header
-    from ironlearn.codec.pyramid import Pyramid
+    from ironlearn.codec.bitstream.header import write_header
+    from ironlearn.codec.model.latents import Pyramid
 
     fields = dict(height=height, width=width, channels=channels, levels=levels, hidden=0, depth=0,
                   grids=tuple((0.5, -12.0, 0, int(k in coded)) for k in range(levels) for _ in range(channels)),
@@ -166,7 +167,7 @@ def test_a_file_under_a_kilobyte_at_the_density_bound_costs_little(tmp_path):
 def test_the_writer_empties_a_grid_too_sparse_for_its_bits():
     """One latent in a 2048x2048 grid would code 4 million latents in a word or two; the writer
     empties that grid rather than write a file the reader refuses."""
-    from ironlearn.codec.pyramid import Pyramid
+    from ironlearn.codec.model.latents import Pyramid
 
     pyramid = Pyramid(2048, 2048, 1, 2, steps=[[0.1], [0.1]])
     pyramid.latents[0] = np.zeros((1, 2048, 2048), np.int32)

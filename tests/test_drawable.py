@@ -61,7 +61,7 @@ def test_anything_else_is_refused_in_one_line(tmp_path, make, message):
 
 def test_a_damaged_compressed_file_names_itself_once(tmp_path):
     path = tmp_path / "cut.ilc"
-    path.write_bytes(codec.container.MAGIC + b"\x00\x01")
+    path.write_bytes(codec.bitstream.container.MAGIC + b"\x00\x01")
     with pytest.raises(codec.CodecError) as caught:
         drawable.open(path)
     assert str(caught.value).count(str(path)) == 1
@@ -76,7 +76,7 @@ def test_decoding_a_file_imports_nothing_of_training(tmp_path):
     script = ("import sys; from ironlearn import codec; data, decoded = codec.read_path(sys.argv[1]); "
               "decoded.render(48, 64); "
               "print(sorted(m for m in sys.modules if m.startswith(('ironlearn.train', 'ironlearn.optim', "
-              "'ironlearn.codec.synthesis', 'ironlearn.codec.encoder'))))")
+              "'ironlearn.codec.search'))))")
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -218,7 +218,7 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     is_path = isinstance(picture, (str, os.PathLike))
     if out is not None:
         check_output(os.fspath(out), force, reads=[os.fspath(picture)] if is_path else [])
-    values = load_picture(picture, mode=mode, max_pixels=codec.header.MAX_PIXELS, option=None).values if is_path \
+    values = load_picture(picture, mode=mode, max_pixels=codec.MAX_PIXELS, option=None).values if is_path \
         else _picture_array(picture, mode)
     result = codec.compress_array(values, bpp=bpp, lmbda=lmbda, seconds=seconds)
     if out is not None:
@@ -275,5 +275,5 @@ def decompress(source, size=None, *, scale: float | None = None, view=None) -> n
     ``view`` ``(x0, y0, x1, y1)`` draws only that region of the [-1, 1] square the picture
     spans (y down), as :func:`render` does."""
     size = _checked_size(size, scale, view)
-    data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.container.read_file(source)
+    data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.read_file(source)
     return codec.read(data).redraw(size, scale, view)

@@ -12,7 +12,10 @@ import pytest
 
 from helpers import run_cli, waves, with_filters, with_mlp
 from ironlearn import codec
-from ironlearn.codec import bitstream, container, entropy, portable
+from ironlearn.codec.bitstream import container
+from ironlearn.codec.bitstream import entropy
+from ironlearn.codec.bitstream import portable
+from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.codec.quantise import weight_code
 from ironlearn.cli import main
 from ironlearn.viewer import build_picture_plan, picture_payload

@@ -20,11 +20,12 @@ import pytest
 
 from helpers import waves, with_filters, with_mlp
 from ironlearn import codec, viewer
-from ironlearn.codec import bitstream, container
+from ironlearn.codec.bitstream import container
+from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.codec.bitstream import least_bits
-from ironlearn.codec.container import MAGIC, CodecError, Writer
-from ironlearn.codec.header import MAX_SYMBOL
-from ironlearn.codec.pyramid import level_shape
+from ironlearn.codec.bitstream.container import CodecError, MAGIC, Writer
+from ironlearn.codec.shapes import MAX_SYMBOL
+from ironlearn.codec.shapes import level_shape
 from ironlearn.codec.quantise import weight_code
 
 STATIC = Path(viewer.__file__).parent / "static"

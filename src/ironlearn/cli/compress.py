@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from .. import codec
-from ..codec.encoder import DEFAULT_BPP, MAX_BPP
-from ..codec.header import MAX_PIXELS as CODEC_MAX_PIXELS
+from ..codec.search.encoder import DEFAULT_BPP, MAX_BPP
+from ..codec.bitstream.header import MAX_PIXELS as CODEC_MAX_PIXELS
 from ..limits import MAX_SECONDS
 from ..errors import OptionError
 from ..files import check_output, write_bytes

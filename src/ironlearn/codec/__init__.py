@@ -5,28 +5,34 @@ entropy-coded (see ``docs/compression.md``).
     again = codec.decode(data)                           # uint8 (H, W, C)
     larger = codec.decode(data, 2 * h, 2 * w)           # the same picture redrawn larger
 
-Its modules, after Cool-chic's ``coolchic/``: :mod:`.encoder` (arguments, candidates, the
-cheapest), :mod:`.ratecontrol`, :mod:`.pyramid` (the latents), :mod:`.synthesis` (the MLP),
-:mod:`.quantise` (weights and filters rounded), :mod:`.entropy` (the latents' model),
-:mod:`.bitstream` (one walk that encodes or decodes the sections), :mod:`.header`,
-:mod:`.container` (the bytes around them) and :mod:`.decoded` (the picture read back).
+Laid out by job, after Cool-chic's ``coolchic/``, each layer importing only those before it:
+
+- :mod:`.shapes`: the numbers the model and the format share (levels, a grid's shape, taps);
+- :mod:`.model`: the latents and their upsampling, the filters, the synthesis MLP, and the
+  picture a file draws (:class:`~.model.decoded.Decoded`);
+- :mod:`.bitstream`: the container, the header, the entropy model, and the sections that one
+  walk encodes or decodes;
+- :mod:`.quantise`: the weights rounded by the rate-distortion trade;
+- :mod:`.search`: the encoder (analysis, rate control, filters, the MLP's training, the
+  candidates).
+
 The encoder's names load on first use (PEP 562), so reading a file imports nothing of training.
 """
 
 from .bitstream import decode, read, read_header, read_header_path, read_path
-from .container import CodecError
-from .decoded import Decoded
-from .header import Header
+from .bitstream.container import CodecError, is_compressed, read_file
+from .bitstream.header import MAX_PIXELS, Header
+from .model.decoded import Decoded
 
-__all__ = ["CodecError", "Compressed", "Decoded", "Header", "TooLong", "compress_array", "decode", "encode", "read", "read_header",
-           "read_header_path", "read_path"]
+__all__ = ["MAX_PIXELS", "CodecError", "Compressed", "Decoded", "Header", "TooLong", "compress_array", "decode", "encode",
+           "is_compressed", "read", "read_file", "read_header", "read_header_path", "read_path"]
 
 _ENCODER = ("Compressed", "TooLong", "compress_array", "encode")
 
 
 def __getattr__(name):
     if name in _ENCODER:
-        from . import encoder
+        from .search import encoder
 
         return getattr(encoder, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,7 +46,7 @@ def locate(source) -> str:
 
 def is_compressed(path) -> bool:
     """Whether the file :func:`locate` found is a compressed picture rather than a model."""
-    return codec.container.is_compressed(path)
+    return codec.is_compressed(path)
 
 
 def is_run_model(path) -> bool:

@@ -7,7 +7,7 @@ handful of steps where hundreds were left, and the cosine ran to its floor and s
 12 s fit ended at 20.5 dB instead of 28.9).  :class:`Pace` is the median of short blocks' means,
 so one slow step moves it not at all, while a machine that really slows down (every step) moves
 it within a window.  A timed fit re-plans by it (``fitting.pace.Replan``), and so does the
-codec's MLP (``codec.synthesis.train``).
+codec's MLP (``codec.search.synthesis.train``).
 """
 
 from __future__ import annotations

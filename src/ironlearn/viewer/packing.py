@@ -6,7 +6,7 @@ float32 texels (16 bytes a cell) they made a page hundreds of times its file's s
 itself is range-coded, which a page cannot undo without a decoder of its own.  So the page gets
 the integers, sparse, and the browser's own ``DecompressionStream`` inflates them
 (``static/network.js``, ``IL.unpack``), which then computes each table as
-:meth:`ironlearn.codec.pyramid.Pyramid.values` does, in float64 rounded to float32 once.
+:meth:`ironlearn.codec.model.latents.Pyramid.values` does, in float64 rounded to float32 once.
 
 The payload (JSON-ready, :func:`pack`)::
 

@@ -18,9 +18,9 @@ import re
 from importlib import resources
 
 from .. import codec, drawable
-from ..codec import entropy
-from ..codec.pyramid import COLOURS, CUBIC, CUBIC_BEFORE_5
-from ..codec.network import FEATURE_GAIN
+from ..codec.bitstream import entropy
+from ..codec.model.latents import COLOURS, CUBIC, CUBIC_BEFORE_5
+from ..codec.model.network import FEATURE_GAIN
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..version import __version__
 from .packing import pack

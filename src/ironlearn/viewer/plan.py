@@ -29,7 +29,7 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
   (``linear``: the 2 x 2 vertices from the cell's first, ``bspline``: the 4 x 4 from one
   before it).  Their features follow one another: the pyramid's levels, then the detail
   level (one feature, from a table of its own), if any;
-* ``latents`` (a compressed picture's pyramid, :mod:`ironlearn.codec.pyramid`): ``src`` (slots of
+* ``latents`` (a compressed picture's pyramid, :mod:`ironlearn.codec.model.latents`): ``src`` (slots of
   x and y), ``channels``, ``levels``, ``out4`` and ``cubic`` (Keys' ``a``, the file's).  Each
   level has ``cells`` ``[columns, rows]``, ``scale`` (the picture's ``[width, height]`` in the
   level's cells) and ``table`` (texel offset: one texel a cell, row-major, holding the channels'
@@ -50,8 +50,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import to_host
-from ..codec.network import FEATURE_GAIN
-from ..codec.pyramid import COLOURS, FILTER_OFFSETS
+from ..codec.model.network import FEATURE_GAIN
+from ..codec.model.latents import COLOURS
+from ..codec.shapes import FILTER_OFFSETS
 
 TEXEL = 4  # floats per RGBA32F texel
 ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
@@ -94,7 +95,7 @@ class Plan:
 class Grid:
     """A latent level's table in a :class:`Plan`'s buffer and what it is computed from: one texel a
     cell from texel ``table`` on, row-major, channel ``c`` in component ``c``, holding
-    ``filtered(integers * steps) * gain`` (:meth:`ironlearn.codec.pyramid.Pyramid.values`).
+    ``filtered(integers * steps) * gain`` (:meth:`ironlearn.codec.model.latents.Pyramid.values`).
 
     Attributes
     ----------
@@ -105,9 +106,9 @@ class Grid:
     steps : float32 ndarray ``(channels,)``
         Each channel's quantisation step.
     gain : float
-        What the values are multiplied by last (:data:`~ironlearn.codec.network.FEATURE_GAIN`).
+        What the values are multiplied by last (:data:`~ironlearn.codec.model.network.FEATURE_GAIN`).
     corrections : float32 ndarray ``(channels, len(offsets))`` or None
-        The level's filter (:func:`ironlearn.codec.pyramid.filtered`), None for none.
+        The level's filter (:func:`ironlearn.codec.model.filters.filtered`), None for none.
     offsets : list of (dy, dx)
         The filter's taps: the centre, then each offset ``d`` read at ``d`` and ``-d``.
     """
@@ -169,7 +170,7 @@ def build_picture_plan(decoded) -> Plan:
     latent grids read at the point (a ``latents`` op), its MLP's layers on them, if it has one,
     then a ``mix`` that sums the levels, adds the MLP's correction and turns the colours back.
 
-    The grids are packed as upsampling reads them (times their steps, filtered) and times :data:`~ironlearn.codec.network.FEATURE_GAIN`,
+    The grids are packed as upsampling reads them (times their steps, filtered) and times :data:`~ironlearn.codec.model.network.FEATURE_GAIN`,
     which is what the MLP reads; the ``mix`` divides the gain back out of the sum.
     """
     pyramid, channels = decoded.pyramid, decoded.channels

@@ -1,7 +1,7 @@
 """The synthesis MLP: what it learns from, and its training in a time given.
 
 A small MLP learns to correct the pyramid's picture from the upsampled latents (Adam on the mean
-squared error); :mod:`.quantise` then rounds its weights.
+squared error); :mod:`..quantise` then rounds its weights.
 """
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ import time
 
 import numpy as np
 
-from ..image.metrics import psnr_from_mse
-from ..optim import Adam
-from ..optim.schedules import cosine, warmup_cosine
-from ..train.pace import Pace
-from .network import DEPTH, FEATURE_GAIN, WIDTH  # noqa: F401 (the trainer's, and where callers found them)
-from .pyramid import spread, synthesis
+from ...image.metrics import psnr_from_mse
+from ...optim import Adam
+from ...optim.schedules import cosine, warmup_cosine
+from ...train.pace import Pace
+from ..model import network
+from ..model.network import FEATURE_GAIN
+from .analysis import spread
 
-#: Adam's peak learning rate for the synthesis MLP (its shape is :mod:`.network`'s).
+#: Adam's peak learning rate for the synthesis MLP (its shape is :mod:`..model.network`'s).
 NETWORK_LR = 1e-2
 #: Pixels a step of the MLP's training reads, drawn at random.  Against every pixel each step,
 #: the MLP's gain on the pyramid's error in 15 s, before its weights are rounded (kodim23,
@@ -63,7 +64,7 @@ def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, he
     :data:`REPLAN_SHARE` of the time at the pace the steps keep (a timed fit's
     :class:`~ironlearn.train.pace.Pace`, which one stalled step does not move): a machine that slows down part-way still ends on time, its
     cosine going on down from the rate reached."""
-    net = synthesis(inputs.shape[1], residual.shape[1], WIDTH, DEPTH, seed)
+    net = network.build(inputs.shape[1], residual.shape[1], seed=seed)
     params = net.named_parameters()
     rng = np.random.default_rng(seed)
     started = last = planned = last_report = clock()

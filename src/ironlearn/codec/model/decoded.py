@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import OptionError
-from ..image.render import render_size
-from .header import MODES
-from .pyramid import COLOURS, Pyramid
+from ...errors import OptionError
+from ...image.render import render_size
+from ..shapes import MODES
+from .latents import COLOURS, Pyramid
 from .network import FEATURE_GAIN
 
 #: Output pixels a render computes at once (bounds its memory at any size).

@@ -1,9 +1,9 @@
 """Rate control: the pyramid's quantisation step that meets a rate target, or that makes the best
 trade of distortion against rate, within the encode's time.
 
-The rate is what the range coder will spend: each grid under its best model (:func:`.entropy.fit`).
+The rate is what the range coder will spend: each grid under its best model (:func:`..bitstream.entropy.fit`).
 The unit of work, by which the encode prices its phases against its deadline, is one analysis
-(:func:`.pyramid.analyse`) and its rate, as :class:`Clock` last timed it.
+(:func:`.analysis.analyse`) and its rate, as :class:`Clock` last timed it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import entropy
-from .header import STEP_RANGE
-from .pyramid import Pyramid, analyse
+from ..bitstream import entropy
+from ..bitstream.header import STEP_RANGE
+from ..bitstream.sections import latent_models
+from ..model.latents import Pyramid
+from .analysis import analyse
 
 #: Analyses of the first search for a rate target at most; after the MLP, rate control searches
 #: again only this far either side of the first search's log-step, in at most this many analyses
@@ -69,22 +71,6 @@ class Clock:
         started = time.perf_counter()
         yield
         self.analysis = time.perf_counter() - started
-
-
-def grids(pyramid: Pyramid):
-    """``(level, channel, grid, its parent)`` for every grid, coarsest level first (the order
-    the decoder needs: a grid's model reads its parent, the coarser level's grid)."""
-    for k in reversed(range(pyramid.levels)):
-        for c in range(pyramid.channels):
-            parent = pyramid.latents[k + 1][c] if k + 1 < pyramid.levels else None
-            yield k, c, pyramid.latents[k][c], parent
-
-
-def latent_models(pyramid: Pyramid) -> dict:
-    """``{(level, channel): (entropy.Model, bits)}``: each grid's best model and what the grid
-    costs under it (the range coder spends within 0.1% of this, plus a few words a section);
-    None for a grid of zeros, which costs nothing."""
-    return {(k, c): entropy.fit(q, parent) if np.any(q) else None for k, c, q, parent in grids(pyramid)}
 
 
 def latent_bits(pyramid: Pyramid) -> float:

@@ -20,14 +20,14 @@ import math
 
 import numpy as np
 
+from ..model import network
+from ..model.decoded import Decoded
+from ..model.latents import CUBIC, CUBIC_BEFORE_5, Pyramid
+from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, level_shape
 from . import container, entropy, portable
 from .container import CodecError
-from .decoded import Decoded
+from .entropy import best_log_scale
 from .header import Header, read_fields, refuse, write_header
-from .pyramid import CUBIC, CUBIC_BEFORE_5, FILTER_LEVELS, FILTER_OFFSETS, Pyramid, level_shape, synthesis
-from .quantise import best_log_scale
-from .ratecontrol import latent_models
-from .network import DEPTH, WIDTH
 
 #: constriction's range coder: every symbol of a model keeps a probability of at least
 #: ``2**-CODER_PRECISION``, and a decoder holds ``CODER_STATE_BITS`` bits beyond the words it read.
@@ -145,10 +145,26 @@ def _coded_latents(shapes, grids) -> int:
     return sum(h * w for (h, w), grid in zip(shapes, grids) if grid[3])
 
 
+def grids(pyramid: Pyramid):
+    """``(level, channel, grid, its parent)`` for every grid, coarsest level first (the order
+    the decoder needs: a grid's model reads its parent, the coarser level's grid)."""
+    for k in reversed(range(pyramid.levels)):
+        for c in range(pyramid.channels):
+            parent = pyramid.latents[k + 1][c] if k + 1 < pyramid.levels else None
+            yield k, c, pyramid.latents[k][c], parent
+
+
+def latent_models(pyramid: Pyramid) -> dict:
+    """``{(level, channel): (entropy.Model, bits)}``: each grid's best model and what the grid
+    costs under it (the range coder spends within 0.1% of this, plus a few words a section);
+    None for a grid of zeros, which costs nothing."""
+    return {(k, c): entropy.fit(q, parent) if np.any(q) else None for k, c, q, parent in grids(pyramid)}
+
+
 def code_latents(coder: RangeCoder, pyramid: Pyramid, grids, arithmetic=portable.CURRENT) -> None:
     """Code ``pyramid``'s grids, coarsest level first, under ``grids`` (the header's, level-major
     ``(step, a, slope, magnitude)``) and the file's ``arithmetic``; decoding fills them.  A level whose grids are all empty
-    (magnitude 0) is skipped, and stays :func:`~.pyramid.zeros` in a decoded pyramid, which takes
+    (magnitude 0) is skipped, and stays :func:`~..model.latents.zeros` in a decoded pyramid, which takes
     no memory; an empty parent says what none does."""
     models = {(k, c): (entropy.Model(a, slope), magnitude)
               for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(pyramid.levels, pyramid.channels), grids)}
@@ -198,8 +214,8 @@ def _filter_codes(pyramid: Pyramid) -> list:
     return codes
 
 
-def _fields(pyramid: Pyramid, network, coded) -> dict:
-    """The header's fields for ``pyramid``, ``network`` and ``coded`` (the MLP's tensors, then
+def _fields(pyramid: Pyramid, mlp, coded) -> dict:
+    """The header's fields for ``pyramid``, ``mlp`` and ``coded`` (the MLP's tensors, then
     the filters: ``[(integers, exponent, log_scale)]``)."""
     models = latent_models(pyramid)
     grids = []
@@ -210,7 +226,7 @@ def _fields(pyramid: Pyramid, network, coded) -> dict:
     tensors = [(exponent, log_scale, int(np.abs(q).max())) for q, exponent, log_scale in coded]
     tensors_of_mlp = len(coded) - min(pyramid.levels, FILTER_LEVELS)
     return dict(height=pyramid.height, width=pyramid.width, channels=pyramid.channels, levels=pyramid.levels,
-                hidden=WIDTH if network else 0, depth=DEPTH if network else 0, grids=tuple(grids),
+                hidden=network.WIDTH if mlp else 0, depth=network.DEPTH if mlp else 0, grids=tuple(grids),
                 weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]))
 
 
@@ -227,15 +243,15 @@ def _emptied_sparsest(pyramid: Pyramid) -> Pyramid:
     return thinner
 
 
-def write(pyramid: Pyramid, network) -> bytes:
-    """The file of ``pyramid`` and ``network`` (``(net, [(integers, exponent, log_scale)])``, or
+def write(pyramid: Pyramid, mlp) -> bytes:
+    """The file of ``pyramid`` and ``mlp`` (``(net, [(integers, exponent, log_scale)])``, or
     None for no MLP).  Grids too sparse for their bits (:data:`LATENTS_PER_BIT`) are emptied,
     the sparsest first, so that the file is one :func:`read_header` accepts."""
-    coded = ([] if network is None else network[1]) + _filter_codes(pyramid)
+    coded = ([] if mlp is None else mlp[1]) + _filter_codes(pyramid)
     shapes = [level_shape(pyramid.height, pyramid.width, k) for k in range(pyramid.levels)
               for _ in range(pyramid.channels)]  # level-major, as the header's grids
     while True:
-        fields = _fields(pyramid, network, coded)
+        fields = _fields(pyramid, mlp, coded)
         sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], (b"", b""), container.VERSION)
         if _coded_latents(shapes, fields["grids"]) <= most_latents(len(sections[0])):
             return container.pack(write_header(fields), sections)
@@ -260,7 +276,7 @@ def decode_header(header: Header) -> Decoded:
     """The picture whose :class:`~.header.Header` :func:`read_header` read: its sections decoded,
     and checked to hold exactly the coding of what they decode to (:class:`CodecError` if not)."""
     channels, levels = header.channels, header.levels
-    net = synthesis(levels * channels, channels, header.hidden, header.depth) if header.depth else None
+    net = network.build(levels * channels, channels, header.hidden, header.depth) if header.depth else None
     tensors = [] if net is None else list(net.named_parameters().values())
     steps = np.array([grid[0] for grid in header.grids], np.float32).reshape(levels, channels)
     pyramid = Pyramid(header.height, header.width, channels, levels, steps,

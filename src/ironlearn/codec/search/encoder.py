@@ -4,16 +4,16 @@ and the cheapest of them.
 The encoder works in three steps (the design and why are in ``docs/compression.md``):
 
 1. **Analysis.** The picture, in decorrelated colours, becomes a Laplacian pyramid of integer
-   latents (:func:`.pyramid.analyse`), at the quantisation step whose rate meets the target
+   latents (:func:`.analysis.analyse`), at the quantisation step whose rate meets the target
    (``bpp``) or minimises ``distortion + lambda * rate`` (``lmbda``): :mod:`.ratecontrol`.
    Then each of the finest levels gets the small symmetric filter, applied to its grid before
    upsampling, that least squares finds against the picture, rounded by the same
-   rate-distortion trade as the weights below, or none where it does not pay (:mod:`.quantise`).
+   rate-distortion trade as the weights below, or none where it does not pay (:mod:`.filters`).
 2. **Synthesis.** With the time left, a small MLP learns to correct the pyramid's picture from
    the upsampled latents (:mod:`.synthesis`).  Its weights are rounded to a step ``2**e`` a
    tensor, chosen by the same rate-distortion trade; it is kept only if the picture it adds is
    worth its bits, the latents then re-analysed for the rate it leaves.
-3. **Coding.** Each candidate is written (:mod:`.bitstream`), read back and measured; the
+3. **Coding.** Each candidate is written (:mod:`..bitstream`), read back and measured; the
    cheapest by the target's rule (:func:`_cost`) is the file.  The pyramid with its filters is
    always among the files written, so that an MLP that costs bits and adds no quality is dropped.
 """
@@ -27,17 +27,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import blas_threads
-from ..errors import OptionError
-from ..image.metrics import psnr_from_mse
-from ..limits import MAX_SECONDS
-from .bitstream import read, write
-from .header import MAX_PIXELS, MAX_SIDE, MODES
-from .pyramid import COLOURS, FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, analyse, prepare_analysis
-from .quantise import fit_filters, laplace_size, quantise_weights
+from ...backend import blas_threads
+from ...errors import OptionError
+from ...image.metrics import psnr_from_mse
+from ...limits import MAX_SECONDS
+from ..bitstream import read, write
+from ..bitstream.entropy import laplace_size
+from ..bitstream.header import MAX_PIXELS, MAX_SIDE
+from ..model.latents import COLOURS
+from ..model.network import DEPTH, WIDTH
+from ..quantise import quantise_weights
+from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MODES
+from .analysis import analyse, prepare_analysis
+from .filters import fit_filters
 from .ratecontrol import (FILTER_COST, FILTER_SHARE, FINISH_COST, MLP_OVERHEAD_COST, REFINE_ANALYSES, SLOPE_COST,
                           Clock, analyse_at_lambda, analyse_at_rate, slope, trade)
-from .synthesis import DEPTH, WIDTH, mlp_problem, train
+from .synthesis import mlp_problem, train
 
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
 DEFAULT_BPP, MAX_BPP = 0.5, 24

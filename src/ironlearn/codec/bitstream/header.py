@@ -21,14 +21,13 @@ from typing import Callable
 
 from . import container, entropy
 from .container import CodecError
-from .pyramid import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MAX_SYMBOL, level_shape
+from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MAX_SYMBOL, MODES, level_shape
 
 #: Pictures the decoder accepts: sides and pixels (bounds every allocation a header can ask for).
 MAX_SIDE, MAX_PIXELS = 1 << 15, 1 << 26
 #: Log-scales of the Laplace models, and the exponents of the weights' and filters' steps.
 LOG_SCALE_RANGE = entropy.LOG_SCALE_RANGE
 STEP_EXPONENTS = range(-14, 1)
-MODES = {1: "gray", 3: "rgb"}
 #: Where rate control searches the quantisation step (of the coarsest level, in [0, 1] units); a
 #: finer level's step may lie up to ``2**MAX_LEVELS`` below it.
 STEP_RANGE = (2.0 ** -12, 4.0)
@@ -45,7 +44,7 @@ def refuse(what: str) -> CodecError:
 
 
 def mlp_layers(inputs: int, outputs: int, hidden: int, depth: int) -> list[tuple[int, int]]:
-    """The ``(fan_in, fan_out)`` of each layer of :func:`~.pyramid.synthesis`'s MLP: ``depth``
+    """The ``(fan_in, fan_out)`` of each layer of :func:`~..model.network.build`'s MLP: ``depth``
     hidden layers of ``hidden`` (none for depth 0)."""
     if not depth:
         return []

@@ -140,6 +140,26 @@ def header_float(value: float, bounds=LOG_SCALE_RANGE) -> float:
     return float(np.float32(min(max(float(value), bounds[0]), bounds[1])))
 
 
+
+def laplace_size(symbols, log_scale) -> float:
+    """Bits to code ``symbols`` under a Laplace of log-scale ``log_scale``."""
+    return float(laplace_bits(symbols, log_scale).sum())
+
+
+def mean_log_scale(symbols) -> float:
+    """The continuous Laplace's estimate of ``symbols``' log-scale: ``log mean |q|``."""
+    return math.log(max(float(np.mean(np.abs(symbols))), 1e-3))
+
+
+def best_log_scale(symbols) -> float:
+    """The log-scale (as the header stores it) under which ``symbols`` take the fewest bits: a
+    search from :func:`mean_log_scale`, in steps of 1/16."""
+    guess = mean_log_scale(symbols)
+    candidates = [header_float(guess + d / 16) for d in range(-48, 17)]
+    sample = symbols.reshape(-1)[:: max(1, symbols.size // 20000)]  # a fixed subsample: the search is cheap
+    return min(candidates, key=lambda s: laplace_size(sample, s))
+
+
 def fit(q, parent) -> tuple[Model, float]:
     """The model under which grid ``q`` (with coarser level ``parent``, or None) takes the
     fewest bits, and those bits: ``(Model, bits)``.

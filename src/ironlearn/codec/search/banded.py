@@ -1,5 +1,5 @@
 """A matrix whose rows are non-zero only near a diagonal, multiplied a block of rows at a time:
-what the pyramid's analysis projects with (:func:`.pyramid.analyse`)."""
+what the pyramid's analysis projects with (:func:`.analysis.analyse`)."""
 
 from __future__ import annotations
 
