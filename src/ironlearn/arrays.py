@@ -26,7 +26,8 @@ def broadcast_rows(ufunc, matrix, row, out):
     NumPy runs a broadcast of a short row one inner loop a row: adding a bias of 32 to 65,536
     rows is 65,536 loops of 32 values.  Here the rows go in blocks of ``ROW_BLOCK`` values against
     the row tiled as many times, a few long loops, with the same arithmetic value for value
-    (measured: docs/benchmarks.md, 'How fast is a step, and how far from its floor?').  CuPy arrays, arrays that are not C-contiguous and arrays that are not 2-D
+    (measured: docs/benchmarks.md, 'How fast is a step, and how far from its floor?').  CuPy arrays, arrays that
+    are not C-contiguous and arrays that are not 2-D
     broadcast as usual.
     """
     if get_array_module(matrix) is not np or matrix.ndim != 2 or not (
@@ -47,7 +48,8 @@ def outer(column, row):
     """The ``(n, 1) x (1, m)`` product ``column @ row``, a product a value.
 
     A matrix product of inner size 1 is slow in OpenBLAS; NumPy's einsum is the fastest of the
-    three ways (one product a value in each: the same result; measured: docs/benchmarks.md, 'How fast is a step, and how far from its floor?').
+    three ways (one product a value in each: the same result; measured: docs/benchmarks.md,
+    'How fast is a step, and how far from its floor?').
     """
     xp = get_array_module(column)
     if xp is not np:
@@ -59,7 +61,8 @@ def join_columns(parts):
     """``concatenate(parts, axis=1)`` of 2-D arrays with the same number of rows.
 
     Concatenated along the columns, each part's rows are copied a few values at a time; copied a
-    column at a time, each copy runs down the rows (measured: docs/benchmarks.md, 'How fast is a step, and how far from its floor?').
+    column at a time, each copy runs down the rows (measured: docs/benchmarks.md,
+    'How fast is a step, and how far from its floor?').
     """
     xp = get_array_module(parts[0])
     if xp is not np or len(parts) == 1:

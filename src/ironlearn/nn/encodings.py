@@ -102,7 +102,8 @@ class HashGrid(Layer):
 
     #: The gradient is a :class:`RowGrad` (and the optimizers lazy) when a batch makes fewer
     #: lookups than this share of the table's rows.  Dense Adam learns more per step; lazy steps
-    #: cost less as the table grows, and below this share they win (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
+    #: cost less as the table grows, and below this share they win (measured:
+    #: docs/benchmark-log.md, 'Measurements the code's comments quoted').
     sparse_reads = 0.5
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,
