@@ -31,3 +31,21 @@ def test_the_readme_stays_short():
     assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail into docs/"
     long = [number for number, line in enumerate(lines, 1) if len(line) > 400]
     assert not long, f"README.md lines over 400 characters: {long}"
+
+
+def test_the_benchmarks_page_gives_figures_with_their_commands():
+    """docs/benchmarks.md is documentation, not a lab log: no commit id in its text (history goes to
+    benchmark-log.md), and every section with a table names the command that reproduces it."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text()
+    shown = re.sub(r"\]\([^)]*\)", "]", text)  # a link's target is not text a reader sees
+    commits = re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", shown)
+    assert not commits, f"docs/benchmarks.md names commits {commits}; move history to benchmark-log.md"
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    with_tables = [section for section in sections if re.search(r"^\| --- ", section, re.M)]
+    assert len(with_tables) >= 10
+    silent = [section.splitlines()[0] for section in with_tables
+              if not re.search(r"python benchmarks/\w+\.py|`ironlearn \w", section)]
+    assert not silent, f"these sections of docs/benchmarks.md give no command: {silent}"

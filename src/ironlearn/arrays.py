@@ -24,10 +24,10 @@ def broadcast_rows(ufunc, matrix, row, out):
     """``ufunc(matrix, row, out=out)``, ``row`` applied to every row of the 2-D ``matrix``.
 
     NumPy runs a broadcast of a short row one inner loop a row: adding a bias of 32 to 65,536
-    rows is 65,536 loops of 32 values, 1.0 ms on one core, where adding two such arrays takes 0.5.
-    Here the rows go in blocks of ``ROW_BLOCK`` values against the row tiled as many times, a few
-    long loops (0.41 ms; ``maximum(x, 0)`` as a ReLU 1.03 -> 0.43), with the same arithmetic
-    value for value.  CuPy arrays, arrays that are not C-contiguous and arrays that are not 2-D
+    rows is 65,536 loops of 32 values.  Here the rows go in blocks of ``ROW_BLOCK`` values against
+    the row tiled as many times, a few long loops, with the same arithmetic value for value
+    (measured: docs/benchmarks.md, 'How fast is a step, and how far from its floor?').  CuPy arrays, arrays that
+    are not C-contiguous and arrays that are not 2-D
     broadcast as usual.
     """
     if get_array_module(matrix) is not np or matrix.ndim != 2 or not (
@@ -47,8 +47,9 @@ def broadcast_rows(ufunc, matrix, row, out):
 def outer(column, row):
     """The ``(n, 1) x (1, m)`` product ``column @ row``, a product a value.
 
-    A matrix product of inner size 1 is 3.1 ms for 65,536 x 32 in OpenBLAS, a broadcast multiply
-    1.3, NumPy's einsum 0.85 (one product a value in each: the same result).
+    A matrix product of inner size 1 is slow in OpenBLAS; NumPy's einsum is the fastest of the
+    three ways (one product a value in each: the same result; measured: docs/benchmarks.md,
+    'How fast is a step, and how far from its floor?').
     """
     xp = get_array_module(column)
     if xp is not np:
@@ -59,9 +60,9 @@ def outer(column, row):
 def join_columns(parts):
     """``concatenate(parts, axis=1)`` of 2-D arrays with the same number of rows.
 
-    Concatenated along the columns, each part's rows are copied a few values at a time (4 levels
-    of 2 features, 40,000 rows: 1.05 ms); copied a column at a time, each copy runs down the rows
-    (0.20 ms).
+    Concatenated along the columns, each part's rows are copied a few values at a time; copied a
+    column at a time, each copy runs down the rows (measured: docs/benchmarks.md,
+    'How fast is a step, and how far from its floor?').
     """
     xp = get_array_module(parts[0])
     if xp is not np or len(parts) == 1:
@@ -77,7 +78,7 @@ def join_columns(parts):
 
 def take_columns(matrix, start: int, stop: int):
     """``matrix[:, start:stop]`` as a C-contiguous array (a copy), a column at a time on NumPy
-    (see :func:`join_columns`: 40,000 rows, 2 of 8 columns, 0.26 ms as a slice, 0.05 this way)."""
+    (see :func:`join_columns`; measured: docs/benchmark-log.md, 'Measurements the code's comments quoted')."""
     xp = get_array_module(matrix)
     if xp is not np or stop - start == matrix.shape[1]:
         return matrix[:, start:stop].copy()  # C order

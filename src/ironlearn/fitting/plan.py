@@ -252,10 +252,12 @@ class RunPlan:
         Past the warm-up, its schedule goes on down from the rate reached at ``step`` to
         ``lr_min`` at the new end: the small ups and downs of a pace that includes checkpoints
         and frames must not move the rate up and down (going on from a fresh cosine each time
-        cost a 5 s fit 0.4 to 1.4 dB).  But when the rate reached is under :data:`LIFT` of the
+        cost a 5 s fit over a dB at worst; measured: docs/benchmark-log.md, 'On a shared
+        machine: a timed fit beside other work').  But when the rate reached is under :data:`LIFT` of the
         fresh cosine's over the new count, the first plan was far too short (calibrated on a
         busy machine, it can be 40 times too short and reach the floor in a second), and it goes
-        on from the fresh cosine's rate instead: before, 94% of such a fit's steps sat at the floor.
+        on from the fresh cosine's rate instead: before, most of such a fit's steps sat at the
+        floor (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
         """
         left = max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)
         steps = max(MIN_STEPS, step + 1, step + int(left))

@@ -200,7 +200,7 @@ GRAY_SPLINE = Regime("gray spline", f"gray pictures up to {THUMBNAIL} px a side"
                      filter=lambda o, mode: "centres" if o.get("features", 1) > 1 else "lanczos")
 # A photograph's level is pinned by its pixels, and starts as the picture.  A drawing up to a
 # thumbnail learns from random, between its pixels too: the spline filter there is what redraws
-# it larger above bicubic (docs/benchmarks.md, "The drawings at the original project's sizes").
+# it larger above bicubic (docs/benchmarks.md, "How does a line drawing redraw at 474 and 1024 px?").
 # A larger drawing trains a tile a step as a photograph does: from random, the samples between
 # left a 2500x2500 drawing at 91.7% of its pixels right after 10 s (100 steps), where started as
 # the picture on tiles every pixel was right.

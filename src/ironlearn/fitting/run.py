@@ -43,8 +43,8 @@ CALIBRATION_STEPS = 6
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
 CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
 #: The most of the training time the default checkpoints may take (``--checkpoint-every`` is kept
-#: as given).  A 16.8 MP picture's level and Adam's moments take 1.45 s a save: twenty saves in a
-#: 60 s budget took 29 s of it.
+#: as given): a large picture's level and Adam's moments take seconds a save (measured:
+#: docs/reliability.md).
 SAVING_SHARE = 0.1
 MAX_LOSS = 1e3  # an MSE on [0, 1] pixels above this is an explosion, not training
 

@@ -21,7 +21,8 @@ from .regimes import spline_sides
 
 #: A vertex-per-pixel level starts as the picture's logits, the pixels clipped to [START_CLIP,
 #: 1 - START_CLIP]: within half a level of 0 and 1, so they round to the 8-bit pixel (at 0.02,
-#: the 12.6 MP photograph started at 40 dB, its black and white pixels off by up to 5 levels).
+#: black and white pixels were off by up to 5 levels; measured: docs/benchmark-log.md,
+#: 'Measurements the code's comments quoted').
 START_CLIP = 0.5 / 255
 
 

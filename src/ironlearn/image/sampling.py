@@ -35,7 +35,7 @@ FILTERS = ("lanczos", "bicubic", "bilinear", "spline", "centres")
 #: themselves (the smoothing B-spline of the picture).  Halfway, it redraws 200x200 binary drawings
 #: thresholded at 474 and 1024 px above bicubic on all 32 (drawing, size) pairs of 16 drawings
 #: held out from choosing it, where the spline through the pixels is under bicubic on 21
-#: (benchmarks/drawing_splines.py, docs/benchmarks.md).
+#: (benchmarks/drawing_splines.py; measured: docs/benchmark-log.md, 'A lead for the next step').
 SPLINE_HALF = 0.5
 #: The share of each batch placed on pixel centres, for a picture larger than one batch; the rest
 #: lies anywhere, spread evenly.  Measured on the 12.6-megapixel test photograph, 60 s each, two
@@ -290,8 +290,8 @@ class TileSampler:
     that is a pure function of ``(seed, epoch)``.  Every pixel then weighs the same, and a hash
     grid reads a tile's dense levels as two matrix products (see :class:`~ironlearn.nn.HashGrid`),
     its gradient and the optimizer's update confined to the rectangle of vertices under the
-    tile.  The 12.6 MP default's step: 52 ms for 65,536 pixels in runs of 16 along rows (as points),
-    5 ms as a tile of 256 x 256.
+    tile, an order of magnitude shorter a step than runs of 16 pixels along rows (measured:
+    docs/benchmarks.md, 'How fast is a step, and how far from its floor?').
 
     Parameters
     ----------

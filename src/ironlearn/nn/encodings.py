@@ -101,10 +101,9 @@ class HashGrid(Layer):
     _cached = ("_x", "_marks", "_slots", "_reads_on", "_rectangles", "_fused_levels", "_lattice_on")
 
     #: The gradient is a :class:`RowGrad` (and the optimizers lazy) when a batch makes fewer
-    #: lookups than this share of the table's rows.  Dense Adam learns more per step (0.4-0.5 dB
-    #: at equal steps on the 4-50 MP test photographs); lazy steps cost less as the table grows.
-    #: At 4 MP (a batch makes 0.86 lookups per row) the two cost the same per step, at 12.6 MP
-    #: (0.23) they reach the same PSNR in 60 s, and at 50 MP (0.06) lazy takes the steps.
+    #: lookups than this share of the table's rows.  Dense Adam learns more per step; lazy steps
+    #: cost less as the table grows, and below this share they win (measured:
+    #: docs/benchmark-log.md, 'Measurements the code's comments quoted').
     sparse_reads = 0.5
 
     def __init__(self, levels: int = 16, features: int = 2, log2_table_size: int = 14, coarsest: int = 16,

@@ -192,9 +192,9 @@ class Linear(Layer):
 
     def backward(self, grad_out, need_grad_in: bool = True):
         xp = get_array_module(grad_out)
-        # OpenBLAS is faster with the narrower operand first (one thread, 65,536 rows: 8 -> 32
-        # 1.8 against 2.4 ms, 32 -> 3 0.8 against 1.5), and a ones-vector product sums the batch
-        # ~3x faster than g.sum(axis=0).
+        # OpenBLAS is faster with the narrower operand first, and a ones-vector product sums the
+        # batch faster than g.sum(axis=0) (measured: docs/benchmarks.md, 'How fast is a SIREN step
+        # against PyTorch on the CPU?', and docs/benchmark-log.md, 'Measurements the code's comments quoted').
         if on_device(grad_out):  # straight into the gradient: one launch, not a product and a copy
             xp.matmul(self._x.T, grad_out, out=self.grads["weight"])
         elif self.in_features <= self.out_features:
@@ -232,8 +232,9 @@ class Tanh(Layer):
 class Sigmoid(Layer):
     """``y = 1 / (1 + exp(-x))``.
 
-    ``exp`` is cheaper than ``tanh`` in NumPy (65,536 x 3 values: 0.37 ms against 0.60 for
-    ``(1 + tanh(x/2)) / 2``), and keeps the lower tail: ``tanh`` rounds to -1 below x = -18 and
+    ``exp`` is cheaper than ``tanh`` in NumPy (than ``(1 + tanh(x/2)) / 2``; measured:
+    docs/benchmarks.md, 'How fast is a step, and how far from its floor?'), and keeps the lower tail:
+    ``tanh`` rounds to -1 below x = -18 and
     the sigmoid to 0, where this form gives ``exp(x)``.  Below x = -88, ``exp(-x)`` overflows to
     inf and ``y`` is 0, the limit, without a warning.
     """

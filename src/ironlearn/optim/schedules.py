@@ -84,7 +84,8 @@ def default_warmup_steps(total_steps: int) -> int:
     """Warm-up length for a run of ``total_steps``: 2% of it, kept within 50..100 steps,
     but never more than a quarter of the run."""
     # At least 50 warm-up steps (a quarter of very short runs): Adam's first steps at the full rate
-    # cost a 5 s hash-grid fit of the drawing 7 dB (40.3 against 47.8 dB, measured).
+    # cost a 5 s hash-grid fit of the drawing several dB (measured: docs/benchmark-log.md,
+    # '2026-11-22, 552a0f6: at least 50 warm-up steps').
     return min(total_steps // 4, max(50, min(total_steps // 50, 100)))
 
 

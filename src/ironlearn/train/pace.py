@@ -3,8 +3,9 @@
 A machine can stop a process outright for a while: a laptop sleeps, a busy machine or a
 preempted VM deschedules it.  Such a *stall* costs its own duration of a timed run's budget, and
 it must cost nothing more: a pace read as a plain mean over a window holding a 4 s stall planned a
-handful of steps where hundreds were left, and the cosine ran to its floor and stayed there (a
-12 s fit ended at 20.5 dB instead of 28.9).  :class:`Pace` is the median of short blocks' means,
+handful of steps where hundreds were left, and the cosine ran to its floor and stayed there
+(measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').  :class:`Pace`
+is the median of short blocks' means,
 so one slow step moves it not at all, while a machine that really slows down (every step) moves
 it within a window.  A timed fit re-plans by it (``fitting.pace.Replan``), and so does the
 codec's MLP (``codec.search.synthesis.train``).

@@ -3,8 +3,8 @@
 On a 2-core machine the answer depends on the model and on what else the machine is doing.
 Alone, a wide product (SIREN, 128-256 units) runs faster on two threads; beside a neighbour
 that keeps the cores busy, the second thread spins waiting for a core and every product waits
-for both (SIREN at 256 px: 40 ms a step on one thread or two alone, 80 ms on one and 100 to 700
-ms on two beside a 2-thread matrix product).  A small product (the hash grid's 32-wide layers)
+for both, several times over (measured: docs/benchmark-log.md, 'On a shared machine: a timed
+fit beside other work').  A small product (the hash grid's 32-wide layers)
 never gains from a second thread.  No fixed rule gets every case, so :class:`ThreadPolicy`
 measures: it runs a few real steps on each setting, alternating so that a change in the
 machine's load falls on both, keeps the faster, and measures again now and then.
