@@ -203,3 +203,30 @@ def run_measured(*args, timeout=120, memory_limit=None):
     err, _, peak = done.stderr.rpartition("\n@@peak ")
     done.stderr = err.rstrip("\n") + ("\n" if err.strip() else "")
     return done, int(peak.strip() or 0)
+
+
+class WorkClock:
+    """A clock that moves only when a network steps: each forward pass takes ``per_step`` seconds,
+    ``slower`` times as long after ``until`` of them (a machine that slows down part-way), and
+    no one waits for it.  :meth:`timing` makes a network built by ``build`` step it."""
+
+    def __init__(self, per_step, until=None, slower=1.0):
+        self.now, self.steps = 0.0, 0
+        self.per_step, self.until, self.slower = per_step, until, slower
+
+    def __call__(self):
+        return self.now
+
+    def work(self):
+        self.steps += 1
+        late = self.until is not None and self.steps > self.until
+        self.now += self.per_step * (self.slower if late else 1.0)
+
+    def timing(self, build):
+        """``build``, its networks' forward passes counted on this clock."""
+        def timed_build(*args, **kwargs):
+            net = build(*args, **kwargs)
+            forward = net.forward
+            net.forward = lambda x: (self.work(), forward(x))[1]
+            return net
+        return timed_build

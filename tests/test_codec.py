@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import WorkClock
 from ironlearn import codec
 from ironlearn.cli import main
 from ironlearn.codec.bitstream import container
@@ -371,45 +372,32 @@ def test_compress_says_whether_the_mlp_lost_or_was_never_trained(tmp_path, capsy
     assert result.mlp_tried
 
 
-class SteppedClock:
-    """A clock that advances ``seconds_per_call`` each time it is read, ``slower`` times as much
-    after ``until`` reads: a machine that slows down part-way, without waiting for it."""
+def _timed_training(monkeypatch, clock, **kwargs):
+    """The MLP's training for 2 s of ``clock``: ``(steps, seconds)``."""
+    from ironlearn.codec.model import network
+    from ironlearn.codec.search.synthesis import train
 
-    def __init__(self, seconds_per_call, until=None, slower=1.0):
-        self.now, self.calls = 0.0, 0
-        self.seconds_per_call, self.until, self.slower = seconds_per_call, until, slower
-
-    def __call__(self):
-        self.calls += 1
-        late = self.until is not None and self.calls > self.until
-        self.now += self.seconds_per_call * (self.slower if late else 1.0)
-        return self.now
+    monkeypatch.setattr(network, "build", clock.timing(network.build))
+    rng = np.random.default_rng(0)
+    inputs, residual = rng.normal(size=(512, 6)).astype(np.float32), rng.normal(size=(512, 3)).astype(np.float32)
+    _, steps = train(inputs, residual, 2.0, 0, None, clock=clock, **kwargs)
+    return steps, clock.now
 
 
 @pytest.mark.parametrize("slower", [1.0, 3.0, 1 / 3])
-def test_the_mlp_trains_in_its_time_when_the_machine_slows_down_or_speeds_up(slower):
+def test_the_mlp_trains_in_its_time_when_the_machine_slows_down_or_speeds_up(monkeypatch, slower):
     """Steps counted once at the start overran by the slowdown (3x slower after a fifth: 2.6x the
-    time) or left time unused; counted again as training goes, it ends on time."""
-    from ironlearn.codec.search.synthesis import train
-
-    rng = np.random.default_rng(0)
-    inputs, residual = rng.normal(size=(512, 6)).astype(np.float32), rng.normal(size=(512, 3)).astype(np.float32)
-    clock = SteppedClock(0.01, until=40, slower=slower)  # 200 steps' worth of 2 s at the first pace
-    _, steps = train(inputs, residual, 2.0, 0, None, clock=clock)
-    assert 1.9 <= clock.now <= 2.1
-    assert steps == pytest.approx(40 + 160 / slower, rel=0.1)
+    time) or left time unused; counted again as training goes (the fit's Replan), it ends on time."""
+    steps, seconds = _timed_training(monkeypatch, WorkClock(0.01, until=40, slower=slower))
+    assert 1.9 <= seconds <= 2.1
+    assert steps == pytest.approx(32 + 160 / slower, rel=0.1)  # after 8 steps of calibration
 
 
-def test_the_mlp_leaves_the_time_of_the_steps_held_back():
+def test_the_mlp_leaves_the_time_of_the_steps_held_back(monkeypatch):
     """The weights' rounding is priced in the MLP's own steps: training leaves their time."""
-    from ironlearn.codec.search.synthesis import train
-
-    rng = np.random.default_rng(0)
-    inputs, residual = rng.normal(size=(512, 6)).astype(np.float32), rng.normal(size=(512, 3)).astype(np.float32)
-    clock = SteppedClock(0.01)  # a step reads the clock once: 200 steps' worth of 2 s
-    _, steps = train(inputs, residual, 2.0, 0, None, clock=clock, held_back=50)
-    assert steps == pytest.approx(150, abs=3)
-    assert clock.now == pytest.approx(1.5, abs=0.05)
+    steps, seconds = _timed_training(monkeypatch, WorkClock(0.01), held_back=50)
+    assert steps == pytest.approx(142, abs=3)  # 200 steps' worth, 8 calibrating, 50 held back
+    assert seconds == pytest.approx(1.5, abs=0.05)
 
 
 def test_an_encode_runs_its_mlp_on_one_blas_thread(monkeypatch):
@@ -430,23 +418,25 @@ def test_an_encode_runs_its_mlp_on_one_blas_thread(monkeypatch):
     assert blas() == before
 
 
-@pytest.mark.parametrize("left", [20, 400])
+@pytest.mark.parametrize("left", [16, 512])
 def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
-    from ironlearn.codec.search.synthesis import NETWORK_LR, TIMED_STEPS, _replanned
-    from ironlearn.optim import Adam
-    from ironlearn.optim.schedules import warmup_cosine
+    from ironlearn.codec.search.synthesis import FLOOR, NETWORK_LR, Plan
 
-    optimizer = Adam({"w": np.zeros(3, np.float32)}, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, 300))
-    for _ in range(150):
-        optimizer.step({"w": np.ones(3, np.float32)})
-    step = 150 + TIMED_STEPS  # the loop's step count: the optimizer started at TIMED_STEPS
-    before = optimizer.schedule(optimizer.step_count)
-    assert _replanned(optimizer, step, 300 + TIMED_STEPS, left) == step + left
-    assert optimizer.schedule(optimizer.step_count) == before  # no jump
-    last = optimizer.step_count + left  # the index of the last step's rate: the cosine's floor next
-    assert optimizer.schedule.total_steps == last + 1
-    assert optimizer.schedule(last + 1) == pytest.approx(NETWORK_LR / 100)
-    assert NETWORK_LR / 100 < optimizer.schedule(last) < before
+    plan = Plan(steps=300, time_budget=2.0)
+    before = plan.make_schedule()(150)
+    replanned = plan.replanned(150, 1.0, 1 / left)  # left steps' time left
+    assert replanned.steps == 150 + left
+    schedule = replanned.make_schedule()
+    assert schedule(150) == pytest.approx(before)  # no jump
+    assert schedule.total_steps == 150 + left
+    assert schedule(150 + left) == pytest.approx(NETWORK_LR * FLOOR)
+    assert NETWORK_LR * FLOOR < schedule(150 + left - 1) < before
+
+
+def test_a_plan_leaves_the_steps_held_back():
+    from ironlearn.codec.search.synthesis import Plan
+
+    assert Plan(steps=10, time_budget=2.0, held_back=50).replanned(20, 1.0, 1 / 128).steps == 20 + 128 - 50
 
 
 @pytest.mark.parametrize("pixels, level", [(37, 1), (300, 2), (1000, 6)])

@@ -61,7 +61,7 @@ class Recorder(History):
 
 def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0, slowdown: float | None = None) -> dict:
     """The numbers ``metrics.json`` holds; ``score`` compared the whole render with the picture.
-    A timed run also says how much of its training time it spent stalled (``fitting.pace``), and
+    A timed run also says how much of its training time it spent stalled (``train.timed``), and
     how many times the pace its calibration measured its steps took (``slowdown``)."""
     result = {
         "psnr_db": round(score.psnr, 3),

@@ -157,7 +157,7 @@ class RunPlan:
     snapshot_every: int | None = None
     start_step: int = 0
     prior_seconds: float = 0.0
-    prior_stalled: float = 0.0  # of prior_seconds, stalled (fitting.pace)
+    prior_stalled: float = 0.0  # of prior_seconds, stalled (train.timed)
     resume: bool = False
     force: bool = False
     quiet: bool = False

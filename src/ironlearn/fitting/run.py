@@ -13,9 +13,7 @@ import math
 import os
 import shlex
 import signal
-import statistics
 import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,15 +29,14 @@ from ..nn.lattice import Lattice
 from ..optim import Adam
 from ..signals import handling, stop_now
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
-from ..train.threads import TRIAL_STEPS, ThreadPolicy
+from ..train.threads import ThreadPolicy
+from ..train.timed import Replan, calibrate
 from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
-from .pace import Replan
 from .plan import RunPlan, check_saved, make_plan, resume_options
 from .start import held_parameters, start_from_picture
 
-CALIBRATION_STEPS = 6
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
 CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
 #: The most of the training time the default checkpoints may take (``--checkpoint-every`` is kept
@@ -182,9 +179,9 @@ class Job:
     recorder: Recorder
     snapshots: Snapshots
     rollback: Rollback
-    stalled_seconds: float = 0.0  # of the training time, while the process did not run (fitting.pace)
+    stalled_seconds: float = 0.0  # of the training time, while the process did not run (train.timed)
     calibrated_pace: float | None = None  # seconds a step, as calibration measured it (a timed run's plan)
-    step_seconds: float = 0.0  # this session's steps' own time, their callbacks' left out (fitting.pace)
+    step_seconds: float = 0.0  # this session's steps' own time, their callbacks' left out (train.timed)
 
     @property
     def slowdown(self) -> float | None:
@@ -313,40 +310,6 @@ def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
     if not snapshots.frames and not plan.starts_as_picture:
         snapshots.capture(model, plan.start_step)
     return recorder, snapshots
-
-
-def _no_step(step: int) -> float:
-    """Calibration's learning rate: none."""
-    return 0.0
-
-
-def calibrate(model, data: dict, loss=mse, threads: ThreadPolicy | None = None) -> float:
-    """Seconds per training step of ``model`` on ``data`` (Trainer keyword arguments: ``inputs``
-    and ``targets``, or ``batches``), measured with a throwaway optimizer whose learning rate is
-    zero: every step's update is exactly zero, so the real run starts untouched, with no copy of
-    the model (a deep copy and its Adam moments took 450 MB more at 12.6 MP).
-
-    The median of single steps after two warm-up ones: a mean let one slow step (a page fault,
-    another process) shorten a whole run's plan by a fifth.  Given the CPU's ``threads`` policy,
-    the steps are the policy's first measurement, and the pace is that of the thread count it
-    chose: the training runs on the same (calibrated on two spinning threads beside a neighbour,
-    a plan came out 20 to 100 times too short).
-    """
-    trainer = Trainer(model, Adam(model.named_parameters(), lr=_no_step), loss, **data, check_every=0,
-                      blas_threads=threads.chosen if threads is not None else None)
-    trainer.run(2)
-    if threads is not None and threads.auto:
-        trainer.threads = threads
-        trainer.run(trainer.step + 2 * TRIAL_STEPS)
-        return max(threads.seconds_per_step, 1e-6)
-    times = []
-    for _ in range(CALIBRATION_STEPS):
-        trainer.loss  # noqa: B018  (a sync, so each timing is real on a GPU)
-        t0 = time.perf_counter()
-        trainer.run(trainer.step + 1)
-        trainer.loss  # noqa: B018
-        times.append(time.perf_counter() - t0)
-    return max(statistics.median(times), 1e-6)
 
 
 # -- train -------------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ handful of steps where hundreds were left, and the cosine ran to its floor and s
 (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').  :class:`Pace`
 is the median of short blocks' means,
 so one slow step moves it not at all, while a machine that really slows down (every step) moves
-it within a window.  A timed fit re-plans by it (``fitting.pace.Replan``), and so does the
-codec's MLP (``codec.search.synthesis.train``).
+it within a window.  A timed fit re-plans by it (``train.timed.Replan``), and so does the
+codec's MLP (``codec.search.synthesis.train``), both through :mod:`.timed`.
 """
 
 from __future__ import annotations

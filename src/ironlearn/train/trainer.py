@@ -76,6 +76,9 @@ class Trainer:
         (:class:`~ironlearn.train.threads.ThreadPolicy`: on a shared 2-core machine a second
         thread can make every step several times slower); an int pins the count; None leaves
         the library alone.  A policy already measured (a calibration's) goes on from its choice.
+    clock : callable, optional
+        Seconds, as :func:`time.perf_counter` counts them (default): what ``train_seconds`` and
+        a run's ``time_budget`` are read from (a test gives a clock that does not wait).
     backend : Backend, optional
         The backend ``inputs`` live on; it copies each epoch's permutation to
         the device (the only copy a training step makes, once an epoch, and
@@ -84,7 +87,7 @@ class Trainer:
 
     def __init__(self, model, optimizer, loss, inputs=None, targets=None, *, batches=None, batch_size=None,
                  seed: int = 0, callbacks=(), check_every: int = 100, max_loss: float = math.inf, backend=None,
-                 count_callbacks: bool = False, held=(), blas_threads="auto"):
+                 count_callbacks: bool = False, held=(), blas_threads="auto", clock=None):
         if (batches is None) == (inputs is None or targets is None):
             raise ValueError("give inputs and targets, or batches (one of the two)")
         if batches is None and len(inputs) != len(targets):
@@ -111,6 +114,7 @@ class Trainer:
         self.train_seconds = 0.0  # time spent in steps (and in callbacks, with count_callbacks)
         self.last_step_seconds = 0.0  # the last step's own time, its callbacks' left out
         self.count_callbacks = bool(count_callbacks)
+        self.clock = clock  # None: time.perf_counter, looked up at each read
         self.held = tuple(held)
         unknown = set(self.held) - set(model.named_parameters())
         if unknown:
@@ -200,15 +204,16 @@ class Trainer:
         error = None
         # Overflow shows up as a non-finite loss, which is checked and reported below;
         # NumPy's own warnings would only repeat it less clearly.
+        clock = self.clock or time.perf_counter
         with np.errstate(over="ignore", invalid="ignore"):
             try:
                 while (steps is None or self.step < steps) and not self._stop_requested and (
                         time_budget is None or self.train_seconds - started_at < time_budget):
                     if self.threads is not None:
                         self.threads.threads()
-                    t0 = time.perf_counter()
+                    t0 = clock()
                     self.train_step()
-                    t1 = time.perf_counter()
+                    t1 = clock()
                     self.last_step_seconds = t1 - t0
                     if self.threads is not None:
                         self.threads.record(t1 - t0)
@@ -220,7 +225,7 @@ class Trainer:
                         if callback.every and step % callback.every == 0:
                             callback.step(self)
                     if self.count_callbacks:
-                        self.train_seconds += time.perf_counter() - t1
+                        self.train_seconds += clock() - t1
                 self.loss  # noqa: B018  never finish "successfully" on NaN
             except BaseException as exc:
                 error = exc

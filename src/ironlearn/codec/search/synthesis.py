@@ -6,14 +6,18 @@ squared error); :mod:`..quantise` then rounds its weights.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...image.metrics import psnr_from_mse
+from ...nn import mse
 from ...optim import Adam
 from ...optim.schedules import cosine, warmup_cosine
-from ...train.pace import Pace
+from ...train import Callback, Trainer
+from ...train.timed import Replan, calibrate
 from ..model import network
 from ..model.network import FEATURE_GAIN
 from .analysis import spread
@@ -26,11 +30,10 @@ NETWORK_LR = 1e-2
 #: them, +0.25 to +1.31 dB in 2,700-4,100 steps for 2**13 (2**12 and 2**14 about the same; 2**16
 #: +0.18 to +1.08; a learning rate of 2e-2 no better).
 MLP_BATCH = 1 << 13
-#: Steps timed before the rest are counted to fit the time left (and Adam's schedule is set).
-TIMED_STEPS = 3
-#: The steps that fit are counted again each time this share of the training time has passed.
-REPLAN_SHARE = 1 / 20
-
+#: Adam's rate at the end of the cosine, as a share of :data:`NETWORK_LR`.
+FLOOR = 1 / 100
+#: Seconds between the progress reports of a long training.
+REPORT_SECONDS = 1.0
 
 #: The MLP learns from at most this many of a picture's pixels, in whole rows spread over it: its
 #: inputs are the levels times the channels floats a pixel (1.4 GB for all of 16.8 MP), and it
@@ -55,55 +58,96 @@ def mlp_problem(pyramid, picture):
     return features * np.float32(FEATURE_GAIN), picture[rows].reshape(-1, channels) - pyramid.summed(features)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """The MLP's timed plan, as :class:`~ironlearn.train.timed.Replan` reads and revises it: the
+    cosine ends at ``steps``, when the ``time_budget`` is spent but for the time of ``held_back``
+    steps (what follows the training, priced in its steps).  ``anneal_from`` ``(step, rate)``:
+    a revised plan's cosine goes on from the rate reached there."""
+
+    steps: int
+    time_budget: float
+    held_back: int = 0
+    anneal_from: tuple[int, float] | None = None
+    start_step: int = 0  # Replan's terms for a run that starts anew
+    prior_seconds: float = 0.0
+
+    def make_schedule(self):
+        if self.anneal_from is None:
+            return warmup_cosine(NETWORK_LR, NETWORK_LR * FLOOR, self.steps)
+        step, lr = self.anneal_from
+        return cosine(lr, min(NETWORK_LR * FLOOR, lr), self.steps, warmup_steps=step)
+
+    def replanned(self, step: int, train_seconds: float, seconds_per_step: float) -> "Plan":
+        """The plan at ``step`` after ``train_seconds``, when a step takes ``seconds_per_step``:
+        as many steps as the time left allows; past the warm-up the cosine goes on down from the
+        rate reached (never up), within it the warm-up is kept and the cosine re-sized."""
+        left = int(max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)) - self.held_back
+        steps = step + max(1, left)
+        if steps == self.steps:
+            return self
+        schedule = self.make_schedule()
+        if step < schedule.warmup_steps:
+            return dataclasses.replace(self, steps=max(steps, schedule.warmup_steps + 1))
+        return dataclasses.replace(self, steps=steps, anneal_from=(step, schedule(step)))
+
+
+class Timed:
+    """The MLP's training as :class:`~ironlearn.train.timed.Replan` keeps it to its time: the
+    plan, and the trainer whose schedule follows it."""
+
+    def __init__(self, plan: Plan, trainer: Trainer):
+        self.plan, self.trainer = plan, trainer
+        self.stalled_seconds = self.step_seconds = 0.0
+
+    def replan(self, plan: Plan) -> None:
+        self.plan = plan
+        self.trainer.optimizer.schedule = plan.make_schedule()
+
+
+class _EndOfPlan(Callback):
+    """Stops the training at its plan's last step (the plan moves as Replan revises it), and
+    reports its progress now and then."""
+
+    def __init__(self, job: Timed, progress, clock):
+        super().__init__(1)
+        self.job, self.progress, self.clock = job, progress, clock
+        self.reported = clock()
+
+    def step(self, trainer) -> None:
+        if trainer.step >= self.job.plan.steps:
+            trainer.request_stop()
+        if self.progress is not None and self.clock() - self.reported > REPORT_SECONDS:
+            self.reported = self.clock()
+            self.progress("MLP step", trainer.step, self.job.plan.steps, psnr_from_mse(trainer.loss))
+
+
 def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0):
     """Train the MLP that maps ``inputs`` to ``residual`` for about ``seconds`` (read from
     ``clock``) less ``held_back`` steps' time (for what follows, priced in the MLP's own steps),
     on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``.
 
-    The steps that fit are counted after :data:`TIMED_STEPS`, and again each
-    :data:`REPLAN_SHARE` of the time at the pace the steps keep (a timed fit's
-    :class:`~ironlearn.train.pace.Pace`, which one stalled step does not move): a machine that slows down part-way still ends on time, its
-    cosine going on down from the rate reached."""
+    A timed fit's loop: :func:`~ironlearn.train.timed.calibrate` times a few steps that change
+    nothing, and :class:`~ironlearn.train.timed.Replan` counts the steps that fit again as the
+    pace drifts, so that a machine that slows down part-way still ends on time, its cosine going
+    on down from the rate reached.  The BLAS threads are the caller's (the encoder sets them)."""
+    started = clock()
     net = network.build(inputs.shape[1], residual.shape[1], seed=seed)
-    params = net.named_parameters()
     rng = np.random.default_rng(seed)
-    started = last = planned = last_report = clock()
-    deadline, pace = started + seconds, Pace()
-    steps, step, optimizer = 10, 0, None
-    while step < steps:
-        step += 1
-        batch = rng.integers(0, len(inputs), MLP_BATCH) if len(inputs) > MLP_BATCH else slice(None)
-        error = net.forward(inputs[batch]) - residual[batch]
-        net.backward(error * np.float32(2 / error.size))
-        now = clock()
-        pace.add(now - last)
-        last = now
-        if step == TIMED_STEPS:  # as many steps as fit the time
-            steps = step + max(0, int((deadline - now) / pace.seconds_per_step) - held_back)
-            optimizer = Adam(params, lr=warmup_cosine(NETWORK_LR, NETWORK_LR / 100, steps - step + 1))
-            planned = now
-        elif optimizer is not None and now - planned >= REPLAN_SHARE * seconds:
-            steps = _replanned(optimizer, step, steps, int((deadline - now) / pace.seconds_per_step) - held_back)
-            planned = now
-        if optimizer is not None:
-            optimizer.step(net.named_gradients())
-        if progress is not None and now - last_report > 1.0:
-            last_report = now
-            progress("MLP step", step, steps, psnr_from_mse(float(np.mean(error * error))))
-    return net, step
 
+    def batches(step):
+        if len(inputs) <= MLP_BATCH:
+            return inputs, residual
+        chosen = rng.integers(0, len(inputs), MLP_BATCH)
+        return inputs[chosen], residual[chosen]
 
-def _replanned(optimizer, step: int, steps: int, left: int) -> int:
-    """The step count at ``step`` when ``left`` more steps fit: Adam's cosine re-sized to end
-    there, going on from the rate it has reached once past its warm-up (never up)."""
-    new = step + max(1, left)
-    if new != steps:
-        done, schedule = optimizer.step_count, optimizer.schedule
-        total = done + new - step + 1  # its index at the last step, plus one
-        if done >= schedule.warmup_steps:
-            lr = schedule(done)
-            optimizer.schedule = cosine(lr, min(schedule.lr_min, lr), total, warmup_steps=done)
-        else:
-            optimizer.schedule = cosine(schedule.lr_max, schedule.lr_min, max(total, schedule.warmup_steps + 1),
-                                        schedule.warmup_steps)
-    return new
+    pace = calibrate(net, {"batches": batches}, clock=clock)
+    budget = max(0.0, seconds - (clock() - started))
+    plan = Plan(steps=max(1, int(budget / pace) - held_back), time_budget=budget, held_back=held_back)
+    trainer = Trainer(net, Adam(net.named_parameters(), lr=plan.make_schedule()), mse, batches=batches,
+                      check_every=0, count_callbacks=True, blas_threads=None, clock=clock)
+    job = Timed(plan, trainer)
+    trainer.callbacks = [Replan(job), _EndOfPlan(job, progress, clock)]
+    if plan.steps > 0 and budget > 0:
+        trainer.run(time_budget=budget)
+    return net, trainer.step

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ironlearn.fitting import FitOptions, make_plan
-from ironlearn.fitting.pace import Replan
+from ironlearn.train.timed import Replan
 from ironlearn.image.io import Picture
 from ironlearn.train.pace import RECENT_STEPS, Pace
 

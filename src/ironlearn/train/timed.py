@@ -1,0 +1,117 @@
+"""A run given a time, not a step count: how it sizes its schedule, and keeps it sized.
+
+Before the run, :func:`calibrate` times a few steps that change nothing; the schedule is sized
+to the steps the budget allows at that pace.  The machine's speed drifts (another process, a
+thermal limit, a stall), so :class:`Replan` reads the pace as the run goes
+(:class:`~.pace.Pace`, which one stalled step does not sway) and re-sizes the schedule.  A
+timed fit (``ironlearn fit --seconds``) and the codec's MLP (``compress``) both train so.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from ..nn import mse
+from ..optim import Adam
+from .callbacks import Callback, Every
+from .pace import BLOCKS, Pace
+from .threads import TRIAL_STEPS, ThreadPolicy
+from .trainer import Trainer
+
+#: Steps timed one at a time after calibration's two warm-up ones (their median is the pace).
+CALIBRATION_STEPS = 6
+
+
+def _no_step(step: int) -> float:
+    """Calibration's learning rate: none."""
+    return 0.0
+
+
+def calibrate(model, data: dict, loss=mse, threads: ThreadPolicy | None = None, clock=None) -> float:
+    """Seconds per training step of ``model`` on ``data`` (Trainer keyword arguments: ``inputs``
+    and ``targets``, or ``batches``), measured with a throwaway optimizer whose learning rate is
+    zero: every step's update is exactly zero, so the real run starts untouched, with no copy of
+    the model (a deep copy and its Adam moments took 450 MB more at 12.6 MP).
+
+    The median of single steps after two warm-up ones: a mean let one slow step (a page fault,
+    another process) shorten a whole run's plan by a fifth.  Given the CPU's ``threads`` policy,
+    the steps are the policy's first measurement, and the pace is that of the thread count it
+    chose: the training runs on the same (calibrated on two spinning threads beside a neighbour,
+    a plan came out 20 to 100 times too short).
+    """
+    trainer = Trainer(model, Adam(model.named_parameters(), lr=_no_step), loss, **data, check_every=0,
+                      blas_threads=threads.chosen if threads is not None else None, clock=clock)
+    trainer.run(2)
+    if threads is not None and threads.auto:
+        trainer.threads = threads
+        trainer.run(trainer.step + 2 * TRIAL_STEPS)
+        return max(threads.seconds_per_step, 1e-6)
+    clock = clock or time.perf_counter
+    times = []
+    for _ in range(CALIBRATION_STEPS):
+        trainer.loss  # noqa: B018  (a sync, so each timing is real on a GPU)
+        t0 = clock()
+        trainer.run(trainer.step + 1)
+        trainer.loss  # noqa: B018
+        times.append(clock() - t0)
+    return max(statistics.median(times), 1e-6)
+
+
+class Replan(Callback):
+    """Keeps a timed run's step count to what its budget allows at its :class:`Pace`, so that the
+    schedule anneals as the budget ends, however the machine's speed drifts.
+
+    Calibration times a few steps before the run; a machine that slows down later would end the
+    run before the schedule does (its learning rate still high), one that speeds up would reach
+    the planned steps early and leave time unused.  Measured on the bundled drawing in 5 s: runs
+    planned 318 steps and made 299, or planned 281 and stopped at 4.6 s.  A re-plan goes on from
+    the rate reached, lifting it only when the first plan was far too short
+    (a fit's :meth:`~ironlearn.fitting.plan.RunPlan.replanned`), so the pace it reads must not take one stalled step for a slow
+    machine.
+
+    It re-plans each :attr:`share` of the budget, and at once when the run is far ahead of its
+    plan (:meth:`ahead`): a plan calibrated while a neighbour held the cores can be 40 times too
+    short, and its cosine would reach the floor in the first second.
+    """
+
+    #: The plan is revised each time this share of the budget has passed.
+    share = 1 / 20
+
+    def __init__(self, job):
+        """``job``: what it keeps to its budget (a fit's :class:`~ironlearn.fitting.run.Job`, the
+        codec MLP's :class:`~ironlearn.codec.search.synthesis.Timed`): its ``plan`` (with
+        ``time_budget``, ``prior_seconds``, ``start_step``, ``steps`` and ``replanned(step,
+        train_seconds, seconds_per_step)``), ``replan(plan)``, and ``stalled_seconds`` and
+        ``step_seconds``, which this keeps up to date."""
+        super().__init__(1)  # each step: reads the clock only
+        self.job = job
+        plan = job.plan
+        self.trigger = Every(seconds=plan.time_budget * self.share, since=plan.prior_seconds)
+        self.pace = Pace(job.stalled_seconds)
+        self.last = (plan.start_step, plan.prior_seconds)
+        self.replanned_at = plan.start_step
+
+    def ahead(self, trainer) -> bool:
+        """Whether the run has gone through its planned steps more than twice as fast as through
+        its budget (and a tenth more), with enough steps since the last re-plan to read a pace."""
+        plan = self.job.plan
+        if trainer.step - self.replanned_at < BLOCKS:
+            return False
+        done = (trainer.step - plan.start_step) / max(1, plan.steps - plan.start_step)
+        spent = (trainer.train_seconds - plan.prior_seconds) / max(1e-9, plan.time_budget - plan.prior_seconds)
+        return done > 2 * spent + 0.1
+
+    def step(self, trainer) -> None:
+        (step, seconds), self.last = self.last, (trainer.step, trainer.train_seconds)
+        if trainer.step > step:
+            self.pace.add((trainer.train_seconds - seconds) / (trainer.step - step), trainer.last_step_seconds)
+            self.job.stalled_seconds = self.pace.stalled
+            self.job.step_seconds += trainer.last_step_seconds
+        due = self.trigger(trainer)
+        if not self.pace or not (due or self.ahead(trainer)):
+            return
+        self.replanned_at = trainer.step
+        plan = self.job.plan.replanned(trainer.step, trainer.train_seconds, self.pace.seconds_per_step)
+        if plan != self.job.plan:  # another step count, or another rate to go on from
+            self.job.replan(plan)
