@@ -33,7 +33,7 @@ def run(tmp_path_factory):
     ({"size": 0}, "size must be at least 1"),
     ({"seed": "a"}, "seed must be a whole number"),
     ({"width": "16"}, "width must be a whole number"),
-    ({"table_log2": 12}, "(--table-log2 is log2_table_size)"),
+    ({"table_log2": 12}, "(table_log2 is log2_table_size)"),
     ({"bogus": 1}, "fit() takes no option 'bogus'"),
 ])
 def test_fit_refuses_what_the_command_would(tmp_path, options, message):

@@ -301,11 +301,11 @@ def test_every_command_and_option_explains_itself():
 def test_render_draws_no_progress_bar_into_a_log(fitted, tmp_path, capsys, monkeypatch):
     """A bar's redraws wrote 8.5 KB of carriage returns for one render into a log: it writes
     plain lines there instead (once the render has taken seconds)."""
-    from ironlearn.cli import render as render_command
+    from ironlearn.api import drawing
 
     asked = []
-    real = render_command.render_png
-    monkeypatch.setattr(render_command, "render_png", lambda *a, **k: asked.append(k["progress"]) or real(*a, **k))
+    real = drawing.render_png
+    monkeypatch.setattr(drawing, "render_png", lambda *a, **k: asked.append(k["progress"]) or real(*a, **k))
     code, _, err = run_cli(capsys, "render", fitted, "--size", "64", "-o", tmp_path / "r.png", "--device", "cpu")
     assert code == 0 and asked == ["lines"] and "\r" not in err, err  # capsys: stderr is not a terminal
 

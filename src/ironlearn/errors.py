@@ -1,4 +1,5 @@
-"""The error every layer may raise for a request that cannot work, and the command maps to exit code 2."""
+"""The error every layer may raise for a request that cannot work, and the command maps to exit code 2;
+and :class:`Note`, a line that names options in its reader's words, as the error does."""
 
 
 class UsageError(ValueError):
@@ -26,7 +27,33 @@ class OptionError(UsageError):
 
     def worded(self, name_of) -> str:
         """The message with each option named by ``name_of(option)``."""
-        message = self.template
-        for option in self.options:
-            message = message.replace("{" + option + "}", name_of(option))
-        return message
+        return _worded(self.template, self.options, name_of)
+
+
+class Note(str):
+    """A line of progress or advice that names options as :class:`OptionError` does: as a ``str``,
+    in Python's words (``give size N``); :meth:`worded`, in the command's (``give --size N``).  A
+    job logs it to whoever called it, and each caller reads it in its own words.
+
+    Examples
+    --------
+    >>> note = Note("give {start} random to watch a network learn", "start")
+    >>> str(note), note.worded(lambda name: "--" + name)
+    ('give start random to watch a network learn', 'give --start random to watch a network learn')
+    """
+
+    def __new__(cls, template: str, *options: str, **python: str):
+        names = options + tuple(python)
+        note = super().__new__(cls, _worded(template, names, lambda name: python.get(name, name)))
+        note.template, note.options = template, names
+        return note
+
+    def worded(self, name_of) -> str:
+        """The line with each option named by ``name_of(option)``."""
+        return _worded(self.template, self.options, name_of)
+
+
+def _worded(template: str, options, name_of) -> str:
+    for option in options:
+        template = template.replace("{" + option + "}", name_of(option))
+    return template

@@ -145,9 +145,9 @@ def test_serve_answers_until_ctrl_c(tmp_path, model_file):
 
 def test_a_large_models_page_says_what_it_will_cost_before_it_is_written(tmp_path, capsys, model_file, monkeypatch):
     """A 4096x4096 run's page was 243 MB, written with no word beforehand."""
-    from ironlearn.cli import view
+    from ironlearn.api import pages as page_job
 
-    monkeypatch.setattr(view, "LARGE_MODEL_BYTES", 0)
+    monkeypatch.setattr(page_job, "LARGE_MODEL_BYTES", 0)
     code, _, err = run_cli(capsys, "view", model_file)
     lines = err.strip().splitlines()
     assert code == 0 and lines[0].startswith("writing a page of up to about") and lines[1].startswith("wrote "), err

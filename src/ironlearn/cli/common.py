@@ -1,5 +1,4 @@
-"""What several commands share: messages on stderr, the model argument, and the report of a finished fit
-(the checks on a file to write are ``files.check_output``)."""
+"""What several commands share: messages on stderr, the model argument, and the report of a finished fit."""
 
 from __future__ import annotations
 
@@ -7,12 +6,14 @@ import os
 import shlex
 import sys
 
+from ..errors import Note
+from ..fitting.options import flag
 from ..fitting.outputs import describe_result
-from ..image.render import save_bands
 
 
 def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """``message`` on stderr; a :class:`~ironlearn.errors.Note` worded with the command's flags."""
+    print(message.worded(flag) if isinstance(message, Note) else message, file=sys.stderr, flush=True)
 
 
 def progress_style() -> str:
@@ -57,12 +58,3 @@ def render_hint(folder: str, name: str, width: int, height: int) -> str:
     corner = f"{-1 + 2 / part:g}"
     return (f"ironlearn render {folder} --view=-1,-1,{corner},{corner} --scale 2 -o "
             f"{shlex.quote(f'{name}-corner-x2.png')}   (the top-left 1/{part} of each side, at 2x)")
-
-
-# -- a compressed picture, drawn (render and decompress) -----------------------------------------
-def save_drawing(decoded, output: str, width: int, height: int, view=None) -> None:
-    """Draw ``decoded`` (or the region ``view`` of it) at ``width x height`` straight into the PNG
-    ``output``, a band of rows at a time, and say so."""
-    save_bands(output, width, height, decoded.channels, decoded.bands(height, width, view),
-               progress=progress_style())
-    say(f"wrote {output} ({width}x{height})")

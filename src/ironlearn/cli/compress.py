@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import time
 
-from .. import codec
-from ..codec.search.encoder import DEFAULT_BPP, MAX_BPP
-from ..codec.bitstream.header import MAX_PIXELS as CODEC_MAX_PIXELS
-from ..limits import MAX_SECONDS
-from ..errors import OptionError
-from ..files import check_output, write_bytes
-from ..fitting import UsageError
-from ..image.io import load_picture
+from ..api import DEFAULT_BPP, compress, decompress_file
 from .argtypes import positive_float, size_arg, view_arg
-from .common import save_drawing, say
+from .common import progress_style, say
 from .status import ExitCode
 
 
@@ -61,35 +54,8 @@ def add_parser(commands) -> None:
 
 def cmd_compress(args) -> int:
     started = time.perf_counter()  # --seconds counts from here
-    check_output(args.output, args.force, reads=[args.picture])
-    if args.bpp is not None and args.bpp > MAX_BPP:
-        raise UsageError(f"--bpp {args.bpp:g} is more than the {MAX_BPP} bits a pixel of 8-bit colour; give less")
-    if args.seconds > MAX_SECONDS:
-        raise UsageError(f"--seconds {args.seconds:g} is more than the {MAX_SECONDS:,} (30 days) an encode may "
-                         "take; give less")
-    picture = load_picture(args.picture, mode=args.mode, max_pixels=CODEC_MAX_PIXELS, option=None)
-    for note in picture.notes:
-        say(f"note: {note}")
-    values = picture.values
-    height, width = values.shape[:2]
-    say(f"compressing {args.picture} ({width}x{height} {picture.mode}) in at most {args.seconds:g} s")
-    shown = [time.perf_counter()]
-
-    def progress(what, done, total, psnr):
-        if time.perf_counter() - shown[0] >= 10:  # a line every 10 s: large pictures take minutes
-            shown[0] = time.perf_counter()
-            say(f"  {what} {done}/{total}" + ("" if psnr is None else f": {psnr:.2f} dB"))
-
-    try:
-        # Reading the picture took some of the time; what is left is the encoder's (a sliver at least).
-        seconds = args.seconds - (time.perf_counter() - started)
-        result = codec.compress_array(values, bpp=args.bpp, lmbda=args.lmbda, seconds=max(seconds, 1e-3),
-                                      progress=progress)
-    except OptionError:
-        raise  # worded with the command's flags where the command reports it
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    write_bytes(args.output, result.data)
+    result = compress(args.picture, args.output, bpp=args.bpp, lmbda=args.lmbda, seconds=args.seconds,
+                      mode=args.mode, force=args.force, progress=say, started=started)
     if result.steps:
         kept = f"pyramid and MLP ({result.steps} steps)"
     elif result.mlp_tried:
@@ -107,11 +73,7 @@ def cmd_compress(args) -> int:
 
 
 def cmd_decompress(args) -> int:
-    check_output(args.output, args.force, reads=[args.file])
-    if not args.output.lower().endswith(".png"):
-        raise UsageError(f"{args.output}: decompress writes PNG; give a name ending in .png")
-    _, decoded = codec.read_path(args.file)
-    decoded.region(args.view)  # a view that leaves the picture: one line, worded with --view
-    width, height = decoded.draw_size(args.size, args.scale, args.view)
-    save_drawing(decoded, args.output, width, height, args.view)
+    width, height = decompress_file(args.file, args.output, args.size, scale=args.scale, view=args.view,
+                                   force=args.force, progress=progress_style())
+    say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK

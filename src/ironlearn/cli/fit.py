@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import textwrap
 
-from ..fitting import Interrupted, UsageError, fit
-from ..fitting.run import check_start
-from ..fitting.regimes import REGIMES
-from ..viewer.live import LiveServer
-from ..viewer.serve import announce
+from ..api import fit_run
+from ..errors import UsageError
 from .argtypes import port_arg
-from .common import report_fit, say
-from .fit_options import add_fit_options, fit_options
+from .common import flag, report_fit, say
+from .fit_options import add_fit_options, default_models, fit_options
 from .status import ExitCode
-
-
-def _default_models() -> str:
-    """--help's account of what the default model is for each kind of picture (fitting.regimes)."""
-    lines = ["The default model (hashgrid) is sized to the picture:"]
-    for regime in REGIMES:
-        lines += textwrap.wrap(f"{regime.when}: {regime.layout}", 96, initial_indent="  - ", subsequent_indent="    ")
-    lines += textwrap.wrap("To watch a network learn from nothing, give --start random (or another --model); for a "
-                           "small file of the picture, use `ironlearn compress`.", 96)
-    return "\n".join(lines)
 
 
 def add_parser(commands) -> None:
@@ -42,7 +27,7 @@ def add_parser(commands) -> None:
                "  ironlearn fit photo.jpg --resume --steps 6000     # continue runs/photo/ to step 6000\n"
                "  ironlearn fit photo.jpg --model siren --out runs/siren\n"
                "  ironlearn fit photo.jpg --live                    # watch it learn in a browser\n\n"
-               + _default_models())
+               + default_models())
     fit_p.add_argument("input", help="image file or pixel CSV")
     fit_p.add_argument("--out", metavar="DIR", help="run folder (default: runs/<input name>)")
     add_fit_options(fit_p)
@@ -60,23 +45,10 @@ def add_parser(commands) -> None:
 
 
 def cmd_fit(args) -> int:
-    if not args.live and (args.port is not None or args.no_browser):
-        flag = "--port" if args.port is not None else "--no-browser"
-        raise UsageError(f"{flag} is for the live page; add --live, or drop {flag}")
+    if not args.live and args.no_browser and args.port is None:
+        raise UsageError("--no-browser is for the live page; add --live, or drop --no-browser")
     options = fit_options(args)
-    if not args.live:
-        report_fit(fit(options, log=say), options.run_folder, quiet=options.quiet)
-        return ExitCode.OK
-    check_start(options)  # a folder that holds a run, say, is refused before the page is served
-    with LiveServer(args.port) as live:  # a port in use is refused here, before the fit starts
-        announce(live.url, not args.no_browser, say, "the live page")
-        try:
-            result = fit(options, log=say, live=live)
-        except Interrupted as exc:
-            how = "Ctrl-C" if exc.signal == signal.SIGINT else exc.signal.name
-            live.stop(f"training stopped by {how} at step {exc.step:,}; its checkpoint is saved (--resume goes on)")
-            raise
-        live.finish(options.run_folder)
-        report_fit(result, options.run_folder, quiet=options.quiet)
-        live.serve_after_fit(say, interactive=sys.stdout.isatty())
+    fit_run(options, log=say, port=args.port, open_browser=not args.no_browser, name_of=flag,
+            done=lambda result: report_fit(result, options.run_folder, quiet=options.quiet),
+            linger=sys.stdout.isatty() if args.live else None)
     return ExitCode.OK

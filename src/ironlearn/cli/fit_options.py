@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import textwrap
 
 from ..backend import DEVICES
 from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions
 from ..fitting.options import PROGRESS, SCHEDULES, STARTS
 from ..fitting.presets import option_help
+from ..fitting.regimes import REGIMES
 from ..image.io import MODES
 from ..image.sampling import FILTERS
 from .argtypes import add_max_pixels, count, non_negative_float, positive_float, positive_int, size_arg
@@ -29,6 +31,16 @@ START_HELP = ("how a new fit's network begins: picture (default) sets the hash g
               "B-spline, so the fit starts where training would end; random (the default for a "
               "binary drawing up to 256 px) starts every layer random, to watch the network learn "
               "in the time-lapse (it needs many steps there)")
+
+
+def default_models() -> str:
+    """--help's account of what the default model is for each kind of picture (fitting.regimes)."""
+    lines = ["The default model (hashgrid) is sized to the picture:"]
+    for regime in REGIMES:
+        lines += textwrap.wrap(f"{regime.when}: {regime.layout}", 96, initial_indent="  - ", subsequent_indent="    ")
+    lines += textwrap.wrap("To watch a network learn from nothing, give --start random (or another --model); for a "
+                           "small file of the picture, use `ironlearn compress`.", 96)
+    return "\n".join(lines)
 
 
 def add_fit_options(parser: argparse.ArgumentParser) -> None:

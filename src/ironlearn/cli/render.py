@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from .. import drawable
-from ..backend import DEVICES, get_backend
-from ..files import check_output
-from ..fitting import UsageError
-from ..image.render import region_size, render_png, render_size
+from ..api import DEVICES, render_file
 from .argtypes import positive_float, size_arg, view_arg
-from .common import add_model_argument, progress_style, say, save_drawing
+from .common import add_model_argument, progress_style, say
 from .status import ExitCode
 
 
@@ -35,38 +31,8 @@ def add_parser(commands) -> None:
     render_p.set_defaults(func=cmd_render)
 
 
-def _render_size(size, settings: dict, view=None, scale=None) -> tuple[int, int]:
-    trained = tuple(settings["size"]) if "size" in settings else None
-    width, height = render_size(trained, size, scale, view)
-    if isinstance(size, tuple) and trained is not None:
-        trained_w, trained_h = region_size(trained, view)
-        if abs(width / height - trained_w / trained_h) > 0.01 * (trained_w / trained_h):
-            say(f"note: {width}x{height} changes the aspect ratio of the {trained_w:g}x{trained_h:g} picture; "
-                "give --size N (the longest side) or --scale to keep it")
-    return width, height
-
-
 def cmd_render(args) -> int:
-    check_output(args.output, args.force, reads=[args.model])
-    if not args.output.lower().endswith(".png"):
-        raise UsageError(f"{args.output}: render writes PNG; give a name ending in .png")
-    picture = drawable.open(args.model)
-    if isinstance(picture, drawable.CompressedFile):
-        return _render_compressed(args, picture.decoded)
-    width, height = _render_size(args.size, picture.settings, args.view, args.scale)
-    backend = get_backend(args.device or "auto", notify=say if args.device == "auto" else None)
-    model = picture.model.to(backend)
-    # A bar only on a terminal: in a log, its redraws are kilobytes of carriage returns.
-    render_png(model, args.output, width, height, backend, picture.channels, progress=progress_style(),
-               view=args.view)
+    width, height = render_file(args.model, args.output, args.size, scale=args.scale, view=args.view,
+                                device=args.device, force=args.force, progress=progress_style(), log=say)
     say(f"wrote {args.output} ({width}x{height})")
-    return ExitCode.OK
-
-
-def _render_compressed(args, decoded) -> int:
-    """``render`` of a file of ``ironlearn compress``: sized as a model whose training size is
-    the picture's."""
-    decoded.region(args.view)  # a view that leaves the picture: one line, worded with --view
-    width, height = _render_size(args.size, {"size": list(decoded.size)}, args.view, args.scale)
-    save_drawing(decoded, args.output, width, height, args.view)
     return ExitCode.OK

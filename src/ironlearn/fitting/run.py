@@ -1,8 +1,7 @@
 """The fit job, in the order it runs: load, plan, build, train, write outputs.
 
-:func:`fit` is what ``ironlearn fit`` runs once its arguments are parsed; it is
-usable from Python too.  Each step below is a small function; only :func:`fit`
-strings them together.
+:func:`fit` is what ``ironlearn fit`` (and ``ironlearn.fit``) runs once its arguments are parsed.
+Each step below is a small function; only :func:`fit` strings them together.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import get_backend
+from ..errors import Note, OptionError
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
 from ..image.io import MAX_PIXELS, load_picture
@@ -130,8 +130,8 @@ def _fit(options: FitOptions, saved, log, live) -> dict:
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
     if options.live and options.start is None and not plan.resume and not options.quiet and \
             dataclasses.replace(plan, start="picture").starts_as_picture:
-        log("note: the live page shows this fit learning from a random network; as the picture it would be "
-            "whole from the first step and fit better in the time: give --start picture for that")
+        log(Note("note: the live page shows this fit learning from a random network; as the picture it would be "
+                 "whole from the first step and fit better in the time: give {start} picture for that", "start"))
     if plan.resume:
         folder.check_not_input(plan.out, plan.input)
         folder.check_writable(plan.out)  # before training, not after it
@@ -280,7 +280,7 @@ def new_model(plan: RunPlan, picture=None):
     try:
         model = plan.preset.build(plan.channels, plan.model_options, np.random.default_rng(plan.seed))
     except ValueError as exc:
-        raise UsageError(f"cannot build --model {plan.model}: {exc}") from None
+        raise OptionError(f"cannot build {{model}} {plan.model}: {exc}", "model") from None
     if picture is not None and plan.starts_as_picture and not start_from_picture(model, picture):
         raise AssertionError(f"the plan starts {plan.model} as the picture, but its layout is not one that can")
     return model
@@ -299,8 +299,8 @@ def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
     records = [(recorder, folder.HISTORY, "loss history")]
     if plan.starts_as_picture:
         snapshots = Snapshots([], plan.width, plan.height, backend)
-        log("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
-            "give --start random to watch a network learn")
+        log(Note("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
+                 "give {start} random to watch a network learn", "start"))
     else:
         snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
         records.append((snapshots, folder.FRAMES, "time-lapse"))
@@ -397,15 +397,16 @@ def start_message(job: Job) -> str:
             f"{job.trainer.model.num_parameters:,} parameters, on {job.backend.device}; {length} -> {plan.out}")
 
 
-def nothing_left_message(plan: RunPlan) -> str:
-    more = f"--steps above {plan.start_step:,}"
+def nothing_left_message(plan: RunPlan) -> Note:
+    more = f"{{steps}} above {plan.start_step:,}"
     if plan.remaining_seconds == 0.0:
         where = f"it has trained {plan.prior_seconds:.1f} s of its {plan.time_budget:g} s budget"
         trained = math.ceil(plan.prior_seconds * 10) / 10  # rounded up: a budget above it trains further
-        more = f"--time-budget above {trained:.1f} (a total, counting the seconds trained) or {more}"
+        more = f"{{time_budget}} above {trained:.1f} (a total, counting the seconds trained) or {more}"
     else:
         where = f"it is at step {plan.start_step:,} and was asked for {plan.steps:,}"
-    return f"nothing left to train in {plan.out}: {where}; outputs written again (give {more} to train further)"
+    return Note(f"nothing left to train in {plan.out}: {where}; outputs written again (give {more} to train further)",
+                "steps", "time_budget")
 
 
 def resume_command(plan: RunPlan) -> str:

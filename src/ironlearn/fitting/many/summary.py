@@ -7,8 +7,8 @@ import csv
 import io
 import os
 
+from ...errors import OptionError
 from ...files import write_bytes
-from ..options import UsageError
 from .inputs import BESIDE
 from .task import DONE, FAILED, INTERRUPTED, Outcome
 
@@ -88,8 +88,8 @@ def earlier(path) -> list[dict]:
                 return list(csv.DictReader(file))
     except (OSError, UnicodeDecodeError):  # a folder, a dangling link, unreadable or binary
         pass
-    raise UsageError(f"{path} is not a summary that fit-many wrote, and fit-many does not replace it (not even "
-                     "with --force); move it away or choose another --out")
+    raise OptionError(f"{path} is not a summary that fit-many wrote, and fit-many does not replace it (not even "
+                      "with {force}); move it away or choose another {out}", "out", force="force=True")
 
 
 def mean_psnr(rows) -> float | None:

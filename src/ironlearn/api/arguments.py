@@ -1,0 +1,53 @@
+"""What every job of the API checks first, and where its lines go: on/off arguments that must be
+bools, a size, scale and view as the command checks them, and ``progress`` turned into a log."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..checks import is_finite, is_whole
+from ..image.coords import check_view
+
+
+def check_flags(**flags) -> None:
+    """TypeError for an on/off argument that is not a bool: ``force='False'`` is a true string, and
+    replaced a run."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False (got {value!r})")
+
+
+def checked_size(size, scale, view):
+    """``size`` as the renderers take it (N, or a tuple ``(W, H)``); ValueError for a size, scale or
+    view the command line would have refused."""
+    sides = list(size) if isinstance(size, (tuple, list)) else [] if size is None else [size]
+    whole = all(is_whole(n) and n >= 1 for n in sides)
+    if size is not None and not (whole and len(sides) == (2 if isinstance(size, (tuple, list)) else 1)):
+        raise ValueError(f"size must be N (the longest side) or (width, height), whole numbers from 1 (got {size!r})")
+    if scale is not None and not (is_finite(scale) and scale > 0):
+        raise ValueError(f"scale must be a finite number above 0 (got {scale!r})")
+    if view is not None:
+        if not isinstance(view, (tuple, list)) or len(view) != 4:
+            raise ValueError(f"view must be (x0, y0, x1, y1), four numbers (got {view!r})")
+        check_view(tuple(view))
+    return tuple(size) if isinstance(size, list) else size
+
+
+def silent(message: str) -> None:
+    """The log of a job asked for no progress."""
+
+
+def _on_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def log_of(progress):
+    """Where a job's lines go: ``progress`` itself when it is a function of one line (the command
+    passes its own, which words a :class:`~ironlearn.errors.Note` with flags), stderr for True,
+    nowhere for False."""
+    if callable(progress):
+        return progress
+    check_flags(progress=progress)
+    return _on_stderr if progress else silent
