@@ -26,6 +26,7 @@ from ironlearn.codec.container import MAGIC, CodecError, Writer
 from ironlearn.codec.header import MAX_SYMBOL
 from ironlearn.codec.pyramid import level_shape
 from ironlearn.codec.quantise import weight_code
+from ironlearn.viewer.format_data import format_script
 
 STATIC = Path(viewer.__file__).parent / "static"
 
@@ -138,6 +139,7 @@ def page(browser):
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.add_script_tag(path=str(STATIC / "network.js"))  # declares IL
+    page.add_script_tag(content=format_script())  # the format's numbers, generated from the codec
     page.add_script_tag(path=str(STATIC / "ilcfile.js"))
     assert not errors, errors
     yield page
