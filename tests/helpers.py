@@ -99,6 +99,24 @@ def with_mlp(decoded, seed=0, spread=0.1):
     return decoded
 
 
+def with_everything(data: bytes) -> bytes:
+    """The file of ``data``'s picture (a file of ``codec.encode``) given filters on three levels
+    and a random MLP, its weights rounded to steps of 2**-7 (a small picture's file rarely keeps
+    either): a file with every section in use."""
+    from ironlearn import codec
+    from ironlearn.codec.bitstream import sections as bitstream
+
+    decoded = with_mlp(with_filters(codec.read(data)))
+    return bitstream.write(decoded.pyramid, rounded_network(decoded.net))
+
+
+def rounded_network(net):
+    """``net`` as a file holds it: each tensor rounded to steps of 2**-7, with its model."""
+    from ironlearn.codec.quantise import weight_code
+
+    return net, [(q, -7, log_scale) for q, log_scale in (weight_code(p, -7) for p in net.named_parameters().values())]
+
+
 #: Options that make a test's fit quick: a small network on the CPU, nothing printed but the result.
 FAST = ["--device", "cpu", "--quiet", "--width", "16", "--depth", "1"]
 

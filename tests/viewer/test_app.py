@@ -1,7 +1,7 @@
 """The page for any compressed file (``ironlearn view --app``), in a real Chromium: a file dropped on
 it or picked is decoded in the page, by constriction's range decoder compiled to WebAssembly, into
-the same latents, operations, numbers (to the bit) and shader as the file's own page
-(``ironlearn view FILE.ilc``) has, and draws what ``render FILE`` draws; a damaged file is refused
+the same latents, operations, numbers (to the bit) and shader as Python's plan of the picture
+(``build_picture_plan``, which the file's own page is held to as well), and draws what ``render FILE`` draws; a damaged file is refused
 in one line whenever Python refuses it, and decodes to what Python decodes when Python does not.
 """
 
@@ -10,31 +10,18 @@ import base64
 import numpy as np
 import pytest
 
-from helpers import run_cli, waves, with_filters, with_mlp
+from helpers import rounded_network, run_cli, waves, with_everything
 from ironlearn import codec
 from ironlearn.codec.bitstream import container
 from ironlearn.codec.bitstream import entropy
 from ironlearn.codec.bitstream import portable
 from ironlearn.codec.bitstream import sections as bitstream
-from ironlearn.codec.quantise import weight_code
 from ironlearn.cli import main
-from ironlearn.viewer import build_picture_plan, picture_payload
+from ironlearn.viewer import build_picture_plan
 from pages import READY, bare_hash, read_rgb
-from test_compressed import PAGE_ALLOWANCE, close_enough, photograph_like
+from test_compressed import PAGE_ALLOWANCE, close_enough, expected_data, photograph_like
 
 SIZE = (96, 72)
-
-
-def _network(net):
-    """``net`` as a file holds it: each tensor rounded to steps of 2**-7, with its model."""
-    return net, [(q, -7, log_scale) for q, log_scale in (weight_code(p, -7) for p in net.named_parameters().values())]
-
-
-def _with_everything(data: bytes) -> bytes:
-    """The file of ``data``'s picture given filters on three levels and a rounded MLP (a small
-    picture's file rarely keeps either): a file with every section in use."""
-    decoded = with_mlp(with_filters(codec.read(data)))
-    return bitstream.write(decoded.pyramid, _network(decoded.net))
 
 
 def _as_format_5(data: bytes) -> bytes:
@@ -42,7 +29,7 @@ def _as_format_5(data: bytes) -> bytes:
     decoded = codec.read(data)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(container, "VERSION", 5)
-        return bitstream.write(decoded.pyramid, None if decoded.net is None else _network(decoded.net))
+        return bitstream.write(decoded.pyramid, None if decoded.net is None else rounded_network(decoded.net))
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +37,7 @@ def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("app")
     rgb = codec.encode(waves(30, 40, 3), bpp=2.0, seconds=0.5)
     made = {"rgb": rgb, "gray": codec.encode(waves(33, 27, 1), bpp=2.0, seconds=0.5),
-            "photo": codec.encode(photograph_like(96, 128), bpp=1.0, seconds=1), "rgb-mlp": _with_everything(rgb)}
+            "photo": codec.encode(photograph_like(96, 128), bpp=1.0, seconds=1), "rgb-mlp": with_everything(rgb)}
     made["rgb-mlp-format-5"] = _as_format_5(made["rgb-mlp"])
     paths = {}
     for name, data in made.items():
@@ -84,7 +71,7 @@ def test_a_dropped_file_becomes_its_own_page_to_the_bit(browser, files, name):
         page.close()
     assert drawn["error"] is None
     decoded = codec.read(paths[name].read_bytes())
-    expected = picture_payload(decoded, paths[name].name, file_bytes=paths[name].stat().st_size)
+    expected = expected_data(decoded, paths[name].name, paths[name].stat().st_size)
     for key in ("ops", "shader", "output", "texture", "model", "picture"):
         assert drawn[key] == expected[key], key
     assert drawn["metrics"] == pytest.approx(expected["metrics"])

@@ -1,22 +1,25 @@
-"""The page of a compressed picture (``ironlearn view FILE``): in a real browser it must draw what
-``ironlearn render FILE`` draws (within one level in 255), on WebGL2 and on the CPU path, whole
-and zoomed, gray and RGB, with and without the codec's MLP; it must be about the size of its
-file; and a page whose numbers are damaged must say so instead of drawing.
+"""The page of a compressed picture (``ironlearn view FILE``): it carries the file's own bytes and
+decodes them in the page. In a real browser it must draw what ``ironlearn render FILE`` draws
+(within one level in 255), on WebGL2 and on the CPU path, whole and zoomed, gray and RGB, with and
+without the codec's MLP, from the operations, numbers (to the bit) and shader of Python's plan of
+the picture; it must be about the size of its file; and a page whose file is damaged must say so
+instead of drawing.
 
-Files of pictures this small rarely keep an MLP, so the pictures with one are a file's
-``Decoded`` given a random MLP (``helpers.with_mlp``), paged by ``picture_payload`` and compared
-with ``Decoded.render``, which ``render FILE`` runs.
+Files of pictures this small rarely keep an MLP or filters, so the pictures with them are a file's
+picture given random ones (``helpers.with_everything``) and written again.
 """
+
+import base64
 
 import numpy as np
 import pytest
 
-from helpers import run_cli, waves, with_filters, with_mlp
+from helpers import run_cli, waves, with_everything
 from ironlearn import codec
 from ironlearn.cli import main
-from ironlearn.image.io import to_uint8
-from ironlearn.viewer import build_picture_plan, picture_payload, render_page
-from pages import NO_WEBGL2, data_of, photograph, psnr_db, read_rgb, refusal, unpacked
+from ironlearn.viewer import build_picture_plan, fragment_shader, render_page
+from ironlearn.viewer.plan import texture_shape
+from pages import NO_WEBGL2, READY, bare_hash, data_of, photograph, psnr_db, read_rgb, refusal, unpacked
 
 PICTURES = ["rgb", "gray", "rgb-mlp", "gray-mlp"]
 SIZE, CPU_SIZE = (128, 96), (48, 40)  # not square, and not the picture's aspect: a swapped axis shows
@@ -30,33 +33,43 @@ def close_enough(drawn, expected) -> bool:
     return drawn.shape == expected.shape and int(np.abs(drawn.astype(int) - expected).max()) <= 1
 
 
+def expected_data(decoded, name: str, file_bytes: int) -> dict:
+    """What a page that decoded the file ``name`` (``file_bytes`` long, holding ``decoded``)
+    must draw from: Python's plan of the picture, its shader, and the panel's lines."""
+    plan, pyramid = build_picture_plan(decoded), decoded.pyramid
+    grids = ", ".join(f"{g.shape[2]}x{g.shape[1]}" for g in pyramid.latents)
+    filtered = [str(k) for k, found in enumerate(pyramid.filters) if found is not None]
+    described = (f"latent pyramid: {pyramid.levels} levels of {decoded.channels} grid(s) ({grids}), "
+                 + (f"levels {', '.join(filtered)} filtered, " if filtered else "")
+                 + "read by Keys' cubic convolution and summed"
+                 + (f"\nplus the MLP's correction: {decoded.net!r}" if decoded.net is not None else ""))
+    return {"title": f"{name}: ironlearn viewer", "model": described, "ops": plan.ops, "output": plan.output,
+            "texture": list(texture_shape(plan)), "shader": fragment_shader(plan), "weights": plan.weights,
+            "picture": {"width": decoded.width, "height": decoded.height, "mode": decoded.mode},
+            "metrics": {"params": decoded.num_parameters, "bytes": file_bytes,
+                        "bpp": 8 * file_bytes / (decoded.width * decoded.height)}}
+
+
 @pytest.fixture(scope="module")
 def pictures(tmp_path_factory):
-    """name -> (compressed file or None, page, Decoded)."""
+    """name -> (compressed file, page, Decoded)."""
     folder = tmp_path_factory.mktemp("compressed")
     made = {}
-    for name, channels in (("rgb", 3), ("gray", 1)):
+    for mode, channels in (("rgb", 3), ("gray", 1)):
         data = codec.encode(waves(30, 40, channels), bpp=2.0, seconds=0.5)
-        packed, page = folder / f"{name}.ilc", folder / f"{name}.html"
-        packed.write_bytes(data)
-        assert main(["view", str(packed)]) == 0 and page.exists()  # NAME.html beside NAME.ilc
-        made[name] = (packed, page, codec.read(data))
-        decoded = with_mlp(with_filters(codec.read(data)))  # and filters on three levels
-        page = folder / f"{name}-mlp.html"
-        page.write_text(render_page(picture_payload(decoded, f"{name}-mlp")), encoding="utf-8")
-        made[f"{name}-mlp"] = (None, page, decoded)
+        for name, data in ((mode, data), (f"{mode}-mlp", with_everything(data))):
+            packed, page = folder / f"{name}.ilc", folder / f"{name}.html"
+            packed.write_bytes(data)
+            assert main(["view", str(packed)]) == 0 and page.exists()  # NAME.html beside NAME.ilc
+            made[name] = (packed, page, codec.read(data))
     return made
 
 
 def reference(picture, size, out, view=None):
-    """What ``render FILE`` draws (a file), or ``Decoded.render`` (a picture given an MLP), as RGB bytes."""
-    packed, _, decoded = picture
-    if packed is not None:
-        args = ["render", str(packed), "--size", f"{size[0]}x{size[1]}", "-o", str(out)]
-        assert main(args + (["--view=" + ",".join(repr(v) for v in view)] if view else [])) == 0
-        return read_rgb(out)
-    pixels = to_uint8(decoded.render(size[1], size[0], view))
-    return np.repeat(pixels[..., None], 3, axis=-1) if pixels.ndim == 2 else pixels
+    """What ``render FILE`` draws, as RGB bytes."""
+    args = ["render", str(picture[0]), "--size", f"{size[0]}x{size[1]}", "-o", str(out)]
+    assert main(args + (["--view=" + ",".join(repr(v) for v in view)] if view else [])) == 0
+    return read_rgb(out)
 
 
 @pytest.mark.parametrize("name", PICTURES)
@@ -96,11 +109,30 @@ def test_the_mlp_is_drawn(browser, pictures):
 
 
 @pytest.mark.parametrize("name", ["rgb-mlp", "gray"])
-def test_the_page_unpacks_the_plans_numbers_bit_for_bit(browser, pictures, name):
-    """The grids travel as integers and are computed in the page (filtered, as the codec does);
-    the MLP and the mix travel as floats: together, the buffer the plan packs, to the bit."""
+def test_the_page_decodes_its_file_into_the_plans_numbers_bit_for_bit(browser, pictures, name):
+    """The file travels as its bytes and is decoded in the page (filtered, as the codec does): the
+    buffer Python's plan packs, to the bit, with its operations and shader."""
     expected = build_picture_plan(pictures[name][2]).weights
     assert np.array_equal(unpacked(browser, pictures[name][1]).view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("name", ["rgb-mlp", "gray-mlp", "rgb"])
+def test_the_page_draws_from_pythons_plan(browser, pictures, name):
+    packed, page_path, decoded = pictures[name]
+    page = browser.new_page()
+    try:
+        page.goto(page_path.as_uri() + bare_hash((16, 16)))
+        page.wait_for_function(READY, timeout=120_000)
+        drawn = page.evaluate("""() => { const d = window.ironlearnViewer.data;
+            return { title: d.title, model: d.model, ops: d.ops, output: d.output, texture: d.texture, shader: d.shader,
+                     picture: d.picture, metrics: d.metrics }; }""")
+        title = page.title()
+    finally:
+        page.close()
+    expected = expected_data(decoded, packed.name, packed.stat().st_size)
+    for key in ("title", "model", "ops", "output", "texture", "shader", "picture"):
+        assert drawn[key] == expected[key], key
+    assert drawn["metrics"] == pytest.approx(expected["metrics"]) and title == expected["title"]
 
 
 def photograph_like(height, width, seed=0):
@@ -119,9 +151,10 @@ def test_a_page_is_about_the_size_of_its_file(browser, tmp_path):
     packed.write_bytes(codec.encode(photograph_like(192, 256), bpp=1.0, seconds=2))
     assert main(["view", str(packed)]) == 0
     file_bytes, page_bytes = packed.stat().st_size, page.stat().st_size
-    numbers = len(data_of(page)["weights"]["deflate"])
+    carried = data_of(page)["file"]["data"]
+    assert base64.b64decode(carried) == packed.read_bytes()  # the file itself
     assert page_bytes <= 2 * file_bytes + PAGE_ALLOWANCE
-    assert numbers <= 2 * file_bytes and page_bytes - numbers <= PAGE_ALLOWANCE  # the numbers alone, too
+    assert page_bytes - len(carried) <= PAGE_ALLOWANCE  # the page's decoder, script and style
     drawn, _, errors = photograph(browser, page, (128, 96))
     assert not errors and close_enough(drawn, read_rgb(_rendered(packed, (128, 96), tmp_path / "expected.png")))
 
@@ -131,25 +164,23 @@ def _rendered(packed, size, out):
     return out
 
 
-def _flip_a_character(deflate):
-    middle = len(deflate) // 2
-    return deflate[:middle] + ("A" if deflate[middle] != "A" else "B") + deflate[middle + 1:]
+def _flip_a_character(text, at):
+    return text[:at] + ("A" if text[at] != "A" else "B") + text[at + 1:]
 
 
-DAMAGE = {  # what goes wrong with the page's numbers -> how to do it to a payload's "weights"
-    "a changed byte": lambda w: {**w, "deflate": _flip_a_character(w["deflate"])},
-    "a cut stream": lambda w: {**w, "deflate": w["deflate"][:len(w["deflate"]) // 2 // 4 * 4]},
-    "not base64": lambda w: {**w, "deflate": "%" + w["deflate"][1:]},
-    "a wrong length": lambda w: {**w, "bytes": w["bytes"] + 1},
-    "a grid's count": lambda w: {**w, "parts": [{**p, "nonzero": [n + 1 for n in p["nonzero"]]} if p["type"] == "grid"
-                                                else p for p in w["parts"]]},
+DAMAGE = {  # what goes wrong with the page's file -> how to do it to the base64 of its bytes
+    "a changed header byte": lambda text: _flip_a_character(text, 12),
+    "a changed section byte": lambda text: _flip_a_character(text, len(text) - 8),
+    "a cut file": lambda text: text[:len(text) // 2 // 4 * 4],
+    "bytes added": lambda text: text + "AAAA",
+    "not base64": lambda text: "%" + text[1:],
 }
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
 def test_a_damaged_page_says_so_instead_of_drawing(browser, pictures, tmp_path, damage):
     data = data_of(pictures["rgb-mlp"][1])
-    data["weights"] = DAMAGE[damage](data["weights"])
+    data["file"]["data"] = DAMAGE[damage](data["file"]["data"])
     page = tmp_path / "damaged.html"
     page.write_text(render_page(data), encoding="utf-8")
     error, ready, shown = refusal(browser, page)
@@ -160,12 +191,13 @@ def test_a_damaged_page_says_so_instead_of_drawing(browser, pictures, tmp_path, 
 def test_the_page_of_a_compressed_file(tmp_path, capsys, pictures):
     packed, page, decoded = pictures["rgb"]
     data = data_of(page)
-    assert [op["type"] for op in data["ops"]] == ["latents", "mix"]
-    assert data["picture"] == {"width": 40, "height": 30, "mode": "rgb"}
-    assert data["metrics"]["bytes"] == packed.stat().st_size and data["metrics"]["params"] == decoded.num_parameters
-    mlp = picture_payload(pictures["gray-mlp"][2])
-    assert [op["type"] for op in mlp["ops"]] == ["latents", "linear", "relu", "linear", "relu", "linear", "mix"]
-    assert [term["vector"] for term in mlp["ops"][-1]["terms"]] == [1, 4]  # the levels, and the MLP's output
+    assert data["file"]["name"] == "rgb.ilc" and base64.b64decode(data["file"]["data"]) == packed.read_bytes()
+    assert data["title"] == "rgb.ilc: ironlearn viewer" and "rangeDecoder" in data["codec"]
+    assert '<script data-file="format.js">' in page.read_text(encoding="utf-8")
+    assert [op["type"] for op in build_picture_plan(decoded).ops] == ["latents", "mix"]
+    mlp = build_picture_plan(pictures["gray-mlp"][2])
+    assert [op["type"] for op in mlp.ops] == ["latents", "linear", "relu", "linear", "relu", "linear", "mix"]
+    assert [term["vector"] for term in mlp.ops[-1]["terms"]] == [1, 4]  # the levels, and the MLP's output
     # A page ironlearn wrote is rewritten; -o to a file of the user's needs --force; one line for bad input.
     assert run_cli(capsys, "view", packed)[0] == 0
     (tmp_path / "mine.html").write_text("mine")

@@ -27,6 +27,7 @@ from ironlearn.codec.bitstream.container import CodecError, MAGIC, Writer
 from ironlearn.codec.shapes import MAX_SYMBOL
 from ironlearn.codec.shapes import level_shape
 from ironlearn.codec.quantise import weight_code
+from ironlearn.viewer.format_data import format_script
 
 STATIC = Path(viewer.__file__).parent / "static"
 
@@ -139,6 +140,7 @@ def page(browser):
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.add_script_tag(path=str(STATIC / "network.js"))  # declares IL
+    page.add_script_tag(content=format_script())  # the format's numbers, generated from the codec
     page.add_script_tag(path=str(STATIC / "ilcfile.js"))
     assert not errors, errors
     yield page

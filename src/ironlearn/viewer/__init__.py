@@ -4,13 +4,15 @@ picture) at any zoom.
 The page evaluates the network per screen pixel in a WebGL2 fragment shader
 generated from the model's layers (:mod:`.shader`), from one packed float32
 texture (:mod:`.plan`); without WebGL2 it follows the same plan in JavaScript.
-Beside the network it shows what the run folder holds (:mod:`.run`).
+Beside the network it shows what the run folder holds (:mod:`.run`).  A compressed picture's
+page carries its file and decodes it in the browser, with the format's numbers generated from the
+codec (:mod:`.format_data`).
 """
 
-from .page import app_payload, payload, picture_payload, render_page, write_app, write_viewer
+from .page import app_payload, file_payload, payload, render_page, write_app, write_viewer
 from .plan import DRAWABLE, Plan, ViewerError, build_picture_plan, build_plan
 from .serve import make_server, serve
 from .shader import fragment_shader
 
-__all__ = ["DRAWABLE", "app_payload", "Plan", "ViewerError", "build_picture_plan", "build_plan", "fragment_shader", "make_server",
-           "payload", "picture_payload", "render_page", "serve", "write_app", "write_viewer"]
+__all__ = ["DRAWABLE", "app_payload", "Plan", "ViewerError", "build_picture_plan", "build_plan", "file_payload",
+           "fragment_shader", "make_server", "payload", "render_page", "serve", "write_app", "write_viewer"]

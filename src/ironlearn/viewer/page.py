@@ -1,10 +1,12 @@
-"""One self-contained HTML page per model (or compressed picture): the templates in ``static/``
-with the model inlined.
+"""One self-contained HTML page per model, or per compressed picture: the templates in ``static/``
+with the model, or the file, inlined.
 
-The page needs nothing but itself: the weights travel deflated and base64'd inside a JSON
-block (a compressed picture's grids as their integers: :mod:`.packing`), pictures as data
-URLs, the script and the style inline.  It
-opens from ``file://`` and never touches the network.
+The page needs nothing but itself: a model's weights travel deflated and base64'd inside a JSON
+block (:mod:`.packing`), a compressed picture as its file's own bytes, which the page decodes with
+its decoder (``static/ilcfile.js``, ``static/ilcdecode.js``, and the format's numbers generated
+from the codec: :mod:`.format_data`), as the page for any file (``view --app``) decodes a file
+dropped on it.  Pictures travel as data URLs, the script and the style inline.  It opens from
+``file://`` and never touches the network.
 """
 
 from __future__ import annotations
@@ -12,28 +14,31 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 import os
 import re
 from importlib import resources
 
 from .. import codec, drawable
-from ..codec.bitstream import entropy
-from ..codec.model.latents import COLOURS, CUBIC, CUBIC_BEFORE_5
-from ..codec.model.network import FEATURE_GAIN
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..version import __version__
+from .format_data import FORMAT_SCRIPT, format_script
 from .packing import pack
-from .plan import ROW_TEXELS, Plan, ViewerError, build_picture_plan, build_plan, texture_shape
+from .plan import ROW_TEXELS, Plan, ViewerError, build_plan, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras
 from .shader import fragment_shader, template
 
 #: The page's script files, inlined in this order, each in a <script> named by its ``data-file``.
 SCRIPTS = ("network.js", "unpack.js", "painter.js", "viewer.js")
-#: The page for any compressed file (``view --app``) also reads and draws the file itself.
-APP_SCRIPTS = ("network.js", "unpack.js", "ilcfile.js", "ilcdecode.js", "picture.js", "painter.js", "viewer.js")
+#: The page of a compressed picture, and the page for any (``view --app``), also read and draw the
+#: file itself; ``format.js`` is generated (:func:`.format_data.format_script`).
+PICTURE_SCRIPTS = ("network.js", "unpack.js", FORMAT_SCRIPT, "ilcfile.js", "ilcdecode.js", "picture.js", "painter.js",
+                   "viewer.js")
 #: The shader templates a compressed picture's operations use (``picture.js`` fills them in).
 PICTURE_TEMPLATES = ("prelude", "main", "latents", "latents_level", "linear", "activation", "mix", "mix_term")
+#: What a page that draws no model yet holds in the fields a model's page fills.
+_NO_MODEL = {"model": None, "preset": None, "picture": {"width": None, "height": None, "mode": None},
+             "ops": None, "output": None, "texture": None, "weights": None, "shader": None, "metrics": {},
+             "original": None, "timelapse": None, "lossPlot": None, "history": None, "notes": []}
 
 
 def _static(name: str) -> str:
@@ -42,7 +47,7 @@ def _static(name: str) -> str:
 
 def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture: bool | None = None) -> dict:
     """Everything the page reads about the model at ``source`` (a run folder or model file, or a
-    file of ``ironlearn compress``: :func:`picture_payload`), JSON-ready.
+    file of ``ironlearn compress``: :func:`file_payload`), JSON-ready.
 
     ``with_picture`` None embeds the training picture for a run's model and not for a bare
     model file (see :mod:`.run`); True or False decides for either.  Either way the picture
@@ -58,7 +63,7 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
     try:
         picture = drawable.open(source)
         if isinstance(picture, drawable.CompressedFile):
-            return picture_payload(picture.decoded, os.path.basename(picture.path), file_bytes=len(picture.data))
+            return file_payload(picture)
     except codec.CodecError as exc:
         raise ViewerError(str(exc)) from None
     in_a_run = picture.folder is not None
@@ -92,62 +97,33 @@ def model_payload(model, settings: dict, extras, *, step: int, title: str, drawn
     }
 
 
-def picture_payload(decoded, name: str = "compressed picture", *, file_bytes: int | None = None) -> dict:
-    """What the page reads about a compressed picture (a :class:`~ironlearn.codec.Decoded`),
-    JSON-ready: the page draws it per screen pixel as it draws a model, from its latent grids
-    (and its MLP); ``name`` titles it, and ``file_bytes``, when given, is the file's size."""
-    pyramid = decoded.pyramid
-    grids = ", ".join(f"{g.shape[2]}x{g.shape[1]}" for g in pyramid.latents)
-    filtered = [str(k) for k, found in enumerate(pyramid.filters) if found is not None]
-    described = (f"latent pyramid: {pyramid.levels} levels of {decoded.channels} grid(s) ({grids}), "
-                 + (f"levels {', '.join(filtered)} filtered, " if filtered else "")
-                 + "read by Keys' cubic convolution and summed"
-                 + (f"\nplus the MLP's correction: {decoded.net!r}" if decoded.net is not None else ""))
-    metrics = {"params": decoded.num_parameters}
-    if file_bytes is not None:
-        metrics.update(bytes=file_bytes, bpp=8 * file_bytes / (decoded.width * decoded.height))
-    return {
-        "title": f"{name}: ironlearn viewer",
-        "model": described,
-        "preset": "compressed picture",
-        "picture": {"width": decoded.width, "height": decoded.height, "mode": decoded.mode},
-        **_drawing(build_picture_plan(decoded)),
-        "metrics": metrics,
-        "original": None,
-        "timelapse": None,
-        "lossPlot": None,
-        "history": None,
-        "notes": [],
-        "version": __version__,
-    }
+def file_payload(picture) -> dict:
+    """What the page of a compressed file (a :class:`~ironlearn.drawable.CompressedFile`) reads,
+    JSON-ready: the file's own bytes (``file``: its ``name`` and base64 ``data``) and the decoder
+    (:func:`_decoder`).  The page decodes the file and draws it as ``view --app`` draws a file
+    dropped on it (``static/picture.js``).  The file is decoded here first, so that a damaged one
+    is refused before any page is written (:class:`~ironlearn.codec.CodecError`)."""
+    picture.decoded  # decoded for its checks alone: a page is written only for a file that Python reads
+    name = os.path.basename(picture.path)
+    return {"title": f"{name}: ironlearn viewer", **_NO_MODEL, "version": __version__, "codec": _decoder(),
+            "file": {"name": name, "data": base64.b64encode(picture.data).decode("ascii")}}
 
 
 def app_payload() -> dict:
     """What the page for any compressed file reads (``ironlearn view --app``), JSON-ready: no
-    picture, but what the page needs to decode and draw a file dropped on it (``codec``): the
-    range decoder compiled to WebAssembly (``static/rangedecoder.wasm``), the constants of the
-    entropy model and the synthesis that the header reader (``static/ilcfile.js``, which holds
-    the header's bounds) does not, and the shader templates.  The page draws a file as
-    :func:`picture_payload` would (``static/picture.js``)."""
+    picture, but the decoder (:func:`_decoder`) that decodes a file dropped on it and draws it
+    as the file's own page does (:func:`file_payload`)."""
+    return {"title": "ironlearn viewer: open a compressed picture", "app": True, **_NO_MODEL, "version": __version__,
+            "codec": _decoder()}
+
+
+def _decoder() -> dict:
+    """What a page needs to decode and draw a file beyond its scripts (the format's numbers are
+    ``format.js``'s): the range decoder compiled to WebAssembly (``static/rangedecoder.wasm``),
+    the weight texture's row and the shader templates."""
     wasm = (resources.files(__package__) / "static" / "rangedecoder.wasm").read_bytes()
-    return {
-        "title": "ironlearn viewer: open a compressed picture",
-        "app": True,
-        "model": None, "preset": None, "picture": {"width": None, "height": None, "mode": None},
-        "ops": None, "output": None, "texture": None, "weights": None, "shader": None,
-        "metrics": {}, "original": None, "timelapse": None, "lossPlot": None, "history": None, "notes": [],
-        "version": __version__,
-        "codec": {
-            "rangeDecoder": base64.b64encode(wasm).decode("ascii"),
-            # Format 5's class logarithms, the C library's (the page computes format 6's itself).
-            "classLogActivity": [float(x) for x in entropy.class_log_activity(math.log)],
-            "slopeSteps": entropy.SLOPE_STEPS,
-            "colours": {channels: matrix.tolist() for channels, matrix in COLOURS.items()},
-            "featureGain": FEATURE_GAIN, "cubic": CUBIC, "cubicBefore5": CUBIC_BEFORE_5, "rowTexels": ROW_TEXELS,
-            "templates": {name: template(name).template for name in PICTURE_TEMPLATES},
-            "version": __version__,
-        },
-    }
+    return {"rangeDecoder": base64.b64encode(wasm).decode("ascii"), "rowTexels": ROW_TEXELS,
+            "templates": {name: template(name).template for name in PICTURE_TEMPLATES}, "version": __version__}
 
 
 def _drawing(plan: Plan) -> dict:
@@ -166,12 +142,20 @@ def _title(model_path, settings: dict) -> str:
     return f"{picture}: ironlearn viewer"
 
 
-def render_page(data: dict, scripts=SCRIPTS) -> str:
-    """The HTML of the page for a :func:`payload`, with the ``scripts`` of ``static/`` inlined in order."""
+def _script(name: str) -> str:
+    return format_script() if name == FORMAT_SCRIPT else _static(name)
+
+
+def render_page(data: dict, scripts=None) -> str:
+    """The HTML of the page for a :func:`payload`, with ``scripts`` (those of ``static/``, or the
+    generated ``format.js``) inlined in order: by default :data:`SCRIPTS` for a model's page, and
+    :data:`PICTURE_SCRIPTS` for a page that decodes a file."""
+    if scripts is None:
+        scripts = PICTURE_SCRIPTS if "codec" in data else SCRIPTS
     # "<" escaped inside the JSON so no string in it can close the <script> block.
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     values = {"@title": html.escape(data["title"]), "/*@style*/": _static("viewer.css"), "/*@data*/": blob,
-              "/*@script*/": "\n".join(f'<script data-file="{name}">\n{_static(name)}</script>' for name in scripts)}
+              "/*@script*/": "\n".join(f'<script data-file="{name}">\n{_script(name)}</script>' for name in scripts)}
     page = _static("viewer.html")
     for marker in values:
         if page.count(marker) != 1:
@@ -183,7 +167,7 @@ def render_page(data: dict, scripts=SCRIPTS) -> str:
 def write_app(out_html, *, named: bool = False) -> str:
     """Write the page for any compressed file (:func:`app_payload`) to ``out_html``, atomically;
     ``named`` as for :func:`write_viewer`.  Returns ``out_html``."""
-    page = render_page(app_payload(), APP_SCRIPTS)
+    page = render_page(app_payload())
     if named:
         page = page.replace(PAGE_GENERATOR, f"{PAGE_GENERATOR}\n{NAMED_PAGE}", 1)
     write_bytes(out_html, page.encode("utf-8"))
@@ -198,7 +182,7 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
     ----------
     source : str or path
         A run folder of ``ironlearn fit`` (its model.npz, else its checkpoint.npz), a model file,
-        or a file of ``ironlearn compress``.
+        or a file of ``ironlearn compress`` (whose page carries the file and decodes it).
     out_html : str or path
         The page to write (replaced if it exists).
     max_original_side : int

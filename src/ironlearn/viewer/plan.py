@@ -45,14 +45,13 @@ Operations (``type`` and the fields the shader and the CPU evaluator read):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..backend import to_host
 from ..codec.model.network import FEATURE_GAIN
 from ..codec.model.latents import COLOURS
-from ..codec.shapes import FILTER_OFFSETS
 
 TEXEL = 4  # floats per RGBA32F texel
 ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
@@ -76,49 +75,15 @@ class Plan:
         Every parameter and buffer, packed.
     output : list of int
         Slots of the output channels in the last activation (1: gray, 3: rgb).
-    grids : list of Grid
-        The latent grids among ``weights`` (a compressed picture's), as the integers they are
-        computed from: what the page carries instead of their floats (:mod:`.packing`).
     """
 
     ops: list
     weights: np.ndarray
     output: list
-    grids: list = field(default_factory=list)
 
     @property
     def texels(self) -> int:
         return len(self.weights) // TEXEL
-
-
-@dataclass
-class Grid:
-    """A latent level's table in a :class:`Plan`'s buffer and what it is computed from: one texel a
-    cell from texel ``table`` on, row-major, channel ``c`` in component ``c``, holding
-    ``filtered(integers * steps) * gain`` (:meth:`ironlearn.codec.model.latents.Pyramid.values`).
-
-    Attributes
-    ----------
-    table : int
-        Texel offset of the table.
-    integers : int32 ndarray ``(channels, rows, columns)``
-        The file's latents.
-    steps : float32 ndarray ``(channels,)``
-        Each channel's quantisation step.
-    gain : float
-        What the values are multiplied by last (:data:`~ironlearn.codec.model.network.FEATURE_GAIN`).
-    corrections : float32 ndarray ``(channels, len(offsets))`` or None
-        The level's filter (:func:`ironlearn.codec.model.filters.filtered`), None for none.
-    offsets : list of (dy, dx)
-        The filter's taps: the centre, then each offset ``d`` read at ``d`` and ``-d``.
-    """
-
-    table: int
-    integers: np.ndarray
-    steps: np.ndarray
-    gain: float
-    corrections: np.ndarray | None
-    offsets: list
 
 
 class _Packer:
@@ -172,10 +137,13 @@ def build_picture_plan(decoded) -> Plan:
 
     The grids are packed as upsampling reads them (times their steps, filtered) and times :data:`~ironlearn.codec.model.network.FEATURE_GAIN`,
     which is what the MLP reads; the ``mix`` divides the gain back out of the sum.
+
+    A page builds this plan itself from the file's bytes (``static/picture.js``): this is its
+    reference, which the tests hold the page's to, operation for operation and bit for bit.
     """
     pyramid, channels = decoded.pyramid, decoded.channels
     packer = _Packer()
-    levels, grids = [], []
+    levels = []
     for k in range(pyramid.levels):
         if pyramid.is_empty(k):  # one zero cell: reads clamp to it, so it draws what a grid of zeros does
             cells = np.zeros((1, 1, TEXEL), np.float32)
@@ -189,10 +157,6 @@ def build_picture_plan(decoded) -> Plan:
         table = packer.add(cells)
         levels.append({"cells": [integers.shape[2], integers.shape[1]],
                        "scale": [pyramid.width / 2 ** k, pyramid.height / 2 ** k], "table": table})
-        found = pyramid.filters[k]
-        corrections = None if found is None else np.asarray(found[0] * 2.0 ** found[1], np.float32)  # exact
-        grids.append(Grid(table, np.asarray(integers, np.int32), np.asarray(pyramid.steps[k], np.float32),
-                          float(FEATURE_GAIN), corrections, [list(d) for d in FILTER_OFFSETS]))
     features = pyramid.levels * channels
     ops = [{"type": "latents", "src": [0, 1], "channels": channels, "levels": levels, "out4": _ceil4(features),
             "cubic": float(pyramid.cubic)}]
@@ -204,7 +168,7 @@ def build_picture_plan(decoded) -> Plan:
         ops += layer_ops
         terms.append(_term(_vectors(ops) - 1, colours, slots, width4, packer))
     ops.append({"type": "mix", "terms": terms, "n_out": channels, "out4": _ceil4(channels)})
-    return Plan(ops=ops, weights=packer.buffer(), output=list(range(channels)), grids=grids)
+    return Plan(ops=ops, weights=packer.buffer(), output=list(range(channels)))
 
 
 def _layer_ops(layers, slots, width4, packer):

@@ -5,9 +5,10 @@
 //
 // The latents' scales follow codec/entropy.py: an integer activity a latent from the two rows above
 // and the coarser level's 3 x 3 cells, its class (a quarter of an octave), and each class's scale
-// exp(clip(a + slope / 8 * log(0.2 + x), -12, 12)), by codec/portable.py's exp and log from format 6
-// on (the same float64 as Python's, step for step), before by the C library's (Math.exp here, and the
-// logs the page was given, computed in Python). Each section is checked, as the Python decoder checks it, to
+// exp(clip(a + slope / SLOPE_STEPS * log(EPS + x), LOG_SCALE_RANGE)), by codec/portable.py's exp and
+// log from format 6 on (the same float64 as Python's, step for step), before by the C library's
+// (Math.exp here, and the logs the page was given, computed in Python). Their numbers are the
+// codec's own, as data (IL.FORMAT, format.js). Each section is checked, as the Python decoder checks it, to
 // hold exactly the coding of what it decodes to; anything else is an IL.FileRefused.
 "use strict";
 
@@ -81,29 +82,21 @@ IL.Section = class {
   }
 };
 
-// entropy.classes: 0 for no activity, else 1 + 4 * (octave) + quarter, exact for integers below 2**53.
+// entropy.classes: 0 for no activity, else 1 + CLASSES_PER_OCTAVE * (octave) + quarter, exact for
+// integers below 2**53.
 IL.activityClass = function (activity) {
   if (activity === 0) return 0;
+  const { CLASSES_PER_OCTAVE } = IL.FORMAT.entropy;
   let exponent = Math.floor(Math.log2(activity)) + 1;  // activity = mantissa * 2**exponent, mantissa in [0.5, 1)
   if (2 ** (exponent - 1) > activity) exponent -= 1;
   else if (2 ** exponent <= activity) exponent += 1;
   const mantissa = activity / 2 ** exponent;
-  return 1 + 4 * (exponent - 1) + Math.floor((mantissa - 0.5) * 8);
+  return 1 + CLASSES_PER_OCTAVE * (exponent - 1) + Math.floor((mantissa - 0.5) * (2 * CLASSES_PER_OCTAVE));
 };
 
 // codec/portable.py: exp and log from IEEE 754's exactly rounded + - * / in Python's order, and exact
-// scaling by powers of two, so that they give Python's float64 to the bit.
-IL.PORTABLE = (() => {
-  const factorial = (n) => (n < 2 ? 1 : n * factorial(n - 1));
-  return {
-    LN2_HI: 6.93147180369123816490e-01, LN2_LO: 1.90821492927058770002e-10, INV_LN2: 1.44269504088896338700e+00,
-    EXP_TERMS: Array.from({ length: 14 }, (_, n) => 1 / factorial(n)),
-    LOG_TERMS: Array.from({ length: 12 }, (_, n) => 1 / (2 * n + 1)),
-    SQRT_HALF: 0.7071067811865476,
-    SINCE_VERSION: 6,
-  };
-})();
-
+// scaling by powers of two, so that they give Python's float64 to the bit (its coefficients and
+// constants are its own: IL.FORMAT.portable).
 // 2**k exactly, for a normal float64's exponent (the bits written, as math.ldexp scales).
 IL.powerOfTwo = function (k) {
   const bits = new DataView(new ArrayBuffer(8));
@@ -120,7 +113,7 @@ IL.frexp = function (x) {
 };
 
 IL.portableExp = function (x) {
-  const P = IL.PORTABLE, k = Math.floor(x * P.INV_LN2 + 0.5);
+  const P = IL.FORMAT.portable, k = Math.floor(x * P.INV_LN2 + 0.5);
   const r = (x - k * P.LN2_HI) - k * P.LN2_LO;
   let total = P.EXP_TERMS[P.EXP_TERMS.length - 1];
   for (let n = P.EXP_TERMS.length - 2; n >= 0; n--) total = total * r + P.EXP_TERMS[n];
@@ -130,7 +123,7 @@ IL.portableExp = function (x) {
 };
 
 IL.portableLog = function (x) {
-  const P = IL.PORTABLE;
+  const P = IL.FORMAT.portable;
   let [m, e] = IL.frexp(x);
   if (m < P.SQRT_HALF) [m, e] = [2 * m, e - 1];
   const s = (m - 1) / (m + 1), s2 = s * s;
@@ -139,29 +132,30 @@ IL.portableLog = function (x) {
   return e * P.LN2_HI + (e * P.LN2_LO + 2 * s * total);
 };
 
-// entropy.class_log_activity: log(0.2 + x) of each class's middle activity x (161 classes).
+// entropy.class_log_activity: log(EPS + x) of each class's middle activity x.
 IL.classLogActivity = function (log) {
+  const { CLASSES, CLASSES_PER_OCTAVE, EPS } = IL.FORMAT.entropy;
   const middles = [0];
-  for (let c = 1; c < 1 + 4 * 40; c++) {
-    const [octave, quarter] = [Math.floor((c - 1) / 4), (c - 1) % 4];
-    middles.push(2 ** octave * (1 + (quarter + 0.5) / 4) / 18);
+  for (let c = 1; c < CLASSES; c++) {
+    const [octave, quarter] = [Math.floor((c - 1) / CLASSES_PER_OCTAVE), (c - 1) % CLASSES_PER_OCTAVE];
+    middles.push(2 ** octave * (1 + (quarter + 0.5) / CLASSES_PER_OCTAVE) / 18);
   }
-  return middles.map((x) => log(0.2 + x));
+  return middles.map((x) => log(EPS + x));
 };
 
 // portable.for_version: the file's exp and its classes' logs.
-IL.arithmetic = function (version, codec) {
-  if (version >= IL.PORTABLE.SINCE_VERSION) {
+IL.arithmetic = function (version) {
+  if (version >= IL.FORMAT.portable.SINCE_VERSION) {
     IL.portableLogs = IL.portableLogs || IL.classLogActivity(IL.portableLog);
     return { exp: IL.portableExp, logs: IL.portableLogs };
   }
-  return { exp: Math.exp, logs: codec.classLogActivity };  // the C library's, as Python gave them
+  return { exp: Math.exp, logs: IL.FORMAT.libm.CLASS_LOG_ACTIVITY };  // the C library's, as Python gave them
 };
 
 // entropy.Model.scale_table: each class's Laplace scale for a grid's a and slope.
-IL.scaleTable = function (arithmetic, codec, a, slope) {
-  const [low, high] = IL.LOG_SCALE_RANGE;
-  return arithmetic.logs.map((x) => arithmetic.exp(Math.min(Math.max(a + (slope / codec.slopeSteps) * x, low), high)));
+IL.scaleTable = function (arithmetic, a, slope) {
+  const { LOG_SCALE_RANGE: [low, high], SLOPE_STEPS } = IL.FORMAT.entropy;
+  return arithmetic.logs.map((x) => arithmetic.exp(Math.min(Math.max(a + (slope / SLOPE_STEPS) * x, low), high)));
 };
 
 // entropy._parent_box: each cell of the coarser grid, its 3 x 3 neighbourhood's |values| summed.
@@ -183,10 +177,10 @@ IL.parentBox = function (parent, rows, columns) {
 };
 
 // entropy.code, decoding: one grid of rows x columns, row by row, each latent's scale from its class.
-IL.decodeGrid = function (section, arithmetic, codec, [rows, columns], parent, model, magnitude) {
+IL.decodeGrid = function (section, arithmetic, [rows, columns], parent, model, magnitude) {
   const grid = new Int32Array(rows * columns);
   const box = parent && IL.parentBox(parent.values, parent.rows, parent.columns);
-  const table = IL.scaleTable(arithmetic, codec, model.a, model.slope);
+  const table = IL.scaleTable(arithmetic, model.a, model.slope);
   const scales = new Float64Array(columns);
   let above = new Float64Array(columns), twoAbove = new Float64Array(columns);  // |values| of the rows coded
   for (let y = 0; y < rows; y++) {
@@ -205,10 +199,10 @@ IL.decodeGrid = function (section, arithmetic, codec, [rows, columns], parent, m
 
 // bitstream.code_latents, decoding: every grid, coarsest level first; a level whose grids all have
 // magnitude 0 is left empty (null), and an empty level says nothing to the one below it.
-IL.decodeLatents = function (wasm, header, codec) {
+IL.decodeLatents = function (wasm, header) {
   const { levels, channels } = header;
   const latents = new Array(levels).fill(null);
-  const arithmetic = IL.arithmetic(header.version, codec);
+  const arithmetic = IL.arithmetic(header.version);
   const section = new IL.Section(wasm, header.sections[0], "latents");
   for (let k = levels - 1; k >= 0; k--) {
     const grids = header.grids.slice(k * channels, (k + 1) * channels);
@@ -219,7 +213,7 @@ IL.decodeLatents = function (wasm, header, codec) {
       if (!magnitude) return new Int32Array(rows * columns);
       const parent = above ? { values: latents[k + 1][c], rows: header.gridShapes[k + 1][0],
                                columns: header.gridShapes[k + 1][1] } : null;
-      return IL.decodeGrid(section, arithmetic, codec, [rows, columns], parent, { a, slope }, magnitude);
+      return IL.decodeGrid(section, arithmetic, [rows, columns], parent, { a, slope }, magnitude);
     });
   }
   section.finish();
@@ -227,10 +221,10 @@ IL.decodeLatents = function (wasm, header, codec) {
 };
 
 // bitstream.code_symbols, decoding: each MLP tensor, then each filter, under one Laplace a tensor.
-IL.decodeWeights = function (wasm, header, codec) {
-  const taps = header.channels * IL.FILTER_OFFSETS.length;
+IL.decodeWeights = function (wasm, header) {
+  const taps = header.channels * IL.FORMAT.shapes.FILTER_OFFSETS.length;
   const sizes = [...header.tensorSizes, ...header.filters.map(() => taps)];
-  const { exp } = IL.arithmetic(header.version, codec);
+  const { exp } = IL.arithmetic(header.version);
   const section = new IL.Section(wasm, header.sections[1], "weights");
   const values = [...header.weights, ...header.filters].map(([, logScale, magnitude], i) => (
     magnitude ? section.decodeAll(-magnitude, magnitude, exp(logScale), sizes[i]) : new Int32Array(sizes[i])));
@@ -245,8 +239,8 @@ IL.readIlc = async function (bytes, codec) {
   const header = IL.readHeader(bytes);
   const { instance } = await WebAssembly.instantiate(IL.base64Bytes(codec.rangeDecoder));
   const wasm = instance.exports;
-  const latents = IL.decodeLatents(wasm, header, codec);
-  const values = IL.decodeWeights(wasm, header, codec);
+  const latents = IL.decodeLatents(wasm, header);
+  const values = IL.decodeWeights(wasm, header);
   const mlp = header.weights.length;
   const tensors = values.slice(0, mlp).map((q, i) => {
     const scale = 2 ** header.weights[i][0];

@@ -1,9 +1,9 @@
-// picture.js: a decoded .ilc file (ilcdecode.js) as what the page draws: the operations, numbers and
-// fragment shader that viewer/page.py's picture_payload gives a file it decoded in Python. It follows
-// viewer/plan.py's build_picture_plan and viewer/shader.py's fragment_shader for the operations a
-// compressed picture uses (latents, linear, relu, mix), with the GLSL templates and the codec's
-// constants that the page carries (`codec`), so that a file dropped on the page draws as
-// `ironlearn view FILE.ilc` draws it: the same operations, buffer and shader (tests/viewer/test_app.py).
+// picture.js: a decoded .ilc file (ilcdecode.js) as what the page draws: its operations, numbers and
+// fragment shader. It follows viewer/plan.py's build_picture_plan and viewer/shader.py's
+// fragment_shader for the operations a compressed picture uses (latents, linear, relu, mix), with
+// the GLSL templates the page carries (`codec`) and the codec's constants (IL.FORMAT, format.js), so
+// that a file's page and a file dropped on the page for any file draw what Python's plan draws: the
+// same operations, buffer and shader (tests/viewer/test_compressed.py, tests/viewer/test_app.py).
 "use strict";
 
 IL.TEXEL = 4;  // floats a texel (plan.TEXEL)
@@ -48,11 +48,41 @@ IL.packRows = function (packer, weight, nIn, nOut, slots, width4) {
 
 IL.range = (n) => Array.from({ length: n }, (_, i) => i);
 
+// A grid's table from its values (`scaled`: each channel's integers times its step, float64), as
+// Pyramid.values computes it: through the level's filter, if any, times the gain, rounded to float32
+// once. part: at (texel), cells [columns, rows], channels, corrections (null, or a channel's taps
+// each), offsets, gain.
+IL.fillGrid = function (weights, part, scaled) {
+  const [columns, rows] = part.cells, cells = columns * rows, channels = part.channels;
+  const clampRow = (y) => Math.min(Math.max(y, 0), rows - 1);
+  const clampColumn = (x) => Math.min(Math.max(x, 0), columns - 1);
+  for (let c = 0; c < channels; c++) {
+    const plane = scaled.subarray(c * cells, (c + 1) * cells);
+    const taps = part.corrections && part.corrections[c];
+    for (let y = 0; y < rows; y++) {
+      for (let x = 0; x < columns; x++) {
+        let value = plane[y * columns + x];
+        if (taps) {  // filtered() in codec/pyramid.py, term by term in its order
+          value *= 1 + taps[0];
+          for (let j = 1; j < taps.length; j++) {
+            const [dy, dx] = part.offsets[j];
+            value += taps[j] * (plane[clampRow(y + dy) * columns + clampColumn(x + dx)]
+                                + plane[clampRow(y - dy) * columns + clampColumn(x - dx)]);
+          }
+        }
+        weights[(part.at + y * columns + x) * 4 + c] = value * part.gain;
+      }
+    }
+  }
+};
+
 // plan.build_picture_plan: the grids read at the point, the MLP on them, then the mix.
-IL.picturePlan = function (picture, codec) {
+IL.picturePlan = function (picture) {
   const { header, latents, tensors, filters } = picture;
   const { channels, levels, height, width } = header;
-  const gain = codec.featureGain, packer = new IL.Packer(), planLevels = [], grids = [];
+  const { FEATURE_GAIN: gain } = IL.FORMAT.network, { FILTER_OFFSETS } = IL.FORMAT.shapes,
+    { COLOURS, CUBIC, CUBIC_BEFORE_5 } = IL.FORMAT.latents;
+  const packer = new IL.Packer(), planLevels = [], grids = [];
   for (let k = 0; k < levels; k++) {
     const scale = [width / 2 ** k, height / 2 ** k];
     if (latents[k] === null) {  // one zero cell: reads clamp to it
@@ -63,16 +93,16 @@ IL.picturePlan = function (picture, codec) {
     const table = packer.add(new Float32Array(rows * columns * IL.TEXEL));  // filled below (IL.fillGrid)
     planLevels.push({ cells: [columns, rows], scale, table });
     const steps = header.grids.slice(k * channels, (k + 1) * channels).map((grid) => grid[0]);
-    const corrections = filters[k] && IL.range(channels).map((c) => IL.range(IL.FILTER_OFFSETS.length).map(
-      (j) => Math.fround(filters[k].q[c * IL.FILTER_OFFSETS.length + j] * 2 ** filters[k].exponent)));
+    const corrections = filters[k] && IL.range(channels).map((c) => IL.range(FILTER_OFFSETS.length).map(
+      (j) => Math.fround(filters[k].q[c * FILTER_OFFSETS.length + j] * 2 ** filters[k].exponent)));
     const scaled = new Float64Array(channels * rows * columns);  // integers times steps, as Pyramid.values
     latents[k].forEach((q, c) => q.forEach((v, i) => { scaled[c * rows * columns + i] = v * steps[c]; }));
-    grids.push([{ at: table, cells: [columns, rows], channels, gain, corrections, offsets: IL.FILTER_OFFSETS }, scaled]);
+    grids.push([{ at: table, cells: [columns, rows], channels, gain, corrections, offsets: FILTER_OFFSETS }, scaled]);
   }
   const features = levels * channels;
   const ops = [{ type: "latents", src: [0, 1], channels, levels: planLevels, out4: IL.ceil4(features),
-                 cubic: header.version >= 5 ? codec.cubic : codec.cubicBefore5 }];
-  const colours = codec.colours[channels];  // channels x channels, row-major
+                 cubic: header.version >= 5 ? CUBIC : CUBIC_BEFORE_5 }];
+  const colours = COLOURS[channels];  // channels x channels, row-major
   const summed = new Float32Array(features * channels);  // each level's channels through the colours, / gain
   for (let k = 0; k < levels; k++) {
     for (let c = 0; c < channels; c++) {
@@ -177,10 +207,11 @@ IL.mlpRepr = function (header, tensors) {
   return `Sequential(\n${lines.join("\n")}\n)  # ${count} parameters`;
 };
 
-// page.picture_payload: what the page reads about a decoded file, its numbers already unpacked.
+// What the page reads about a decoded file (as a model's page reads its payload), its numbers
+// already unpacked.
 IL.pictureData = function (picture, codec, name) {
   const { header, tensors } = picture;
-  const plan = IL.picturePlan(picture, codec);
+  const plan = IL.picturePlan(picture);
   const shapes = header.gridShapes.map(([rows, columns]) => `${columns}x${rows}`).join(", ");
   const filtered = header.filteredLevels;
   const mlp = tensors.length ? `\nplus the MLP's correction: ${IL.mlpRepr(header, tensors)}` : "";

@@ -51,6 +51,7 @@ IL.start = function () {
   const api = window.ironlearnViewer = { ready: false, error: null, mode: null, zoom: 1, data };
   if (options.bare) document.body.classList.add("bare");
   if (data.app) IL.app(data, options, api);
+  else if (data.file) IL.showFile(data, options, api);
   // A live fit's page for a large model has no weights: it draws the frames the fit renders (live.js).
   else IL.show(data, data.weights ? IL.unpack(data.weights) : Promise.resolve(null), options, api);
 };
@@ -73,7 +74,7 @@ IL.show = function (data, unpacked, options, api) {
 };
 
 // The page's scripts a decoding worker is made of: the decoder and what it reads, none touching the page.
-IL.WORKER_SCRIPTS = ["network.js", "unpack.js", "ilcfile.js", "ilcdecode.js"];
+IL.WORKER_SCRIPTS = ["network.js", "unpack.js", "format.js", "ilcfile.js", "ilcdecode.js"];
 
 // IL.readIlc in a worker made of the page's own scripts, so that decoding a file, however long it
 // takes, never freezes the page; in this thread where no worker can start. A refusal comes back as
@@ -113,6 +114,20 @@ IL.readIlcOffThread = function (bytes, codec) {
     };
     worker.postMessage({ bytes, codec });
   });
+};
+
+// The page of a compressed file (ironlearn view FILE.ilc): the file's own bytes, decoded here as the
+// page for any file decodes one dropped on it. ironlearn read the file before it wrote the page, so
+// bytes the decoder refuses now are the page's damage.
+IL.showFile = function (data, options, api) {
+  const drawn = (async () => {
+    const picture = await IL.readIlcOffThread(IL.base64Bytes(data.file.data), data.codec);
+    return IL.pictureData(picture, data.codec, data.file.name);
+  })();
+  drawn.then((picture) => {
+    api.data = picture;
+    IL.show(picture, Promise.resolve(picture.unpacked), options, api);
+  }, (error) => IL.refuse(api, error instanceof IL.FileRefused ? IL.damaged(error.message) : error));
 };
 
 // The page for any compressed file (ironlearn view --app): it waits for an .ilc file, dropped on it or
