@@ -304,8 +304,8 @@ def test_render_draws_no_progress_bar_into_a_log(fitted, tmp_path, capsys, monke
     from ironlearn.api import drawing
 
     asked = []
-    real = drawing.render_png
-    monkeypatch.setattr(drawing, "render_png", lambda *a, **k: asked.append(k["progress"]) or real(*a, **k))
+    real = drawing.save_bands
+    monkeypatch.setattr(drawing, "save_bands", lambda *a, **k: asked.append(k["progress"]) or real(*a, **k))
     code, _, err = run_cli(capsys, "render", fitted, "--size", "64", "-o", tmp_path / "r.png", "--device", "cpu")
     assert code == 0 and asked == ["lines"] and "\r" not in err, err  # capsys: stderr is not a terminal
 

@@ -49,6 +49,31 @@ def test_a_compressed_file_is_told_by_its_bytes_and_decodes_only_when_asked(tmp_
     assert picture.decoded.size == picture.size  # (width, height), as a run's
 
 
+@pytest.mark.parametrize("kind", ["run", "compressed"])
+def test_both_kinds_answer_the_same_questions(run_folder, tmp_path, kind):
+    """Who draws or describes a picture asks it, not which kind it is: the size a render has, the
+    bands it is drawn in (the same pixels as the kind's own render), its metadata and lines."""
+    import ironlearn
+
+    if kind == "run":
+        source = run_folder
+    else:
+        source = tmp_path / "small.ilc"
+        source.write_bytes(codec.compress_array((waves(24, 32, 3) * 255).astype(np.uint8), lmbda=1e-3,
+                                                seconds=0.3).data)
+    picture = drawable.open(source)
+    width, height = picture.draw_size(scale=2.0)
+    assert (width, height) == (2 * picture.size[0], 2 * picture.size[1])
+    assert picture.draw_size(size=(10, 20), view=(-1, -1, 0, 0)) == (10, 20)
+    drawn = np.empty((height, width, picture.channels), np.float32)
+    for top, pixels in picture.bands(height, width):
+        drawn[top:top + len(pixels)] = pixels
+    assert np.allclose(drawn, ironlearn.render(source, scale=2.0), atol=1e-6)
+    assert isinstance(picture.meta, dict) and picture.meta
+    lines = picture.describe("NAME").splitlines()
+    assert lines[0] == "NAME" and len(lines) >= 3
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda tmp: tmp / "missing", "no such file or folder"),
     (lambda tmp: tmp, "holds no model.npz or checkpoint.npz"),

@@ -4,9 +4,18 @@
 :func:`open` is the one place that tells the two apart (a compressed file by its first bytes,
 whatever its name) and finds a run's model file (its model.npz, else its checkpoint.npz).  It
 returns a :class:`Run` or a :class:`CompressedFile` and refuses anything else in one line.  Both
-tell their ``size`` (the picture's ``(width, height)``) and ``channels``.  A run carries its
-network and what its run recorded; a compressed file carries its bytes and header, and decodes
-only when asked (:attr:`CompressedFile.decoded`), so ``info`` reads a header alone.
+answer the same questions, so that who draws one need not ask which it is:
+
+- ``size`` (the picture's ``(width, height)``) and ``channels``;
+- ``draw_size(size, scale, view)``: the ``(width, height)`` a render at those arguments has;
+- ``bands(height, width, view, device)``: the picture drawn a band of rows at a time, as
+  ``(first_row, pixels)`` (what :func:`~ironlearn.image.render.save_bands` writes);
+- ``meta`` (what ``ironlearn info --json`` prints) and ``describe(name)`` (``ironlearn info``'s
+  lines).
+
+A run carries its network and what its run recorded; a compressed file carries its bytes and
+header, and decodes only when asked (:attr:`CompressedFile.decoded`), so ``info`` reads a header
+alone.  What a page needs of each lives in the viewer, a floor above (:mod:`ironlearn.viewer.page`).
 """
 
 from __future__ import annotations
@@ -17,6 +26,9 @@ from dataclasses import dataclass, field
 
 from .. import codec
 from .. import run_files as folder
+from ..backend import get_backend
+from ..image.render import bands as model_bands
+from ..image.render import render_size
 from ..nn import Sequential
 from ..train import CheckpointError, load_checkpoint
 from ..train.checkpoint import IN_FEATURES
@@ -122,6 +134,38 @@ class Run:
         """Channels the network draws: 1 (gray) or 3 (rgb)."""
         return Sequential.out_features(self.model.config(), IN_FEATURES)
 
+    def draw_size(self, size=None, scale: float | None = None, view=None) -> tuple[int, int]:
+        """The ``(width, height)`` of a render at ``size`` or ``scale`` (one of the two) of the
+        region ``view`` (:func:`~ironlearn.image.render.render_size`)."""
+        return render_size(self.size, size, scale, view)
+
+    def bands(self, height: int, width: int, view=None, device: str = "cpu", notify=None):
+        """The network's picture (or ``view``) at ``height x width`` on ``device`` (``"auto"``:
+        the GPU when CuPy sees one, said on ``notify``), a band of rows at a time."""
+        backend = get_backend(device, notify=notify)
+        return model_bands(self.model.to(backend), width, height, backend, view=view)
+
+    def describe(self, name: str) -> str:
+        """``ironlearn info``'s lines: the layers, parameters, steps, training time, picture and PSNR."""
+        settings = self.settings
+        # Only numbers are formatted as such: the loader checks the metrics are a mapping, not what they hold.
+        found = {k: v for k, v in settings.get("metrics", {}).items() if isinstance(v, (int, float))}
+        lines = [name, repr(self.model), f"parameters: {self.model.num_parameters:,}", f"steps: {self.step:,}"]
+        if "train_seconds" in settings:
+            lines.append(f"training time: {settings['train_seconds']:.1f} s")
+        if settings.get("model"):
+            lines.append(f"preset: {settings['model']} {settings.get('model_options', {})}")
+        if settings.get("size"):
+            lines.append(f"trained on: {settings.get('input')} ({settings['size'][0]}x{settings['size'][1]} "
+                         f"{settings.get('mode')}) on {settings.get('device')}")
+        if "psnr_db" in found:
+            lines.append(f"PSNR: {found['psnr_db']:.2f} dB" +
+                         (f", accuracy {found['accuracy']:.2%}" if "accuracy" in found else ""))
+        memory = {k: v for k, v in found.items() if k.startswith("pool_")}
+        if memory:
+            lines.append("GPU memory pool: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in memory.items()))
+        return "\n".join(lines)
+
     @property
     def paths(self) -> dict:
         """``{file name: path}`` of the run folder's outputs that exist."""
@@ -160,3 +204,40 @@ class CompressedFile:
             return codec.read(self.data)
         except codec.CodecError as exc:
             raise codec.CodecError(f"{self.path}: {exc}") from None
+
+    def draw_size(self, size=None, scale: float | None = None, view=None) -> tuple[int, int]:
+        """As :meth:`Run.draw_size`; a ``view`` that leaves the picture is refused first."""
+        self.decoded.region(view)  # one line, worded with the caller's name for it
+        return render_size(self.size, size, scale, view)
+
+    def bands(self, height: int, width: int, view=None, device: str = "cpu", notify=None):
+        """As :meth:`Run.bands`, on the CPU whatever ``device`` (the codec's decoder is NumPy's)."""
+        return self.decoded.bands(height, width, view)
+
+    @property
+    def meta(self) -> dict:
+        """The format, size, rate and sections, from the header alone."""
+        data, header = self.data, self.header
+        latents_bytes, weights_bytes = (len(section) for section in header.sections)
+        return {"format": "ironlearn compressed picture", "version": header.version,
+                "size": [header.width, header.height], "mode": header.mode, "bytes": len(data),
+                "bpp": 8 * len(data) / (header.width * header.height),
+                "latent_levels": [list(shape) for shape in header.grid_shapes],
+                "filtered_levels": header.filtered_levels, "mlp": bool(header.depth),
+                "parameters": header.num_parameters,
+                "section_bytes": {"latents": latents_bytes, "weights": weights_bytes}}
+
+    def describe(self, name: str) -> str:
+        """``ironlearn info``'s lines: the picture, size and rate, the levels and the sections."""
+        header, meta = self.header, self.meta
+        shapes, filtered = header.grid_shapes, header.filtered_levels
+        sections = meta["section_bytes"]
+        return "\n".join([name, f"compressed picture: {header.width}x{header.height} {header.mode}, "
+                                f"{meta['bytes']:,} bytes ({meta['bpp']:.4f} bpp)",
+                          f"latent levels: {len(shapes)} of {header.channels} grid(s) each, "
+                          f"{', '.join(f'{h}x{w}' for h, w in shapes)}",
+                          "synthesis: the levels" + (f" (filtered: {', '.join(map(str, filtered))})" if filtered else "")
+                          + " summed" + (f" and an MLP's correction ({header.depth} layers of {header.hidden})"
+                                         if header.depth else ""),
+                          f"parameters: {meta['parameters']:,}, coded in {sections['latents']:,} bytes of latents and "
+                          f"{sections['weights']:,} of weights and filters"])
