@@ -158,8 +158,8 @@ def take_rows(array, index):
     """``array[index]`` for a 2-D ``array``: shape ``index.shape + (k,)``.
 
     NumPy gathers one-item records through ``take`` several times faster than rows of a 2-D
-    array through fancy indexing (463,890 rows of two float32 out of 4.6 million: 2.2 ms against
-    8.0 ms; a hash grid's corners: 3.5 ms against 48); CuPy's fancy indexing is already one kernel.
+    array through fancy indexing (measured: docs/benchmark-log.md, 'Measurements the code's
+    comments quoted'); CuPy's fancy indexing is already one kernel.
     """
     if _on_device(array) or not isinstance(array, np.ndarray):
         return array[index]

@@ -41,7 +41,8 @@ def report_fit(result: dict, out: str, *, quiet: bool = False) -> None:
 
 
 #: The largest render the "next:" hint suggests, in pixels: a 16-megapixel PNG takes seconds and
-#: tens of megabytes (the 4x render of a 4096x4096 picture was 16384x16384: 105 s and 348 MB).
+#: tens of megabytes, and a 4096x4096 picture's 4x render (16384x16384) far more of both (measured:
+#: docs/benchmark-log.md, 'Measurements the code's comments quoted').
 HINT_PIXELS = 1 << 24
 
 

@@ -168,7 +168,8 @@ def plot_history(path, rows, final_psnr: float | None = None, epoch: int = 1) ->
     from matplotlib.figure import Figure
 
     steps = [r["step"] for r in rows]
-    # Margins set by hand: the constrained layout cost 0.15 s of a plot's 0.3 s.
+    # Margins set by hand: the constrained layout cost much of a plot's time (measured:
+    # docs/benchmark-log.md, 'Measurements the code's comments quoted').
     figure = Figure(figsize=(9, 3.4), dpi=100)
     figure.subplots_adjust(left=0.075, right=0.985, bottom=0.15, top=0.9, wspace=0.22)
     loss_ax, psnr_ax = figure.subplots(1, 2)

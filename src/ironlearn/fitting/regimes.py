@@ -202,8 +202,9 @@ GRAY_SPLINE = Regime("gray spline", f"gray pictures up to {THUMBNAIL} px a side"
 # thumbnail learns from random, between its pixels too: the spline filter there is what redraws
 # it larger above bicubic (docs/benchmarks.md, "How does a line drawing redraw at 474 and 1024 px?").
 # A larger drawing trains a tile a step as a photograph does: from random, the samples between
-# left a 2500x2500 drawing at 91.7% of its pixels right after 10 s (100 steps), where started as
-# the picture on tiles every pixel was right.
+# left a 2500x2500 drawing with many of its pixels wrong after a short fit, where started as the
+# picture on tiles every pixel was right (measured: docs/any-size.md, 'Drawings: a vertex per
+# pixel, learning the spline between them').
 PIXEL_SPLINE = Regime("pixel spline", f"colour and gray pictures past {THUMBNAIL} px, and binary drawings",
                       "the picture itself, as B-spline coefficients (a value a pixel and channel: model.npz "
                       "takes about 4 bytes a pixel value, the checkpoint 12), read by a linear layer and a "

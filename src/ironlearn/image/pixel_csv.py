@@ -123,7 +123,8 @@ def _blank(line: str) -> bool:
 
 def _parse_rows(path: str, lines: list, first: int, ncols: int) -> np.ndarray:
     """The numbers of the rows in ``lines`` (blank lines skipped) as ``(n, ncols)``: int64 for whole
-    numbers written as such (NumPy parses those 4x as fast as floats), else float64."""
+    numbers written as such (NumPy parses those several times as fast as floats; measured:
+    docs/benchmark-log.md, 'Measurements the code's comments quoted'), else float64."""
     filled = [line for line in lines if not _blank(line)]
     if not filled:
         return np.empty((0, ncols), np.int64)

@@ -38,46 +38,38 @@ FILTERS = ("lanczos", "bicubic", "bilinear", "spline", "centres")
 #: (benchmarks/drawing_splines.py; measured: docs/benchmark-log.md, 'A lead for the next step').
 SPLINE_HALF = 0.5
 #: The share of each batch placed on pixel centres, for a picture larger than one batch; the rest
-#: lies anywhere, spread evenly.  Measured on the 12.6-megapixel test photograph, 60 s each, two
-#: runs: 7/8 gave 27.16 and 27.11 dB (470 steps), 3/4 26.76 and 26.77 (424).  (On camera at 256
-#: trained this way, 600 steps: all on centres 38.6 dB fit / 26.8 at 512; none 35.9 / 29.4;
-#: 3/4 37.4 / 28.7; 9/10 38.4 / 28.4.)  Only the samples off-centre pay for the filter's 36 reads.
+#: lies anywhere, spread evenly: on the 12.6-megapixel test photograph 7/8 beat 3/4, in more steps
+#: (on camera at 256 trained this way, more on centres fitted better and redrew worse at 512;
+#: measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
+#: Only the samples off-centre pay for the filter's 36 reads.
 CENTRED = 7 / 8
 
 #: For a picture trained whole each step (:class:`EveryPixel`): samples between pixels per pixel,
-#: by mode.  Every sample weighs as much as a pixel in the loss.  Measured at equal steps (fit PSNR /
-#: camera's render at 512 against the true 512), pixels only, then 1/32, 1/16 and 1/8 between:
-#: camera at 256, 700 steps: 39.49 / 26.49, 39.36 / 28.56, 38.81 / 28.85, 39.87 / 29.18 dB;
-#: astronaut: 36.40, 35.91, -, 35.78; the drawing, 1,000 steps: 58.42, 55.45 (1/64: 56.32), -,
-#: 49.70.  A photograph needs many to learn the picture between its pixels; a binary drawing needs
-#: only enough to pin the grid there (at 8x, 1/64 and up leave no specks) and keeps its sharpness.
-#: Each sample between costs about three pixels' time (its lookups and filter are not cached), so
-#: a gray photograph takes 1/16: at 700 steps it learns what 1/8 does (camera on cell centres,
-#: weight 0.2: 41.26 / 29.29 against 41.28 / 29.27) in steps 7-12% shorter.  So does colour, given
-#: the loss share that 1/8 had by count (astronaut, fit / at 512 against the true 512: 35.71 / 28.57
-#: against 35.62 / 28.56, pixels only 36.47 / 22.23; steps 24.1 ms for the pixels alone, 28.9 with
-#: 1/16, 32.8 with 1/8); by count, 1/16 scored 36.00 / 28.09 and its 4x render showed specks across
-#: flat backgrounds that 1/8 left clean.  (Measured on hash-grid pyramids.  A gray thumbnail's
-#: one dense B-spline level, the default since, keeps 1/16 at a fifth of the loss: camera 48.98 /
-#: 30.44 dB against 51.17 / 30.36 on pixels only.)
+#: by mode.  Every sample weighs as much as a pixel in the loss.  A photograph needs many to learn
+#: the picture between its pixels; a binary drawing needs only enough to pin the grid there (at 8x,
+#: 1/64 and up leave no specks) and keeps its sharpness.  Each sample between costs several pixels'
+#: time (its lookups and filter are not cached), so a gray photograph takes 1/16: at equal steps it
+#: learns what 1/8 does, in shorter steps.  So does colour, given the loss share that 1/8 had by
+#: count; by count, 1/16's 4x render showed specks across flat backgrounds that 1/8 left clean.
+#: (Measured on hash-grid pyramids.  A gray thumbnail's one dense B-spline level, the default
+#: since, keeps 1/16 at a fifth of the loss.  Measured: docs/benchmark-log.md, 'Measurements the
+#: code's comments quoted'.)
 
 BETWEEN = {"binary": 1 / 32, "gray": 1 / 16, "rgb": 1 / 16}
 
 #: The share of each step's loss that the samples between pixels carry, by mode; ``None``: their
-#: share of the samples (each weighs as much as a pixel).  Measured at 700 steps (fit PSNR / render
-#: at 512), by sample count (1/9), then 0.2 and 0.3: camera on cell-corner vertices 38.73 / 29.20,
-#: 39.48 / 29.48, 39.16 / 29.58 dB; on centres (its default) 41.11 / 29.11, 41.28 / 29.27,
-#: 41.28 / 29.39; astronaut 35.62, 35.58, 35.08.  Colour takes the ninth that 1/8 between had by
-#: count, with half as many samples (:data:`BETWEEN`).
+#: share of the samples (each weighs as much as a pixel).  For gray, 0.2 fitted and redrew camera
+#: better than the count's share and 0.3 fitted no better; colour lost fit with more weight
+#: (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').  Colour takes the
+#: ninth that 1/8 between had by count, with half as many samples (:data:`BETWEEN`).
 BETWEEN_WEIGHT = {"binary": None, "gray": 0.2, "rgb": 1 / 9}
 
 #: ``(share, weight)`` of :data:`BETWEEN` and :data:`BETWEEN_WEIGHT` for the ``spline`` filter, for
 #: any mode: a drawing's pixel spline learns the spline between its pixels from many samples
 #: weighing half the loss.  Chosen on nine 200x200 drawings (5 s fits from random, redrawn at 474
-#: and 1024 px; (drawing, size) pairs above bicubic and Lanczos, the least margin over bicubic):
-#: 1/16 and 1/2 (twice the steps of 1/4) 15 of 18; 1/4 and 1/2 17 or 18 of 18, +0.00; 1/4 and
-#: 0.65 18, +0.00; 1/2 and 1/2 18, +0.01 points.  Then on sixteen held out: 1/4 and 1/2 31 of 32,
-#: 1/2 and 1/2 32 of 32, at least +0.01 points over both.
+#: and 1024 px, counting the (drawing, size) pairs above bicubic and Lanczos), then checked on
+#: sixteen held out, where it alone redrew every pair above both (measured: docs/benchmark-log.md,
+#: 'Measurements the code's comments quoted').
 SPLINE_BETWEEN = (1 / 2, 1 / 2)
 
 _GOLDEN, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
@@ -227,8 +219,8 @@ class PictureSampler:
         stretches of the picture read row by row, at a random point of it and a random height
         within its row.  That covers the picture more evenly than independent draws, and the
         batch reads the picture (and the hash tables) in memory order, which makes the gathers
-        several times faster on a large picture than random order (measured: 56 -> 23 ms for
-        65,536 bicubic samples of a 12-megapixel picture, with the layout below).
+        several times faster on a large picture than random order (with the layout below;
+        measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
         """
         xp = get_array_module(self.values)
         u = uniform(xp, self.seed, step, (2, self.batch_size))
@@ -259,8 +251,8 @@ class PictureSampler:
         (ix, iy), (wx, wy) = index.swapaxes(0, 1), weight.swapaxes(0, 1)  # (k, n) each
         k, n = ix.shape
         # Tap-major (ky, kx, n): every broadcast below runs along the samples, a long inner loop
-        # (sample-major (n, ky, kx) runs loops of k values, or copies at each reshape: 4,096
-        # Lanczos samples of a 256x256 picture took 2.05 ms a batch that way, 1.07 this way).
+        # (sample-major (n, ky, kx) runs loops of k values, or copies at each reshape: much the
+        # slower; measured: docs/benchmark-log.md, '(f) How far is a step from its floor?').
         flat = iy[:, None, :] * self.width + ix[None, :, :]
         window = take_rows(self._taps_read, flat.reshape(k * k, n)).astype(np.float32)  # (ky kx, n, c)
         weights = (wy * self._taps_scale)[:, None, :] * wx[None, :, :]

@@ -115,8 +115,8 @@ def write_gif(path, frames, steps, frame_ms: int = 80, hold_ms: int = 1500) -> N
 
     Gray frames stay gray (a GIF's palette holds every level).  Colour frames share one palette,
     the last frame's median cut, without dithering: a median cut of each frame (Pillow's default)
-    made the GIF the slowest of a short fit's outputs, 7x as long for gray and about 50x for
-    colour, and a fast octree palette banded smooth colours (27.3 dB against 30.8 on a gradient).
+    made the GIF the slowest of a short fit's outputs by far, and a fast octree palette banded
+    smooth colours (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
     """
     font = ImageFont.load_default()
     labelled = []

@@ -237,7 +237,8 @@ class HashGrid(Layer):
         levels = self._read_constants(xp, x.dtype)
         unit = xp.ascontiguousarray(((x + 1) * 0.5).T)  # [-1, 1] -> [0, 1], an axis a row
         # All levels at once as (L, n) arrays: a GPU launches a few dozen operations, not that many
-        # a level, and NumPy's loops run along the points (along 4 levels, a read took 13 ms, not 7.5).
+        # a level, and NumPy's loops run along the points (along the levels, a read took far longer;
+        # measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
         (fx, along_x), (fy, along_y) = [self._axis_reads(xp, unit[axis], *levels.axes[axis],
                                                          0.5 if self.centred else 0.0, offsets) for axis in (0, 1)]
         (wx, _), (wy, _) = weights_along(fx), weights_along(fy)

@@ -75,7 +75,8 @@ class AxisRead:
         transposing them.
     """
 
-    BLOCK = 32  # points a block: 2.6x fewer operations than 64, and 4x the calls (measured 0.14 against 0.20 ms)
+    BLOCK = 32  # points a block: 2.6x fewer operations than 64, and 4x the calls, and faster
+    # (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted')
 
     def __init__(self, first: int, matrix: np.ndarray, xp, features: int | None = None):
         self.first = int(first)
@@ -130,8 +131,8 @@ class Reads(NamedTuple):
     weights: object  # (K, n, L)
     fractions: object  # (2, n, L) positions within the cell, along x and y
     # The weights repeated for each feature, (K, n, L, F): forward then weighs the gathered
-    # features in one contiguous product, where broadcasting over F (a loop of 2) took 2.4x as
-    # long (4.7 -> 2.0 ms for 65,536 points, 4 levels).
+    # features in one contiguous product, where broadcasting over F (a loop of 2) took far longer
+    # (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
     spread: object
 
 

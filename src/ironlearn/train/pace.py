@@ -51,7 +51,8 @@ class Pace:
     def seconds_per_step(self) -> float | None:
         """The median over up to :data:`BLOCKS` blocks of the recent steps of each block's mean
         duration; None before the first step.  Plain Python: it runs every step, and NumPy's
-        calls on a few dozen numbers took 90 us, 2.5% of a 3.6 ms step."""
+        calls on a few dozen numbers took a share of a short step worth saving (measured:
+        docs/benchmark-log.md, 'Measurements the code's comments quoted')."""
         if not self.recent:
             return None
         values, blocks = list(self.recent), min(BLOCKS, len(self.recent))

@@ -32,7 +32,8 @@ def calibrate(model, data: dict, loss=mse, threads: ThreadPolicy | None = None, 
     """Seconds per training step of ``model`` on ``data`` (Trainer keyword arguments: ``inputs``
     and ``targets``, or ``batches``), measured with a throwaway optimizer whose learning rate is
     zero: every step's update is exactly zero, so the real run starts untouched, with no copy of
-    the model (a deep copy and its Adam moments took 450 MB more at 12.6 MP).
+    the model (a deep copy and its Adam moments took hundreds of megabytes more on a large picture;
+    measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
 
     The median of single steps after two warm-up ones: a mean let one slow step (a page fault,
     another process) shorten a whole run's plan by a fifth.  Given the CPU's ``threads`` policy,
@@ -64,8 +65,8 @@ class Replan(Callback):
 
     Calibration times a few steps before the run; a machine that slows down later would end the
     run before the schedule does (its learning rate still high), one that speeds up would reach
-    the planned steps early and leave time unused.  Measured on the bundled drawing in 5 s: runs
-    planned 318 steps and made 299, or planned 281 and stopped at 4.6 s.  A re-plan goes on from
+    the planned steps early and leave time unused (measured: docs/reliability.md, 'How a run stays
+    safe').  A re-plan goes on from
     the rate reached, lifting it only when the first plan was far too short
     (a fit's :meth:`~ironlearn.fitting.plan.RunPlan.replanned`), so the pace it reads must not take one stalled step for a slow
     machine.

@@ -56,7 +56,8 @@ from .snapshots import LiveFeed
 LIVE_SCRIPTS = (*SCRIPTS[:-1], "live.js", SCRIPTS[-1])
 POLL_MS = 250  # how often the page asks for the state: a snapshot reaches it within this of being taken
 #: Models up to this many float32 numbers (16 MiB) are sent whole with each snapshot; larger ones as
-#: frames.  A snapshot of 4 million takes about 45 ms to pack on a CPU (docs/viewer.md).
+#: frames.  A snapshot of 4 million packs on a CPU well within the page's poll (measured:
+#: docs/viewer.md, 'Watching a fit learn: `ironlearn fit --live`').
 MAX_LIVE_FLOATS = 1 << 22
 AFTER_FIT_SECONDS = 10.0  # how long the final page is served after the fit when stdout is no terminal
 WATCHING_SECONDS = 5.0  # a page that has not polled for this long is gone (a closed tab)

@@ -24,7 +24,8 @@ SNAPSHOT_SECONDS = 0.5  # between two snapshots of the weights: the page redraws
 FRAME_SECONDS = 1.0  # between two frames (a render of the region in view)
 LIVE_SHARE = 0.2  # the most of the training time that snapshots may take
 #: A frame is rendered at the page's canvas size, scaled down to at most this many pixels (the page
-#: stretches it): a render of 1 MP of the default model takes about 0.3 s on a CPU.
+#: stretches it): a render of 1 MP of the default model takes a fraction of a second on a CPU
+#: (measured: docs/viewer.md, 'Watching a fit learn: `ironlearn fit --live`').
 MAX_FRAME_PIXELS = 1 << 20
 FIRST_FRAME_SIDE = 512  # the whole picture, this many pixels on its longest side, until the page asks
 MAX_ROWS = 1000  # history rows sent to the page, thinned evenly past this

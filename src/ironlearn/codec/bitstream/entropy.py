@@ -5,8 +5,8 @@ so are the coarser level's at the same place.  The model reads, for each latent,
 *activity* from what the decoder already has when it gets there (the rows above in the same grid,
 and the whole coarser level of the same channel), and gives it a Laplace of mean 0 whose
 log-scale is ``a + b * log(EPS + activity / 18)``: two numbers a grid, in the file's header.
-On the benchmark photographs this spends 16-51% fewer bits than one Laplace a grid (median
-32%; the measurements are in ``docs/compression.md``).
+On every benchmark photograph this spends fewer bits than one Laplace a grid (measured:
+docs/compression.md, 'The codec').
 
 The activity is integer arithmetic and its scale depends only on its *class* (a quarter of an
 octave of activity): the encoder and the decoder compute the same classes exactly, and the few
@@ -28,7 +28,8 @@ from . import portable
 
 #: The most bits one symbol costs: constriction's range coder keeps every bin's probability at
 #: 2**-24 or more.  (Counting outliers at 16 bits instead, as a first version did, chose scales
-#: too narrow for sparse grids: their files came out 3% larger, and 10% above the estimate.)
+#: too narrow for sparse grids: their files came out larger, and above the estimate; measured:
+#: docs/benchmark-log.md, 'Measurements the code's comments quoted'.)
 FLOOR_BITS = 24.0
 #: Log-scales a model gives, at most and at least.
 LOG_SCALE_RANGE = (-12.0, 12.0)

@@ -34,9 +34,10 @@ from .header import Header, read_fields, refuse, write_header
 CODER_PRECISION, CODER_STATE_BITS = 24, 64
 #: The latents a file may code for each bit of its latents section, beyond the first
 #: ``FREE_LATENTS``.  The coder's floor alone lets a near-certain zero cost 2e-7 bits, so that 352
-#: bytes could declare 268 million latents (8192x8192 RGB) and cost 3 GB and 30 s to decode;
-#: what ``compress`` writes codes at most about 110 a bit (a flat 1024x1024 picture with one dot,
-#: at 0.02 bpp; photographs 2 to 35), and it empties a grid rather than write a file over this.
+#: bytes could declare 268 million latents (8192x8192 RGB) and cost gigabytes and tens of seconds
+#: to decode; what ``compress`` writes codes well under this a bit, even for a flat picture with one
+#: dot (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted'), and it
+#: empties a grid rather than write a file over this.
 LATENTS_PER_BIT, FREE_LATENTS = 256, 1 << 20
 
 
@@ -156,7 +157,8 @@ def grids(pyramid: Pyramid):
 
 def latent_models(pyramid: Pyramid) -> dict:
     """``{(level, channel): (entropy.Model, bits)}``: each grid's best model and what the grid
-    costs under it (the range coder spends within 0.1% of this, plus a few words a section);
+    costs under it (the range coder spends about this, plus a few words a section; measured:
+    docs/compression.md, 'The codec');
     None for a grid of zeros, which costs nothing."""
     return {(k, c): entropy.fit(q, parent) if np.any(q) else None for k, c, q, parent in grids(pyramid)}
 

@@ -37,9 +37,10 @@ from .filters import filtered
 COLOURS = {1: np.eye(1, dtype=np.float32),
            3: (np.array([[1, 1, 1], [1, 0, -1], [1, -2, 1]]) / np.sqrt([[3], [2], [6]])).astype(np.float32)}
 #: Keys' cubic convolution's parameter ``a``, with which the grids are upsampled: -0.75 since format
-#: 5, sharper than Pillow's "bicubic" (-0.5, which formats 3 and 4 keep).  Measured without the MLP
-#: on kodim23, monarch, sail, tulips and astronaut at 0.5 bpp, every one better: -0.65 +0.06 dB,
-#: -0.75 +0.07, -0.85 +0.07, -1 +0.04; a per-level choice added nothing.
+#: 5, sharper than Pillow's "bicubic" (-0.5, which formats 3 and 4 keep): without the MLP, on
+#: kodim23, monarch, sail, tulips and astronaut at 0.5 bpp, -0.65 to -1 all did better, -0.75 and
+#: -0.85 the most, and a per-level choice added nothing (measured: docs/benchmark-log.md,
+#: 'Measurements the code's comments quoted').
 CUBIC, CUBIC_BEFORE_5 = -0.75, -0.5
 
 

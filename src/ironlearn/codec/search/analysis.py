@@ -12,15 +12,16 @@ from ..shapes import MAX_SYMBOL, level_shape
 from .banded import Banded
 
 #: Analysis rounds ``|z| / step + DEADZONE`` down: a value under ``(1 - DEADZONE)`` steps becomes 0,
-#: which saves more bits than it costs in error (measured on the four sporco photographs:
-#: 0.35 against plain rounding's 0.5, +0.03 dB at 0.25 bpp and +0.35 dB at 0.5).
+#: which saves more bits than it costs in error (0.35 against plain rounding's 0.5 gained at both
+#: rates tried on the four sporco photographs; measured: docs/benchmark-log.md, 'Measurements the
+#: code's comments quoted').
 DEADZONE = 0.35
 #: Each coarser level's step is the finer one's divided by this (a coarse latent's error spreads
 #: over four times the pixels of the level below's)...
 LEVEL_RATIO = 2.0
 #: ...except that the levels from ``COARSE_LEVEL`` on take steps ``COARSE_GAIN`` times larger
-#: (level 4's step is then level 3's).  Measured on the four sporco photographs, with the
-#: filters: x2 +0.04 dB at 0.25 bpp and +0.06 dB at 0.5; x1.5 and x3 gained less.
+#: (level 4's step is then level 3's): x2 gained on the four sporco photographs, with the filters,
+#: and x1.5 and x3 less (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
 COARSE_LEVEL, COARSE_GAIN = 4, 2.0
 
 

@@ -14,9 +14,9 @@ BAND_TOLERANCE, BAND_ROWS = 1e-9, 64
 class Banded:
     """A matrix whose rows are non-zero only near a diagonal, as blocks of :data:`BAND_ROWS` rows
     with the columns they reach: products with it cost rows x band x n, not rows x columns x n
-    (the analysis's dense products made a 4096x4096 encode take 40 s an analysis; these make it
-    a few).  Built from the dense matrix, entries under :data:`BAND_TOLERANCE` of its largest
-    dropped."""
+    (the analysis's dense products made a 4096x4096 encode's analysis many times as slow;
+    measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').  Built from the
+    dense matrix, entries under :data:`BAND_TOLERANCE` of its largest dropped."""
 
     def __init__(self, dense: np.ndarray):
         self.shape = dense.shape

@@ -46,14 +46,15 @@ from .synthesis import mlp_problem, train
 
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
 DEFAULT_BPP, MAX_BPP = 0.5, 24
-#: Pictures up to this many pixels are encoded on one BLAS thread, and every picture's MLP (see
-#: docs/compression.md, *Beside another busy process*): on 2 cores an analysis at 768x512 took
-#: 0.18 s on one thread and 0.43 s on two, and the MLP made 1.5 times the steps; beside a 2-thread
-#: job, two threads spun against it, an analysis took 2.1 s and an MLP step 0.44 s.  At 1536x1024
-#: two threads analyse 1.45 times as fast.
+#: Pictures up to this many pixels are encoded on one BLAS thread, and every picture's MLP: on 2
+#: cores, at 768x512, one thread analysed faster than two and the MLP made more steps, and beside a
+#: 2-thread job two threads spun against it, many times slower; at 1536x1024 two threads analyse
+#: faster (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted', and
+#: docs/compression.md, 'Beside another busy process').
 ONE_THREAD_PIXELS = 1 << 20
 #: The weights' rounding, priced in the MLP's training steps (it runs the MLP forward on the same
-#: pixels whatever the picture's size): 87 to 93 steps' time, at 160x128 and 768x512.
+#: pixels whatever the picture's size): about this many steps' time at 160x128 and 768x512 alike
+#: (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
 ROUNDING_STEPS = 100
 #: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
 #: files written and checked.
@@ -61,9 +62,9 @@ AFTER_RATE_COST = SLOPE_COST + FILTER_COST + 2 * FINISH_COST
 #: Past :data:`ONE_THREAD_PIXELS`, an encode first times an analysis of the picture's middle
 #: megapixel and refuses, before any other work, when its least work cannot end within its time:
 #: one analysis, one file written and checked, and their preparation, about :data:`LEAST_WORK`
-#: analyses (measured at 4096x4096 on 2 cores: 81 s for analyses of 12 to 14.5 s), an analysis
-#: growing as the pixels to the power :data:`ANALYSIS_GROWTH` (the middle megapixel 0.43 s, 4.2 MP
-#: 2.9 s, 16.8 MP 14.5 s).  It refuses when that is more than :data:`OVERRUN` times the time.
+#: analyses, an analysis growing as the pixels to the power :data:`ANALYSIS_GROWTH` (both measured
+#: up to 16.8 MP on 2 cores: docs/benchmark-log.md, 'Measurements the code's comments quoted').
+#: It refuses when that is more than :data:`OVERRUN` times the time.
 LEAST_WORK, ANALYSIS_GROWTH, OVERRUN = 6.0, 1.3, 1.1
 
 
@@ -186,8 +187,9 @@ def _plain(job: _Job):
 def _middle_step(job: _Job, bits: float) -> float | None:
     """Past :data:`ONE_THREAD_PIXELS`, the log-step at which the picture's middle megapixel takes
     its share of ``bits``: where rate control on the whole picture starts, and searches near.  An
-    analysis of 16.8 MP took 15 s, so that the search from a fixed first step ran out of time at
-    its first guess (0.83 bpp for a target of 0.5); the middle's search takes about 0.4 s a step."""
+    analysis of 16.8 MP takes many seconds, so that the search from a fixed first step ran out of
+    time at its first guess, far over its target; the middle's search takes a fraction of that a
+    step (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted')."""
     if job.pixels <= ONE_THREAD_PIXELS:
         return None
     middle = _middle(job.picture)
@@ -206,8 +208,8 @@ def _middle(picture: np.ndarray, side: int = 1 << 10) -> np.ndarray:
 
 def _at_rate(job: _Job, bits, like):
     """Rate control again, for ``bits`` of the file's: around the step of the pyramid ``like``,
-    whose filters it keeps (fitted a few per cent of the rate away: fitting them again gained
-    0.000 to 0.005 dB on sporco's four at 93% of the rate, for two more phases of the encode)."""
+    whose filters it keeps (fitted a few per cent of the rate away: fitting them again gained next
+    to nothing, for two more phases of the encode; measured: docs/compression.md, 'The codec')."""
     around = math.log(float(like.steps[0, 0]))
     pyramid = analyse_at_rate(job.picture, job.levels, bits - job.header_bits - job.filter_bits, job.clock,
                               FINISH_COST, around, job.progress)
@@ -264,10 +266,10 @@ def _cost(rate: float, mse: float, bpp: float | None, lmbda: float | None) -> tu
 
 def _in_order(candidates) -> tuple:
     """``(candidates in the order they are written, how many are written whatever the time)``:
-    the pyramid with its filters, which a file with an MLP must beat (a 32x32 picture's was
-    600 B at 10 dB beside the pyramid's 270 B at 14.5), and the most refined file with an MLP
-    (trained only where time was left for its files, though its weights' rounding can overrun
-    that on a small picture), then the others, the most refined first."""
+    the pyramid with its filters, which a file with an MLP must beat (a small picture's can be the
+    larger and the worse; measured: docs/compression.md, 'The codec'), and the most refined file
+    with an MLP (trained only where time was left for its files, though its weights' rounding can
+    overrun that on a small picture), then the others, the most refined first."""
     unfiltered, filtered, *with_mlp = candidates
     return [filtered, *reversed(with_mlp), unfiltered], 1 + min(1, len(with_mlp))
 
@@ -357,7 +359,9 @@ def least_seconds(picture: np.ndarray, levels: int) -> float:
     middle = _middle(picture)
     prepare_analysis(middle.shape[0], middle.shape[1], levels)
     probe = math.inf
-    for _ in range(2):  # the first is cold: its memory faulted in, 0.75 s where the second took 0.43
+    # The first is cold, its memory faulted in, and much the slower (measured: docs/benchmark-log.md,
+    # 'Measurements the code's comments quoted').
+    for _ in range(2):
         started = time.perf_counter()
         analyse(middle, 2.0 ** -6, levels)
         probe = min(probe, time.perf_counter() - started)

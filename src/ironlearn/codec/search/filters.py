@@ -25,7 +25,8 @@ FILTER_FIT_PIXELS, FILTER_BAND_PIXELS = 1 << 19, 1 << 13
 FILTER_MIN_BANDS = 4
 #: A grid is filtered only where the rows read hold all its non-zero latents or at least this
 #: many: fewer, of more, leave its 13 taps free to take values that the rows not read pay for (a
-#: grid of 20 latents, 2 of them read, gave a tap of -128 and cost 2.6 dB).
+#: grid with few of its latents read took an extreme tap and cost its picture dearly; measured:
+#: docs/compression.md, 'The filters, alone').
 FILTER_MIN_LATENTS = 64
 
 def least_squares(picture: np.ndarray, pyramid: Pyramid, until: float | None = None) -> dict:

@@ -33,14 +33,16 @@ LAMBDA_NARROWINGS = 16
 LAMBDA_ANALYSES = 2 + LAMBDA_NARROWINGS
 #: The encode's phases priced in analyses, so that it can tell what still fits in its time: the
 #: slope of distortion against rate, the filters' fit (which stops reading the picture when its
-#: time is up), the MLP's problem, and writing and checking a candidate file.  Measured at 768x512
-#: on a busy machine: 3, 5 to 12, 2.5 (with the weights' rounding, now priced in the MLP's steps:
-#: ``encoder.ROUNDING_STEPS``) and 1.4; on a quiet one, one BLAS thread: 2.2, 3.5, 0.9 and 3.0,
-#: and at 160x128: -, -, 0.2 and 3.5 (a file's coding and checking shrink less than an analysis).
+#: time is up), the MLP's problem, and writing and checking a candidate file: each about what it
+#: took at 768x512 on a busy machine and on a quiet one (the weights' rounding is now priced in the
+#: MLP's steps: ``encoder.ROUNDING_STEPS``), and at 160x128, where a file's coding and checking
+#: shrink less than an analysis (measured: docs/benchmark-log.md, 'Measurements the code's
+#: comments quoted').
 SLOPE_COST, FILTER_COST, MLP_OVERHEAD_COST, FINISH_COST = 3.0, 5.0, 1.0, 3.0
 #: The filters' fit reads the picture for at most this share of the encode's time: on a quiet
-#: machine it reads all of a 768x512 picture in about a twentieth of 30 s, and on a busy one
-#: (BLAS threads competing) took ten times as long, leaving the MLP none.
+#: machine it reads all of a 768x512 picture in less, and on a busy one (BLAS threads competing)
+#: took many times as long, leaving the MLP none (measured: docs/compression.md, 'The filters,
+#: alone').
 FILTER_SHARE = 0.1
 
 

@@ -24,11 +24,10 @@ from .analysis import spread
 
 #: Adam's peak learning rate for the synthesis MLP (its shape is :mod:`..model.network`'s).
 NETWORK_LR = 1e-2
-#: Pixels a step of the MLP's training reads, drawn at random.  Against every pixel each step,
-#: the MLP's gain on the pyramid's error in 15 s, before its weights are rounded (kodim23,
-#: monarch, sail, tulips and astronaut at 0.5 bpp): +0.01 to +0.57 dB in 80-290 steps for all of
-#: them, +0.25 to +1.31 dB in 2,700-4,100 steps for 2**13 (2**12 and 2**14 about the same; 2**16
-#: +0.18 to +1.08; a learning rate of 2e-2 no better).
+#: Pixels a step of the MLP's training reads, drawn at random.  Against every pixel each step, it
+#: makes many times the steps in the same time and gains more on the pyramid's error, on every
+#: picture tried (2**12 and 2**14 about the same, 2**16 less; a learning rate of 2e-2 no better;
+#: measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
 MLP_BATCH = 1 << 13
 #: Adam's rate at the end of the cosine, as a share of :data:`NETWORK_LR`.
 FLOOR = 1 / 100

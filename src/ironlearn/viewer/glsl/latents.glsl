@@ -1,5 +1,5 @@
     // layer $index, the latent pyramid: $levels levels of $channels grid(s), read by Keys' cubic
-    // convolution (codec/pyramid.py's upsampling); level k's channel c goes to slot k * $channels + c
+    // convolution (codec/model/latents.py's upsampling); level k's channel c goes to slot k * $channels + c
     vec4 v$out[$out4];
     for (int k = 0; k < $out4; ++k) {
         v$out[k] = vec4(0.0);

@@ -48,7 +48,7 @@ vec4 bspline_weights(float t) {
 }
 
 // Keys' cubic convolution with parameter a (-0.5 is Pillow's "bicubic"), the weights of the 4 cells
-// from the one before the point's: what codec/pyramid.py's upsampling reads a compressed picture's
+// from the one before the point's: what codec/model/latents.py's upsampling reads a compressed picture's
 // grids with.
 vec4 keys_weights(float t, float a) {
     float t2 = t * t, t3 = t2 * t;

@@ -1,18 +1,18 @@
-// ilcdecode.js: an .ilc file's two range-coded sections decoded in the page, as codec/bitstream.py's
+// ilcdecode.js: an .ilc file's two range-coded sections decoded in the page, as codec/bitstream/sections.py's
 // walk decodes them, by constriction's own range decoder compiled to WebAssembly (rangedecoder.wasm,
 // built by tools/rangedecoder/build.sh). The header comes from ilcfile.js (IL.readHeader); what comes
 // out is the file's latent integers, its MLP's weights and its filters, which picture.js draws.
 //
-// The latents' scales follow codec/entropy.py: an integer activity a latent from the two rows above
+// The latents' scales follow codec/bitstream/entropy.py: an integer activity a latent from the two rows above
 // and the coarser level's 3 x 3 cells, its class (a quarter of an octave), and each class's scale
-// exp(clip(a + slope / SLOPE_STEPS * log(EPS + x), LOG_SCALE_RANGE)), by codec/portable.py's exp and
+// exp(clip(a + slope / SLOPE_STEPS * log(EPS + x), LOG_SCALE_RANGE)), by codec/bitstream/portable.py's exp and
 // log from format 6 on (the same float64 as Python's, step for step), before by the C library's
 // (Math.exp here, and the logs the page was given, computed in Python). Their numbers are the
 // codec's own, as data (IL.FORMAT, format.js). Each section is checked, as the Python decoder checks it, to
 // hold exactly the coding of what it decodes to; anything else is an IL.FileRefused.
 "use strict";
 
-// constriction's range decoder over one section's words (codec/bitstream.py's RangeCoder, decoding).
+// constriction's range decoder over one section's words (codec/bitstream/sections.py's RangeCoder, decoding).
 IL.Section = class {
   constructor(wasm, bytes, what) {
     this.wasm = wasm;
@@ -94,7 +94,7 @@ IL.activityClass = function (activity) {
   return 1 + CLASSES_PER_OCTAVE * (exponent - 1) + Math.floor((mantissa - 0.5) * (2 * CLASSES_PER_OCTAVE));
 };
 
-// codec/portable.py: exp and log from IEEE 754's exactly rounded + - * / in Python's order, and exact
+// codec/bitstream/portable.py: exp and log from IEEE 754's exactly rounded + - * / in Python's order, and exact
 // scaling by powers of two, so that they give Python's float64 to the bit (its coefficients and
 // constants are its own: IL.FORMAT.portable).
 // 2**k exactly, for a normal float64's exponent (the bits written, as math.ldexp scales).
@@ -197,7 +197,7 @@ IL.decodeGrid = function (section, arithmetic, [rows, columns], parent, model, m
   return grid;
 };
 
-// bitstream.code_latents, decoding: every grid, coarsest level first; a level whose grids all have
+// sections.code_latents, decoding: every grid, coarsest level first; a level whose grids all have
 // magnitude 0 is left empty (null), and an empty level says nothing to the one below it.
 IL.decodeLatents = function (wasm, header) {
   const { levels, channels } = header;
@@ -220,7 +220,7 @@ IL.decodeLatents = function (wasm, header) {
   return latents;
 };
 
-// bitstream.code_symbols, decoding: each MLP tensor, then each filter, under one Laplace a tensor.
+// sections.code_symbols, decoding: each MLP tensor, then each filter, under one Laplace a tensor.
 IL.decodeWeights = function (wasm, header) {
   const taps = header.channels * IL.FORMAT.shapes.FILTER_OFFSETS.length;
   const sizes = [...header.tensorSizes, ...header.filters.map(() => taps)];
@@ -232,7 +232,7 @@ IL.decodeWeights = function (wasm, header) {
   return values;
 };
 
-// The picture an .ilc file holds (bitstream.read): its header, latents (level by level, a grid a
+// The picture an .ilc file holds (sections.read): its header, latents (level by level, a grid a
 // channel, null for an empty level), steps, MLP tensors (float32, as named_parameters orders them)
 // and filters (null, or a level's integers and exponent).
 IL.readIlc = async function (bytes, codec) {

@@ -286,7 +286,7 @@ IL.GRID_READS = {
 };
 
 // Keys' cubic convolution with parameter a, that a compressed picture's grids are read with
-// (codec/pyramid.py): the weights of the 4 cells from the one before the point's.
+// (codec/model/latents.py): the weights of the 4 cells from the one before the point's.
 IL.keysWeights = (a) => (t) => {
   const t2 = t * t, t3 = t2 * t;
   return [a * (t3 - 2 * t2 + t), (a + 2) * t3 - (a + 3) * t2 + 1, -(a + 2) * t3 + (2 * a + 3) * t2 - a * t,

@@ -62,7 +62,7 @@ IL.fillGrid = function (weights, part, scaled) {
     for (let y = 0; y < rows; y++) {
       for (let x = 0; x < columns; x++) {
         let value = plane[y * columns + x];
-        if (taps) {  // filtered() in codec/pyramid.py, term by term in its order
+        if (taps) {  // filtered() in codec/model/filters.py, term by term in its order
           value *= 1 + taps[0];
           for (let j = 1; j < taps.length; j++) {
             const [dy, dx] = part.offsets[j];
