@@ -134,3 +134,44 @@ def test_a_compressed_files_bytes_load_as_decompress_takes_them(tmp_path):
     picture = make_picture(tmp_path / "pic.png", size=16, colour=True)
     data = ironlearn.compress(picture, seconds=0.1).data
     assert ironlearn.load(data).size == (16, 16)
+
+
+def test_fit_many_takes_fits_options_by_their_python_names(tmp_path):
+    from ironlearn import api
+
+    (tmp_path / "pics").mkdir()
+    make_picture(tmp_path / "pics" / "a.png", size=16)
+    rows = api.fit_many([tmp_path / "pics"], tmp_path / "out", steps=3, **QUICK)
+    assert [(row["picture"], row["status"]) for row in rows] == [("a", "done")]
+    with pytest.raises(UsageError, match="fit_many\\(\\) takes no option 'bogus'"):
+        api.fit_many([tmp_path / "pics"], tmp_path / "out", bogus=1)
+
+
+def test_the_pixel_csv_converters_round_trip_from_python(tmp_path):
+    from ironlearn import api
+
+    picture = make_picture(tmp_path / "pic.png", size=12)
+    written = api.picture_to_csv(picture, tmp_path / "pic.csv", mode="gray")
+    levels, mode = api.csv_to_picture(tmp_path / "pic.csv", tmp_path / "back.png")
+    assert (written.width, written.height, mode, levels.shape) == (12, 12, "gray", (12, 12, 1))
+    with pytest.raises(UsageError, match="already exists; use force=True"):
+        api.picture_to_csv(picture, tmp_path / "pic.csv")
+    with pytest.raises(TypeError, match="force must be True or False"):
+        api.csv_to_picture(tmp_path / "pic.csv", tmp_path / "back.png", force="yes")
+
+
+def test_errors_that_are_no_option_errors_name_options_too():
+    """A damaged checkpoint or a port taken names its option as OptionError does: by its Python
+    name from Python, by its flag where the command words it; and survives a trip between processes."""
+    import pickle
+
+    from ironlearn.viewer import ViewerError
+
+    error = CheckpointError("damaged; start over with {force}", force="force=True")
+    assert str(error) == "damaged; start over with force=True"
+    assert error.worded(lambda name: "--" + name) == "damaged; start over with --force"
+    again = pickle.loads(pickle.dumps(error))
+    assert (str(again), again.worded(lambda name: "--" + name)) == (str(error), "damaged; start over with --force")
+    taken = ViewerError("cannot serve on 127.0.0.1:8000; choose another {port}", "port")
+    assert str(taken).endswith("choose another port")
+    assert str(CheckpointError("a plain {message}")) == "a plain {message}"

@@ -1,5 +1,6 @@
 """The error every layer may raise for a request that cannot work, and the command maps to exit code 2;
-and :class:`Note`, a line that names options in its reader's words, as the error does."""
+:class:`WordedError`, what any error that names options is besides; and :class:`Note`, a line that
+names options in its reader's words, as the error does."""
 
 
 class UsageError(ValueError):
@@ -7,7 +8,22 @@ class UsageError(ValueError):
     which and what to do."""
 
 
-class OptionError(UsageError):
+class WordedError(Exception):
+    """An error whose message names options as :class:`OptionError`'s does, whatever kind of error
+    it is besides (a damaged checkpoint, a port taken): ``{name}`` placeholders in ``template``, read
+    by Python's name (or as ``python`` words it) and, by :meth:`worded`, in the command's words.
+    Given a message alone, it is that message."""
+
+    def __init__(self, template: str, *options: str, **python: str):
+        self.template, self.options = template, options + tuple(python)
+        super().__init__(self.worded(lambda name: python.get(name, name)))
+
+    def worded(self, name_of) -> str:
+        """The message with each option named by ``name_of(option)``."""
+        return _worded(self.template, self.options, name_of)
+
+
+class OptionError(WordedError, UsageError):
     """A value given for an option that cannot work.  The message names each option in
     ``options`` through a ``{name}`` placeholder in ``template``: by its Python name where Python
     raises it (``time_budget must be a number``), or as ``python`` words it (``force=True``), and
@@ -20,14 +36,6 @@ class OptionError(UsageError):
     >>> str(error), error.worded(lambda name: "--" + name)
     ('give size or scale (one of the two)', 'give --size or --scale (one of the two)')
     """
-
-    def __init__(self, template: str, *options: str, **python: str):
-        self.template, self.options = template, options + tuple(python)
-        super().__init__(self.worded(lambda name: python.get(name, name)))
-
-    def worded(self, name_of) -> str:
-        """The message with each option named by ``name_of(option)``."""
-        return _worded(self.template, self.options, name_of)
 
 
 class Note(str):

@@ -1,12 +1,13 @@
 """The plan step on its own: pure functions from options (and a saved run) to a frozen RunPlan."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
 
 from ironlearn.fitting import FitOptions, UsageError, make_plan, resume_options
-from ironlearn.fitting.options import validate
+from ironlearn.fitting.options import flag, validate
 from ironlearn.fitting.plan import DEFAULT_TIME_BUDGET, RETRY_LR_FACTOR, fingerprint
 from ironlearn.fitting.presets import PRESETS
 from ironlearn.fitting.regimes import PIXEL_SPLINE, WHOLE_FINEST_LOG2, hashgrid_size
@@ -308,8 +309,11 @@ def test_resume_takes_unset_settings_from_the_run():
 def test_resume_refuses_settings_that_differ_and_names_them():
     pic = picture()
     saved = saved_settings(pic)
-    with pytest.raises(UsageError, match=r"--model siren \(the run used hashgrid\).*--levels 7"):
-        resume_options(FitOptions("p.png", model="siren", model_options={"levels": 7}), saved)
+    with pytest.raises(UsageError, match=r"^cannot resume with different settings: model siren \(the run used "
+                                         r"hashgrid\).*; levels 7 .*use force=True") as refused:
+        resume_options(FitOptions("p.png", model="siren", model_options={"levels": 7, "log2_table_size": 7}), saved)
+    assert re.search(r": --model siren \(the run used hashgrid\).*--levels 7 .*--table-log2 7 .*use --force",
+                     refused.value.worded(flag))  # as the command words it
     with pytest.raises(UsageError, match="not the image"):
         make_plan(resume_options(FitOptions("q.png", resume=True), saved), picture(channels=3, mode="rgb"), saved)
 

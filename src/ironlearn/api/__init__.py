@@ -15,7 +15,6 @@ The layers, optimizers and trainer underneath are the library proper (``ironlear
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
@@ -24,21 +23,18 @@ from .. import codec, drawable
 from ..backend import DEVICES, get_backend
 from ..codec.search.encoder import DEFAULT_BPP
 from ..drawable import Run
-from ..fitting import OPTIONS, FitOptions, UsageError
 from ..image.render import render as render_bands
 from ..image.render import render_size
 from ..nn.model import Sequential
 from .about import describe, info
-from .arguments import check_flags, checked_size, silent
+from .arguments import check_flags, checked_size, named_fit_options, silent
 from .compressing import compress
+from .demo import DEMO_SECONDS, Demo, demo
 from .drawing import decompress_file, render_file
 from .live import fit_run
+from .many import fit_many
 from .pages import APP_PAGE, view, view_app
-
-#: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
-FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
-#: fit()'s on/off options: the command's flags (``resume``, ``force``, ``quiet``).
-FIT_FLAGS = {f.name for f in dataclasses.fields(FitOptions) if f.type == "bool"}
+from .pixels import MODES, csv_to_picture, picture_to_csv
 
 
 def fit(picture, out: str | None = None, *, progress: bool = False, live: bool = False, port: int | None = None,
@@ -73,18 +69,8 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
     UsageError, InputError, CheckpointError, BackendError
         Bad options or files, with the command's one-line messages.
     """
-    check_flags(progress=progress, live=live, open_browser=open_browser, **{name: options[name] for name in FIT_FLAGS & set(options)})
-    model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
-    if isinstance(options.get("size"), list):
-        options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
-    quiet = options.pop("quiet", not progress)
-    unknown = sorted(set(options) - FIT_NAMES)
-    if unknown:
-        hint = " (table_log2 is log2_table_size)" if "table_log2" in unknown else ""
-        raise UsageError(f"fit() takes no option {unknown[0]!r}{hint}; it takes the command's options by their "
-                         f"Python names: {', '.join(sorted(FIT_NAMES))}")
-    fit_options = FitOptions(input=os.fspath(picture), out=None if out is None else os.fspath(out),
-                             model_options=model_options, quiet=quiet, live=live, **options)
+    check_flags(progress=progress, live=live, open_browser=open_browser)
+    fit_options = named_fit_options("fit", picture, out, progress=progress, live=live, **options)
     fit_run(fit_options, log=print if progress else silent, port=port, open_browser=open_browser)
     return load(fit_options.run_folder)
 

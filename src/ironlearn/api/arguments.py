@@ -1,14 +1,24 @@
 """What every job of the API checks first, and where its lines go: on/off arguments that must be
-bools, a size, scale and view as the command checks them, and ``progress`` turned into a log."""
+bools, a fit's options by their Python names, a size, scale and view as the command checks them,
+and ``progress`` turned into a log."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 
 import numpy as np
 
 from ..checks import is_finite, is_whole
+from ..errors import UsageError
+from ..fitting import OPTIONS, FitOptions
 from ..image.coords import check_view
+
+#: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
+FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
+#: fit()'s on/off options: the command's flags (``resume``, ``force``, ``quiet``).
+FIT_FLAGS = {f.name for f in dataclasses.fields(FitOptions) if f.type == "bool"}
 
 
 def check_flags(**flags) -> None:
@@ -17,6 +27,24 @@ def check_flags(**flags) -> None:
     for name, value in flags.items():
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False (got {value!r})")
+
+
+def named_fit_options(caller: str, picture, out, *, progress: bool, live: bool = False, **options) -> FitOptions:
+    """:class:`FitOptions` from the options ``caller`` (``fit``, ``fit_many``) was given by their
+    Python names, the model's own (``width``, ...) among them; UsageError for a name it does not
+    take, TypeError for an on/off option that is not a bool."""
+    check_flags(progress=progress, live=live, **{name: options[name] for name in FIT_FLAGS & set(options)})
+    model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
+    if isinstance(options.get("size"), list):
+        options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
+    quiet = options.pop("quiet", not progress)
+    unknown = sorted(set(options) - FIT_NAMES)
+    if unknown:
+        hint = " (table_log2 is log2_table_size)" if "table_log2" in unknown else ""
+        raise UsageError(f"{caller}() takes no option {unknown[0]!r}{hint}; it takes the command's options by their "
+                         f"Python names: {', '.join(sorted(FIT_NAMES))}")
+    return FitOptions(input=os.fspath(picture), out=None if out is None else os.fspath(out),
+                      model_options=model_options, quiet=quiet, live=live, **options)
 
 
 def checked_size(size, scale, view):

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import os
-from importlib import resources
-
-from ..backend import DEVICES, get_backend
-from ..fitting import FitOptions, UsageError, fit
-from ..image.fingerprint import fingerprint
-from ..image.io import load_picture
-from ..image.render import render_png
-from ..train import CheckpointError, load_checkpoint
-from ..train.checkpoint import read_meta
+from ..api import DEMO_SECONDS, DEVICES, demo
 from .argtypes import positive_float, positive_int
 from .common import report_fit, say
 from .status import ExitCode
-
-DEMO_SECONDS = 20.0  # every pixel of the drawing is right within 5 s; the rest makes a longer time-lapse
 
 
 def add_parser(commands) -> None:
@@ -39,30 +28,9 @@ def add_parser(commands) -> None:
 
 
 def cmd_demo(args) -> int:
-    with resources.as_file(resources.files("ironlearn") / "data" / "sample.png") as sample:
-        force = args.force or _holds_a_demo(args.out, sample)
-        if not force and os.path.exists(os.path.join(args.out, "checkpoint.npz")):
-            raise UsageError(f"{args.out} holds a run that is not a demo; give the demo another --out, or --force "
-                             "to replace that run")
-        options = FitOptions(input=str(sample), out=args.out, mode="binary", steps=args.steps,
-                             time_budget=args.time_budget, device=args.device, quiet=args.quiet, force=force)
-        result = fit(options, log=say)
-    saved = load_checkpoint(os.path.join(args.out, "model.npz"))
-    backend = get_backend(args.device or "auto")
-    big = os.path.join(args.out, "render_4x.png")
-    render_png(saved.model.to(backend), big, 4 * result["width"], 4 * result["height"], backend, 1)
-    say(f"also: {big} ({4 * result['width']}x{4 * result['height']}) and {os.path.join(args.out, 'timelapse.gif')} "
-        "(the network learning)")
-    report_fit(result, args.out, quiet=args.quiet)
+    done = demo(args.out, time_budget=args.time_budget, steps=args.steps, device=args.device, quiet=args.quiet,
+                force=args.force, progress=say)
+    width, height = 4 * done.metrics["width"], 4 * done.metrics["height"]
+    say(f"also: {done.render} ({width}x{height}) and {done.timelapse} (the network learning)")
+    report_fit(done.metrics, args.out, quiet=args.quiet)
     return ExitCode.OK
-
-
-def _holds_a_demo(out: str, sample) -> bool:
-    """Whether ``out`` holds a run of the bundled drawing (an earlier demo, which a demo replaces)."""
-    try:
-        saved = read_meta(os.path.join(out, "checkpoint.npz"))
-    except CheckpointError:
-        return False
-    settings = saved.get("settings")
-    drawing = load_picture(sample, mode="binary")
-    return isinstance(settings, dict) and settings.get("fingerprint") == fingerprint(drawing)

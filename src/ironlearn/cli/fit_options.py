@@ -10,7 +10,7 @@ import textwrap
 
 from ..backend import DEVICES
 from ..fitting import DEFAULT_PRESET, OPTIONS, PRESETS, FitOptions
-from ..fitting.options import PROGRESS, SCHEDULES, STARTS
+from ..fitting.options import PROGRESS, SCHEDULES, STARTS, flag
 from ..fitting.presets import option_help
 from ..fitting.regimes import REGIMES
 from ..image.io import MODES
@@ -56,11 +56,11 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=list(PRESETS), metavar="NAME", help=f"network preset: {models}")
     for option in OPTIONS.values():
         if option.type is str:
-            parser.add_argument(option.flag, choices=option.choices, dest=option.name, help=option_help(option.name))
+            parser.add_argument(option.flag, choices=option.choices, dest=option.name, help=option_help(option.name, flag))
             continue
         convert = (count if option.zero else positive_int) if option.type is int else positive_float
         parser.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
-                            help=option_help(option.name))
+                            help=option_help(option.name, flag))
     parser.add_argument("--steps", type=positive_int, metavar="N",
                         help="total steps of the run (with --resume: continue to step N)")
     parser.add_argument("--time-budget", type=positive_float, metavar="SECONDS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..fitting.many import fit_many
+from ..api import fit_many
 from .argtypes import non_negative_float, positive_float, positive_int
 from .common import say
 from .fit_options import add_fit_options, fit_options
@@ -54,10 +54,9 @@ def add_parser(commands) -> None:
 
 
 def cmd_fit_many(args) -> int:
-    options = fit_options(args, input="", out=None)
-    rows = fit_many(args.inputs, args.out, options=options, workers=args.workers, engine=args.engine,
-                    address=args.address, cpus_per_fit=args.cpus_per_fit, gpus_per_fit=args.gpus_per_fit,
-                    log=say)
+    rows = fit_many(args.inputs, args.out, options=fit_options(args, input="", out=None), workers=args.workers,
+                    engine=args.engine, address=args.address, cpus_per_fit=args.cpus_per_fit,
+                    gpus_per_fit=args.gpus_per_fit, progress=say)
     unfinished = [row for row in rows if row["status"] != "done"]
     if not unfinished:
         return ExitCode.OK

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from ..files import check_output
-from ..fitting import UsageError
-from ..image.io import (CSV_SUFFIXES, MAX_PIXELS, MODES, image_format, load_picture, read_pixel_levels, save_image,
-                        write_pixel_csv)
+from ..api import MODES, csv_to_picture, picture_to_csv
 from .argtypes import add_max_pixels, size_arg
 from .common import say
 from .status import ExitCode
@@ -35,22 +32,14 @@ def add_parser(commands) -> None:
 
 
 def cmd_encode(args) -> int:
-    check_output(args.output, args.force, reads=[args.image])
-    if not args.output.lower().endswith(CSV_SUFFIXES):
-        raise UsageError(f"{args.output}: encode writes a pixel CSV; give a name ending in .csv")
-    picture = load_picture(args.image, mode=args.mode, size=args.size, max_pixels=args.max_pixels or MAX_PIXELS)
-    write_pixel_csv(args.output, picture)
+    picture = picture_to_csv(args.image, args.output, size=args.size, mode=args.mode, max_pixels=args.max_pixels,
+                             force=args.force)
     say(f"wrote {args.output}: {picture.width}x{picture.height} {picture.mode}, "
         f"{picture.width * picture.height:,} rows")
     return ExitCode.OK
 
 
 def cmd_decode(args) -> int:
-    check_output(args.output, args.force, reads=[args.csv])
-    if not image_format(args.output):
-        raise UsageError(f"{args.output}: decode writes an image in the format its name ends in; give a name "
-                         "ending in .png (or .bmp, .tif, .webp, ...)")
-    levels, mode = read_pixel_levels(args.csv)
-    save_image(args.output, levels)
+    levels, mode = csv_to_picture(args.csv, args.output, force=args.force)
     say(f"wrote {args.output}: {levels.shape[1]}x{levels.shape[0]} {mode}")
     return ExitCode.OK

@@ -9,7 +9,7 @@ import signal
 
 from ..backend import BackendError
 from ..codec import CodecError
-from ..errors import OptionError
+from ..errors import WordedError
 from ..fitting import Interrupted, UsageError
 from ..fitting.many import ManyInterrupted
 from ..fitting.options import flag
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             return args.func(args)
     except (InputError, UsageError, CheckpointError, BackendError, ViewerError, CodecError) as exc:
         # The library names an option by its Python name; the command names it by its flag.
-        message = exc.worded(flag) if isinstance(exc, OptionError) else exc
+        message = exc.worded(flag) if isinstance(exc, WordedError) else exc
         say(f"ironlearn {args.command}: error: {message}")
         return ExitCode.USAGE
     except (Interrupted, ManyInterrupted) as exc:

@@ -97,20 +97,20 @@ def resume_options(options: FitOptions, saved: dict) -> FitOptions:
     Raises UsageError when a setting the run fixed is given with another value (``saved`` is
     taken as valid: see :func:`check_saved`).
     """
-    mismatches, changes = [], {}
+    mismatches, changes = {}, {}
     for name in _FIXED:
         given, was = getattr(options, name), saved.get(name, _BEFORE.get(name))
         if given is None:
             changes[name] = was
         elif given != was:
-            mismatches.append(f"--{name.replace('_', '-')} {given} (the run used {was})")
+            mismatches[name] = f"{{{name}}} {given} (the run used {was})"
     saved_model = {**_BEFORE_MODEL.get(saved.get("model"), {}), **saved.get("model_options", {})}
     for name, value in options.model_options.items():
         if value is not None and saved_model.get(name) != value:
-            mismatches.append(f"{OPTIONS[name].flag} {value} (the run used {saved_model.get(name)})")
+            mismatches[name] = f"{{{name}}} {value} (the run used {saved_model.get(name)})"
     if mismatches:
-        raise OptionError(f"cannot resume with different settings: {'; '.join(mismatches)}; "
-                          "drop them, or use {force} to start a new run", force="force=True")
+        raise OptionError(f"cannot resume with different settings: {'; '.join(mismatches.values())}; "
+                          "drop them, or use {force} to start a new run", *mismatches, force="force=True")
     changes["model_options"] = dict(saved_model)
     changes.update({name: saved.get(name) for name in _INHERITED if getattr(options, name) is None})
     if options.size is None:

@@ -1,7 +1,7 @@
 """Image-fitting presets: a network and the training settings that suit it, sized from the picture.
 
 Every option a preset reads is declared once, in :data:`OPTIONS`, with its type,
-its flag and its help; each preset states its defaults.  The command's flags and
+its name on the command line and its help; each preset states its defaults.  The command's flags and
 their help text, :class:`~ironlearn.fitting.FitOptions` and the resume check are
 all derived from these two places.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import OptionError
+from ..errors import Note, OptionError
 from ..nn import presets as nets
 from ..nn.encodings import LOG2_TABLE_SIZES
 from ..nn.splines import INTERPOLATIONS
@@ -24,20 +24,27 @@ from .regimes import (COLOUR_DETAIL, GRAY_SPLINE, PIXEL_SPLINE, PIXEL_SPLINE_PIX
 
 @dataclass(frozen=True)
 class Option:
-    """One model option: ``--flag`` on the command line, ``name`` in the code and the saved run."""
+    """One model option: ``name`` in the code and the saved run, ``command`` on the command line
+    (default ``name`` with hyphens), whose :attr:`flag` is ``--`` and that.  ``help`` names another
+    option through a ``{name}`` placeholder, as :class:`~ironlearn.errors.OptionError` does."""
 
     name: str
     type: type
     help: str
-    flag: str = ""
+    command: str = ""
     metavar: str | None = None
     limit: float | None = None  # an upper bound that catches typos (an extra zero or three)
     zero: bool = False  # whether 0 is valid (it means "none"); otherwise values start above it
     choices: range | tuple | None = None  # the only valid values, when they are few
 
     def __post_init__(self):
-        if not self.flag:
-            object.__setattr__(self, "flag", "--" + self.name.replace("_", "-"))
+        if not self.command:
+            object.__setattr__(self, "command", self.name.replace("_", "-"))
+
+    @property
+    def flag(self) -> str:
+        """The command's flag (``--table-log2``)."""
+        return "--" + self.command
 
 
 @dataclass(frozen=True)
@@ -56,11 +63,11 @@ OPTIONS = {o.name: o for o in (
     Option("frequencies", int, "sin/cos pairs", limit=4096),
     Option("levels", int, "grid levels", limit=32),
     Option("features", int, "features per vertex", limit=16),
-    Option("log2_table_size", int, "2**T table rows per level", flag="--table-log2", metavar="T",
+    Option("log2_table_size", int, "2**T table rows per level", command="table-log2", metavar="T",
            choices=LOG2_TABLE_SIZES),
     Option("coarsest", int, "cells across the first level", limit=65536),
     Option("finest", int, "cells across the last level", limit=65536),
-    Option("finest_y", int, "cells down the last level; the levels above keep its ratio to --finest "
+    Option("finest_y", int, "cells down the last level; the levels above keep its ratio to {finest} "
            "(0: as many as across)",
            metavar="N", limit=65536, zero=True),
     Option("vertices", str, "where each level's vertices sit: on cell centres, one per pixel at a level as "
@@ -176,8 +183,9 @@ PRESETS = {p.name: p for p in (
 DEFAULT_PRESET = "hashgrid"
 
 
-def option_help(name: str) -> str:
-    """``--help`` text for a model option: what it is, which presets take it, and their defaults."""
+def option_help(name: str, name_of=str) -> str:
+    """``--help`` text for a model option: what it is, which presets take it, and their defaults;
+    another option it names, by ``name_of(option)`` (the command's: its flag)."""
     takers = [p for p in PRESETS.values() if name in p.defaults]
     defaults = {p.name: p.defaults[name] for p in takers}
     if len(set(map(str, defaults.values()))) == 1:
@@ -187,4 +195,4 @@ def option_help(name: str) -> str:
         default = ", ".join(f"{p} {v.rule if isinstance(v, Auto) else format(v, 'g')}" for p, v in defaults.items())
     where = "all but " + ", ".join(p for p in PRESETS if p not in defaults) if len(takers) > 2 else \
         " and ".join(defaults)
-    return f"{where}: {OPTIONS[name].help} (default: {default})"
+    return f"{where}: {Note(OPTIONS[name].help, *OPTIONS).worded(name_of)} (default: {default})"

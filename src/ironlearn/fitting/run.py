@@ -87,7 +87,7 @@ def fit(options: FitOptions, *, log=print, live=None) -> dict:
             if getattr(exc, "why", None) is None:
                 raise
             raise checkpoint.CheckpointError(f"{path} cannot be resumed: it is damaged ({exc.why}); put back a copy "
-                                             "of it, or start over with --force") from None
+                                             "of it, or start over with {force}", force="force=True") from None
         return _fit(options, saved, log, live)
 
 

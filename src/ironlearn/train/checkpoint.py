@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import npz
 from ..backend import to_host
+from ..errors import WordedError
 from ..files import atomic_write
 from ..nn.model import Sequential
 from ..optim import schedules
@@ -40,8 +41,9 @@ FORMAT_VERSION = 1
 IN_FEATURES, CHANNELS = 2, (1, 3)
 
 
-class CheckpointError(ValueError):
-    """A checkpoint could not be written or read; the message says why and what to do."""
+class CheckpointError(WordedError, ValueError):
+    """A checkpoint could not be written or read; the message says why and what to do (naming an
+    option of the fit as :class:`~ironlearn.errors.WordedError` does)."""
 
 
 def save(path, model, optimizer=None, *, step: int | None = None, seed: int | None = None,
@@ -125,7 +127,8 @@ class Checkpoint:
             optimizer = cls(params, lr=schedule, **config)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # an edited file may hold any JSON here
             raise CheckpointError(f"the saved optimizer or schedule cannot be rebuilt ({exc}); the file was "
-                                  "edited or damaged: use another copy, or fit again without --resume") from None
+                                  "edited or damaged: use another copy, or fit again without {resume}",
+                                  resume="resume=True") from None
         try:
             optimizer.load_state_dict({"step": self.step, **self.optimizer_state})
         except ValueError as exc:

@@ -52,6 +52,7 @@ import numpy as np
 from ..backend import to_host
 from ..codec.model.network import FEATURE_GAIN
 from ..codec.model.latents import COLOURS
+from ..errors import WordedError
 
 TEXEL = 4  # floats per RGBA32F texel
 ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
@@ -59,8 +60,9 @@ DRAWABLE = ("Linear", "ReLU", "Tanh", "Sigmoid", "Sine", "FourierFeatures", "Has
 ACTIVATION_OPS = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Sine": "sine"}
 
 
-class ViewerError(ValueError):
-    """A model or run folder the viewer cannot show; the message says why."""
+class ViewerError(WordedError, ValueError):
+    """A model or run folder the viewer cannot show, or a port it cannot serve on; the message says
+    why (naming an option as :class:`~ironlearn.errors.WordedError` does)."""
 
 
 @dataclass

@@ -187,7 +187,7 @@ def bind(handler, port: int | None = None) -> QuietServer:
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or port is not None:
                 raise ViewerError(f"cannot serve on 127.0.0.1:{candidate}: {exc.strerror or exc}; "
-                                  "choose another --port") from None
+                                  "choose another {port}", "port") from None
     raise AssertionError("port 0 is always free")
 
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from ...backend import BackendError
-from ...errors import OptionError
+from ...errors import WordedError
 from ...image.io import MAX_PIXELS, InputError, load_picture
 from ...signals import terminate_cleanly
 from ...train import CheckpointError, DivergenceError
@@ -66,11 +66,12 @@ def one_line(text: str) -> str:
 def failure(exc: BaseException) -> str:
     """The one line a summary keeps for a fit that raised ``exc``."""
     if isinstance(exc, DivergenceError):
+        # summary.csv's row: a file in the command's language, as the worded errors below, so the flag
         return (f"training diverged at step {exc.step}: loss {exc.loss:.4g} at learning rate {exc.lr:.3g}; "
-                f"try a lower one, e.g. --lr {exc.lr / 10:.2g}")
+                f"try a lower one, e.g. {flag('lr')} {exc.lr / 10:.2g}")
     if isinstance(exc, OSError):
         return one_line((f"{exc.filename}: " if exc.filename else "") + f"{exc.strerror or exc}")
-    if isinstance(exc, OptionError):  # fit-many's summary speaks the command's language, as its flags do
+    if isinstance(exc, WordedError):  # fit-many's summary speaks the command's language, as its flags do
         return one_line(exc.worded(flag))
     if isinstance(exc, (UsageError, InputError, CheckpointError, BackendError)):
         return one_line(exc)

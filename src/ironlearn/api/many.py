@@ -1,0 +1,45 @@
+"""``fit_many``, composed once for Python and for ``ironlearn fit-many``: the fit options, given
+by their Python names or as one :class:`~ironlearn.fitting.FitOptions`, applied to every picture."""
+
+from __future__ import annotations
+
+from ..errors import UsageError
+from ..fitting import FitOptions
+from ..fitting.many import fit_many as fit_all
+from .arguments import log_of, named_fit_options
+
+
+def fit_many(pictures, out, *, workers: int | None = None, engine: str = "local", address: str | None = None,
+             cpus_per_fit: float | None = None, gpus_per_fit: float = 0.0, progress=False,
+             options: FitOptions | None = None, **fit_options) -> list[dict]:
+    """Fit every picture that ``pictures`` name (files, folders' images and pixel CSVs, globs), each
+    into its own run folder ``out/<name>/``, as ``ironlearn fit-many`` does; ``out/summary.csv``
+    gets a row per picture.  A rerun skips pictures done before and resumes interrupted ones
+    (``force=True`` redoes them all).
+
+    Parameters
+    ----------
+    workers, engine, address, cpus_per_fit, gpus_per_fit
+        Where the fits run: local worker processes (``engine="local"``, ``workers`` of them, default
+        one per core) or Ray tasks (``engine="ray"``, on the cluster at ``address``), as the
+        command's options of the same names.
+    progress : bool or callable
+        Print the command's messages on stderr (True), give them to a function, or print nothing.
+    **fit_options
+        Any option of :func:`ironlearn.fit` by its Python name (``steps``, ``size``, ``model``,
+        ``force``, ...), applied to each picture; or ``options``, a whole
+        :class:`~ironlearn.fitting.FitOptions` (the command's), instead.
+
+    Returns
+    -------
+    list of dict
+        The rows of ``summary.csv`` of these pictures (``picture``, ``status``, ``error``, ...), in
+        the order given; a picture that failed has its one-line error there, and the others go on.
+    """
+    if options is not None and fit_options:
+        raise UsageError(f"give the fit's options by name or as options=FitOptions(...), not both "
+                         f"({', '.join(sorted(fit_options))} and options)")
+    if options is None:
+        options = named_fit_options("fit_many", "", None, progress=progress is not False, **fit_options)
+    return fit_all(pictures, out, options=options, workers=workers, engine=engine, address=address,
+                   cpus_per_fit=cpus_per_fit, gpus_per_fit=gpus_per_fit, log=log_of(progress))
