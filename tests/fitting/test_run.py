@@ -212,8 +212,7 @@ def test_a_timed_fit_is_calibrated_on_the_blas_threads_it_trains_on(tmp_path, mo
     100 times too short."""
     from threadpoolctl import threadpool_info
 
-    from ironlearn.fitting import run
-    from ironlearn.train import Trainer
+    from ironlearn.train import Trainer, timed
 
     def blas():
         return max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
@@ -223,7 +222,7 @@ def test_a_timed_fit_is_calibrated_on_the_blas_threads_it_trains_on(tmp_path, mo
         pytest.skip("one BLAS thread: nothing to choose")
 
     def spy(trainer):
-        seen["calibration" if trainer.optimizer.schedule is run._no_step else "training"].append(blas())
+        seen["calibration" if trainer.optimizer.schedule is timed._no_step else "training"].append(blas())
         train_step(trainer)
 
     monkeypatch.setattr(Trainer, "train_step", spy)
