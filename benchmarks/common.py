@@ -29,7 +29,7 @@ from PIL import Image
 
 from ironlearn.backend import Backend
 from ironlearn.fitting import FitOptions, make_plan
-from ironlearn.fitting.pace import Replan
+from ironlearn.train.timed import Replan
 from ironlearn.fitting.run import Job, build
 from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.io import Picture
