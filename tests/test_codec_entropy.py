@@ -24,16 +24,16 @@ def _clustered(rng, shape, busy: float = 0.15):
 
 def _coded_bits(q, parent, model) -> int:
     encoder = bitstream._constriction().stream.queue.RangeEncoder()
-    entropy.encode(encoder, q, parent, model, bitstream.laplace(int(np.abs(q).max())))
+    entropy.encode_grid(encoder, q, parent, model, bitstream.laplace(int(np.abs(q).max())))
     return 32 * len(encoder.get_compressed())
 
 
 def _decoded(q, parent, model):
     encoder = bitstream._constriction().stream.queue.RangeEncoder()
     family = bitstream.laplace(int(np.abs(q).max()))
-    entropy.encode(encoder, q, parent, model, family)
+    entropy.encode_grid(encoder, q, parent, model, family)
     decoder = bitstream._constriction().stream.queue.RangeDecoder(encoder.get_compressed())
-    return entropy.decode(decoder, q.shape, parent, model, family)
+    return entropy.decode_grid(decoder, q.shape, parent, model, family)
 
 
 @settings(max_examples=40, deadline=None)

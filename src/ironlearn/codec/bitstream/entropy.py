@@ -254,9 +254,9 @@ def code(coder, grid, parent, model: Model, family, arithmetic=portable.CURRENT)
     return grid
 
 
-def encode(encoder, q, parent, model: Model, family) -> None:
+def encode_grid(encoder, q, parent, model: Model, family) -> None:
     """Append grid ``q`` to ``encoder`` (constriction's range coder) under ``model``, as
-    :func:`decode` reads it back (:func:`code`, encoding)."""
+    :func:`decode_grid` reads it back (:func:`code`, encoding)."""
     def row(symbols, family, means, scales):
         encoder.encode(symbols, family, means, scales)
         return symbols
@@ -264,8 +264,8 @@ def encode(encoder, q, parent, model: Model, family) -> None:
     code(row, np.array(q, np.int32), parent, model, family)
 
 
-def decode(decoder, shape, parent, model: Model, family, encoder=None) -> np.ndarray:
-    """The grid of ``shape`` that :func:`encode` appended: int32 ``(h, w)`` (:func:`code`, decoding).
+def decode_grid(decoder, shape, parent, model: Model, family, encoder=None) -> np.ndarray:
+    """The grid of ``shape`` that :func:`encode_grid` appended: int32 ``(h, w)`` (:func:`code`, decoding).
 
     Each row decoded is appended again to ``encoder``, when one is given, under the same scales:
     the words it ends with are the section's if, and only if, the section held exactly this
