@@ -67,20 +67,8 @@ IL.live = function (data, api) {
   }
   say("training\u2026", "training");
 
-  const request = async (url, init = {}) => {
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), IL.LIVE_TIMEOUT_MS);
-    try {
-      const response = await fetch(url, { cache: "no-store", ...init, signal: abort.signal });
-      if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-      return response;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-
   async function draw() {
-    const response = await request("snapshot");
+    const response = await IL.liveRequest("snapshot");
     const version = Number(response.headers.get("X-Version")), step = Number(response.headers.get("X-Step"));
     if (live.mode === "frames") {
       const view = response.headers.get("X-View").split(",").map(Number);
@@ -99,7 +87,7 @@ IL.live = function (data, api) {
   async function askView() {  // the region a frame should show: what the page shows now, at its canvas size
     const wanted = JSON.stringify({ view: api.view, width: api.canvas.width, height: api.canvas.height });
     if (wanted === asked) return;
-    await request("view", { method: "POST", body: wanted, headers: { "Content-Type": "application/json" } });
+    await IL.liveRequest("view", { method: "POST", body: wanted, headers: { "Content-Type": "application/json" } });
     asked = wanted;
   }
 
@@ -107,7 +95,7 @@ IL.live = function (data, api) {
   async function poll() {
     let state;
     try {
-      state = await (await request("state")).json();
+      state = await (await IL.liveRequest("state")).json();
       failures = 0;
     } catch (error) {
       if (++failures >= IL.LIVE_FAILURES) return end(IL.NOT_ANSWERING);
@@ -124,16 +112,36 @@ IL.live = function (data, api) {
     } catch (error) {
       console.info(`live: ${error.message}`);  // the next poll tells whether the fit is still there
     }
-    const last = state.rows.length ? state.rows[state.rows.length - 1] : null;
-    const psnr = last && last[2] !== null ? `, PSNR ${last[2].toFixed(2)} dB` : "";
-    const drawing = live.mode === "frames" ? "the fit's frame of step" : "drawing step";
-    // The snapshot drawn can be newer than the state polled before it: never "step 2,460 of 2,434".
-    const drawn = api.live.step || 0, trained = Math.max(state.step, drawn);
-    say(`training: ${drawing} ${drawn.toLocaleString("en")} of ${trained.toLocaleString("en")}`
-      + `${psnr}, ${state.seconds.toFixed(1)} s`, "training");
+    say(IL.trainingLine(state, api.live.step, live.mode), "training");
     setTimeout(poll, live.pollMs);
   }
   poll();
+};
+
+// A request to the fit's server that fails when it answers other than ok, or not within
+// IL.LIVE_TIMEOUT_MS.
+IL.liveRequest = async function (url, init = {}) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), IL.LIVE_TIMEOUT_MS);
+  try {
+    const response = await fetch(url, { cache: "no-store", ...init, signal: abort.signal });
+    if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+    return response;
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+// The live line while the fit trains: the step drawn (`drawnStep`: a snapshot's, or a frame's the
+// fit rendered) of the steps trained, the last PSNR, the seconds.
+IL.trainingLine = function (state, drawnStep, mode) {
+  const last = state.rows.length ? state.rows[state.rows.length - 1] : null;
+  const psnr = last && last[2] !== null ? `, PSNR ${last[2].toFixed(2)} dB` : "";
+  const drawing = mode === "frames" ? "the fit's frame of step" : "drawing step";
+  // The snapshot drawn can be newer than the state polled before it: never "step 2,460 of 2,434".
+  const drawn = drawnStep || 0, trained = Math.max(state.step, drawn);
+  return `training: ${drawing} ${drawn.toLocaleString("en")} of ${trained.toLocaleString("en")}`
+    + `${psnr}, ${state.seconds.toFixed(1)} s`;
 };
 
 // The loss and PSNR so far, in the panel's loss figure.

@@ -172,107 +172,112 @@ IL.compileCPU = function (ops, output, weights) {
     v[0] = x; v[1] = y; v[2] = 0; v[3] = 0;
     for (const op of ops) {
       switch (op.type) {
-        case "linear": {
-          const o = vectors[++n], width = op.in4 * 4;
-          for (let j = 0; j < op.out4 * 4; j++) {
-            let acc = w[op.bias * 4 + j];
-            const row = (op.weight + j * op.in4) * 4;
-            for (let k = 0; k < width; k++) acc += v[k] * w[row + k];
-            o[j] = acc;
-          }
-          v = o;
-          break;
-        }
+        case "linear": v = IL.cpuLinear(op, v, vectors[++n], w); break;
         case "relu": for (let k = 0; k < v.length; k++) v[k] = v[k] > 0 ? v[k] : 0; break;
         case "tanh": for (let k = 0; k < v.length; k++) v[k] = Math.tanh(v[k]); break;
         case "sigmoid": for (let k = 0; k < v.length; k++) v[k] = 0.5 * (Math.tanh(0.5 * v[k]) + 1); break;
         case "sine": for (let k = 0; k < v.length; k++) v[k] = Math.sin(v[k] * op.w0); break;
-        case "fourier": {
-          const o = vectors[++n], inputs = op.src.length, cos = op.groups * 4;
-          for (let g = 0; g < op.groups; g++) {
-            for (let c = 0; c < 4; c++) {
-              let z = 0;
-              for (let i = 0; i < inputs; i++) z += v[op.src[i]] * w[(op.projection + g * inputs + i) * 4 + c];
-              o[g * 4 + c] = Math.sin(z);
-              o[cos + g * 4 + c] = Math.cos(z);
-            }
-          }
-          v = o;
-          break;
-        }
-        case "hashgrid": {
-          const o = vectors[++n];
-          o.fill(0);
-          const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
-          let slot = 0;  // each level's features follow the previous level's
-          for (const level of op.levels) {
-            const f = level.features, [weights, first] = IL.GRID_READS[level.interpolation];
-            // Cells and vertices across (x) and down (y) the level.
-            const [resX, resY] = level.res, lastX = level.side[0] - 1, lastY = level.side[1] - 1;
-            const px = Math.min(Math.max(ux * resX - level.shift, 0), lastX);
-            const py = Math.min(Math.max(uy * resY - level.shift, 0), lastY);
-            const cx = Math.min(Math.floor(px), Math.max(lastX - 1, 0));
-            const cy = Math.min(Math.floor(py), Math.max(lastY - 1, 0));
-            const wx = weights(px - cx), wy = weights(py - cy);
-            const row = level.hashed
-              // Math.imul keeps the low 32 bits of the product, as the shader's uint arithmetic does.
-              ? (ix, iy) => (ix ^ Math.imul(iy, 2654435761)) & (level.size - 1)
-              : (ix, iy) => iy * level.side[0] + ix;
-            const clamp = (i, last) => Math.min(Math.max(i, 0), last);
-            for (let j = 0; j < wy.length; j++) {
-              for (let i = 0; i < wx.length; i++) {
-                // Vertices past the edge read the edge's (a level of one vertex reads it every time).
-                const vertex = row(clamp(cx + i + first, lastX), clamp(cy + j + first, lastY));
-                const r = level.table + f * (level.offset + vertex);
-                const weight = wx[i] * wy[j];
-                for (let k = 0; k < f; k++) o[slot + k] += weight * w[r + k];
-              }
-            }
-            slot += f;
-          }
-          v = o;
-          break;
-        }
-        case "latents": {
-          const o = vectors[++n], channels = op.channels, keys = IL.keysWeights(op.cubic);
-          o.fill(0);
-          const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
-          op.levels.forEach((level, k) => {
-            const [columns, rows] = level.cells;
-            // In cells, cell j centred at j; the 4 x 4 cells from the one before, clamped to the grid.
-            const px = ux * level.scale[0] - 0.5, py = uy * level.scale[1] - 0.5;
-            const cx = Math.floor(px), cy = Math.floor(py);
-            const wx = keys(px - cx), wy = keys(py - cy);
-            for (let j = 0; j < 4; j++) {
-              const row = level.table + columns * Math.min(Math.max(cy + j - 1, 0), rows - 1);
-              for (let i = 0; i < 4; i++) {
-                const t = 4 * (row + Math.min(Math.max(cx + i - 1, 0), columns - 1)), weight = wx[i] * wy[j];
-                for (let c = 0; c < channels; c++) o[k * channels + c] += weight * w[t + c];
-              }
-            }
-          });
-          v = o;
-          break;
-        }
-        case "mix": {
-          const o = vectors[++n];
-          for (let j = 0; j < op.out4 * 4; j++) {
-            let acc = 0;
-            for (const term of op.terms) {
-              const x = vectors[term.vector], width = term.in4 * 4, row = (term.weight + j * term.in4) * 4;
-              for (let k = 0; k < width; k++) acc += x[k] * w[row + k];
-            }
-            o[j] = acc;
-          }
-          v = o;
-          break;
-        }
+        case "fourier": v = IL.cpuFourier(op, v, vectors[++n], w); break;
+        case "hashgrid": v = IL.cpuHashgrid(op, v, vectors[++n], w); break;
+        case "latents": v = IL.cpuLatents(op, v, vectors[++n], w); break;
+        case "mix": v = IL.cpuMix(op, vectors, vectors[++n], w); break;
         default: throw new Error(`no CPU path for operation ${op.type}`);
       }
     }
     for (let c = 0; c < output.length; c++) out[c] = v[output[c]];
     return out;
   };
+};
+
+// compileCPU's vector operations, one point each: from the activations `v` (a mix: from earlier
+// `vectors`, by index) and the weights `w`, each writes the next activations into `o` and returns it.
+IL.cpuLinear = function (op, v, o, w) {
+  const width = op.in4 * 4;
+  for (let j = 0; j < op.out4 * 4; j++) {
+    let acc = w[op.bias * 4 + j];
+    const row = (op.weight + j * op.in4) * 4;
+    for (let k = 0; k < width; k++) acc += v[k] * w[row + k];
+    o[j] = acc;
+  }
+  return o;
+};
+
+IL.cpuFourier = function (op, v, o, w) {
+  const inputs = op.src.length, cos = op.groups * 4;
+  for (let g = 0; g < op.groups; g++) {
+    for (let c = 0; c < 4; c++) {
+      let z = 0;
+      for (let i = 0; i < inputs; i++) z += v[op.src[i]] * w[(op.projection + g * inputs + i) * 4 + c];
+      o[g * 4 + c] = Math.sin(z);
+      o[cos + g * 4 + c] = Math.cos(z);
+    }
+  }
+  return o;
+};
+
+IL.cpuHashgrid = function (op, v, o, w) {
+  o.fill(0);
+  const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
+  let slot = 0;  // each level's features follow the previous level's
+  for (const level of op.levels) {
+    const f = level.features, [weights, first] = IL.GRID_READS[level.interpolation];
+    // Cells and vertices across (x) and down (y) the level.
+    const [resX, resY] = level.res, lastX = level.side[0] - 1, lastY = level.side[1] - 1;
+    const px = Math.min(Math.max(ux * resX - level.shift, 0), lastX);
+    const py = Math.min(Math.max(uy * resY - level.shift, 0), lastY);
+    const cx = Math.min(Math.floor(px), Math.max(lastX - 1, 0));
+    const cy = Math.min(Math.floor(py), Math.max(lastY - 1, 0));
+    const wx = weights(px - cx), wy = weights(py - cy);
+    const row = level.hashed
+      // Math.imul keeps the low 32 bits of the product, as the shader's uint arithmetic does.
+      ? (ix, iy) => (ix ^ Math.imul(iy, 2654435761)) & (level.size - 1)
+      : (ix, iy) => iy * level.side[0] + ix;
+    const clamp = (i, last) => Math.min(Math.max(i, 0), last);
+    for (let j = 0; j < wy.length; j++) {
+      for (let i = 0; i < wx.length; i++) {
+        // Vertices past the edge read the edge's (a level of one vertex reads it every time).
+        const vertex = row(clamp(cx + i + first, lastX), clamp(cy + j + first, lastY));
+        const r = level.table + f * (level.offset + vertex);
+        const weight = wx[i] * wy[j];
+        for (let k = 0; k < f; k++) o[slot + k] += weight * w[r + k];
+      }
+    }
+    slot += f;
+  }
+  return o;
+};
+
+IL.cpuLatents = function (op, v, o, w) {
+  const channels = op.channels, keys = IL.keysWeights(op.cubic);
+  o.fill(0);
+  const ux = (v[op.src[0]] + 1) * 0.5, uy = (v[op.src[1]] + 1) * 0.5;
+  op.levels.forEach((level, k) => {
+    const [columns, rows] = level.cells;
+    // In cells, cell j centred at j; the 4 x 4 cells from the one before, clamped to the grid.
+    const px = ux * level.scale[0] - 0.5, py = uy * level.scale[1] - 0.5;
+    const cx = Math.floor(px), cy = Math.floor(py);
+    const wx = keys(px - cx), wy = keys(py - cy);
+    for (let j = 0; j < 4; j++) {
+      const row = level.table + columns * Math.min(Math.max(cy + j - 1, 0), rows - 1);
+      for (let i = 0; i < 4; i++) {
+        const t = 4 * (row + Math.min(Math.max(cx + i - 1, 0), columns - 1)), weight = wx[i] * wy[j];
+        for (let c = 0; c < channels; c++) o[k * channels + c] += weight * w[t + c];
+      }
+    }
+  });
+  return o;
+};
+
+IL.cpuMix = function (op, vectors, o, w) {
+  for (let j = 0; j < op.out4 * 4; j++) {
+    let acc = 0;
+    for (const term of op.terms) {
+      const x = vectors[term.vector], width = term.in4 * 4, row = (term.weight + j * term.in4) * 4;
+      for (let k = 0; k < width; k++) acc += x[k] * w[row + k];
+    }
+    o[j] = acc;
+  }
+  return o;
 };
 
 // HashGrid's reads along one axis (INTERPOLATIONS in nn/encodings.py): the weights of the vertices

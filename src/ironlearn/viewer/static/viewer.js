@@ -215,13 +215,9 @@ IL.bare = function ({ network, canvas }, options, api, notice) {
   api.redraw();
 };
 
+// The interactive page: the picture on a stage that pans and zooms (IL.stageView), beside the panel;
+// pointers, the wheel and keys move the view, a box lays the training picture over it.
 IL.interactive = function ({ network, canvas }, data, api, notice) {
-  const stage = document.getElementById("stage");
-  const overlay = document.getElementById("original");
-  const split = document.getElementById("split");
-  const zoomLabel = document.getElementById("zoom");
-  const timingLabel = document.getElementById("timing");
-  const picture = { width: data.picture.width || 1, height: data.picture.height || 1 };
   network.outside = IL.OUTSIDE;
   IL.panel(data);
   if (notice) {
@@ -229,19 +225,28 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     line.textContent = notice;
     line.hidden = false;
   }
+  const viewer = IL.stageView(network, canvas, data, api);
+  IL.followPointers(viewer);
+  IL.followWheelAndKeys(viewer, data, api);
+  new ResizeObserver(viewer.resize).observe(viewer.stage);
+  IL.watchPixelRatio(viewer.resize, api);
+  api.zoomAt = viewer.zoomAt;
+  api.panBy = viewer.panBy;
+  api.redraw = viewer.redraw;
+  api.setCompare = viewer.setCompare;
+};
 
-  // The view: the centre (in the [-1, 1] square) and a zoom relative to the picture fitted to the stage.
+// The view of the stage, and what changes it and draws it: the centre (in the [-1, 1] square), a zoom
+// relative to the picture fitted to the stage, and the stage's size (`size`, in CSS pixels). The
+// listeners (IL.followPointers, IL.followWheelAndKeys) and the api share what it returns.
+IL.stageView = function (network, canvas, data, api) {
+  const stage = document.getElementById("stage");
+  const zoomLabel = document.getElementById("zoom");
+  const timingLabel = document.getElementById("timing");
+  const picture = { width: data.picture.width || 1, height: data.picture.height || 1 };
   const state = { cx: 0, cy: 0, zoom: 1, split: 0.5, compare: false, pointer: null };
-  let cssWidth = 1, cssHeight = 1, dpr = 1;
-  const scale = () => {  // CSS pixels per unit of x and of y
-    const fit = 0.94 * Math.min(cssWidth / picture.width, cssHeight / picture.height);
-    return [fit * state.zoom * picture.width / 2, fit * state.zoom * picture.height / 2];
-  };
-  const view = () => {
-    const [sx, sy] = scale();
-    const hw = cssWidth / 2 / sx, hh = cssHeight / 2 / sy;
-    return [state.cx - hw, state.cy - hh, state.cx + hw, state.cy + hh];
-  };
+  const size = { width: 1, height: 1, dpr: 1 };
+  const { scale, view } = IL.stageGeometry(picture, state, size);
 
   const painter = new IL.Painter(network, {
     onDone: ({ drawMs, width, height }) => {
@@ -251,34 +256,8 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     },
   });
   api.benchmark = (frames = 3) => painter.benchmark(view(), canvas.width, canvas.height, frames);
-
-  const original = new Image();
-  let originalReady = false;
-  if (data.original) {
-    original.onload = () => { originalReady = true; drawOriginal(); };
-    original.src = data.original;
-    document.getElementById("compare-label").hidden = false;
-  }
-
-  function drawOriginal() {
-    const context = overlay.getContext("2d");
-    context.setTransform(1, 0, 0, 1, 0, 0);
-    context.clearRect(0, 0, overlay.width, overlay.height);
-    split.hidden = !state.compare;
-    if (!state.compare || !originalReady) return;
-    split.style.left = `${state.split * 100}%`;
-    const [x0, y0] = view(), [sx, sy] = scale();
-    context.save();
-    context.beginPath();
-    context.rect(0, 0, state.split * overlay.width, overlay.height);
-    context.clip();
-    context.imageSmoothingEnabled = false;  // the training pixels as they are
-    // The picture's pixels span [-1, 1] on each axis, whatever size it was embedded at.
-    context.setTransform(2 / original.naturalWidth * sx * dpr, 0, 0, 2 / original.naturalHeight * sy * dpr,
-      (-1 - x0) * sx * dpr, (-1 - y0) * sy * dpr);
-    context.drawImage(original, 0, 0);
-    context.restore();
-  }
+  const viewer = { stage, state, size, scale, view };
+  const { overlay, split, drawOriginal, setCompare } = IL.originalOverlay(viewer, data);
 
   function redraw() {
     api.ready = false;
@@ -287,30 +266,30 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     const digits = state.zoom < 10 ? 2 : state.zoom < 100 ? 1 : 0;
     zoomLabel.textContent = `${state.zoom.toFixed(digits)}\u00d7`;
     const [sx] = scale();
-    zoomLabel.title = `the whole picture would be ${Math.round(2 * sx * dpr)} pixels wide at this zoom`;
+    zoomLabel.title = `the whole picture would be ${Math.round(2 * sx * size.dpr)} pixels wide at this zoom`;
     drawOriginal();
     painter.paint(api.view, canvas.width, canvas.height);
   }
 
   function resize() {
-    dpr = window.devicePixelRatio || 1;
-    cssWidth = Math.max(1, stage.clientWidth);
-    cssHeight = Math.max(1, stage.clientHeight);
+    size.dpr = window.devicePixelRatio || 1;
+    size.width = Math.max(1, stage.clientWidth);
+    size.height = Math.max(1, stage.clientHeight);
     for (const target of [canvas, overlay]) {
-      target.width = Math.round(cssWidth * dpr);
-      target.height = Math.round(cssHeight * dpr);
+      target.width = Math.round(size.width * size.dpr);
+      target.height = Math.round(size.height * size.dpr);
     }
     redraw();
   }
 
   // Zoom by `factor` keeping the point under (px, py) (CSS pixels in the stage) where it is.
-  function zoomAt(factor, px = cssWidth / 2, py = cssHeight / 2) {
+  function zoomAt(factor, px = size.width / 2, py = size.height / 2) {
     const [x0, y0] = view(), [sx, sy] = scale();
     const ux = x0 + px / sx, uy = y0 + py / sy;
     state.zoom = Math.min(IL.MAX_ZOOM, Math.max(IL.MIN_ZOOM, state.zoom * factor));
     const [nx, ny] = scale();
-    state.cx = ux - (px - cssWidth / 2) / nx;
-    state.cy = uy - (py - cssHeight / 2) / ny;
+    state.cx = ux - (px - size.width / 2) / nx;
+    state.cy = uy - (py - size.height / 2) / ny;
     redraw();
   }
 
@@ -326,12 +305,76 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     redraw();
   }
 
-  const local = (event) => {
-    const box = stage.getBoundingClientRect();
-    return [event.clientX - box.left, event.clientY - box.top];
-  };
+  return Object.assign(viewer, { split, drawOriginal, setCompare, redraw, resize, zoomAt, panBy, reset });
+};
 
-  // Pointers: one drags (the view, or the split line when grabbed there); two pinch.
+// The picture fitted to a stage of `size` (CSS pixels), at the view's centre and zoom (`state`):
+// scale() the CSS pixels per unit of x and of y, view() the region [x0, y0, x1, y1] in view.
+IL.stageGeometry = function (picture, state, size) {
+  const scale = () => {
+    const fit = 0.94 * Math.min(size.width / picture.width, size.height / picture.height);
+    return [fit * state.zoom * picture.width / 2, fit * state.zoom * picture.height / 2];
+  };
+  const view = () => {
+    const [sx, sy] = scale();
+    const hw = size.width / 2 / sx, hh = size.height / 2 / sy;
+    return [state.cx - hw, state.cy - hh, state.cx + hw, state.cy + hh];
+  };
+  return { scale, view };
+};
+
+// The training picture (data.original), laid over the left of the stage up to the split line while
+// `compare` is on (the box, the key o, api.setCompare); `viewer` is IL.stageView's.
+IL.originalOverlay = function ({ state, size, scale, view }, data) {
+  const overlay = document.getElementById("original");
+  const split = document.getElementById("split");
+  const original = new Image();
+  let originalReady = false;
+  if (data.original) {
+    original.onload = () => { originalReady = true; drawOriginal(); };
+    original.src = data.original;
+    document.getElementById("compare-label").hidden = false;
+  }
+
+  function drawOriginal() {
+    const context = overlay.getContext("2d");
+    context.setTransform(1, 0, 0, 1, 0, 0);
+    context.clearRect(0, 0, overlay.width, overlay.height);
+    split.hidden = !state.compare;
+    if (!state.compare || !originalReady) return;
+    split.style.left = `${state.split * 100}%`;
+    const [x0, y0] = view(), [sx, sy] = scale(), dpr = size.dpr;
+    context.save();
+    context.beginPath();
+    context.rect(0, 0, state.split * overlay.width, overlay.height);
+    context.clip();
+    context.imageSmoothingEnabled = false;  // the training pixels as they are
+    // The picture's pixels span [-1, 1] on each axis, whatever size it was embedded at.
+    context.setTransform(2 / original.naturalWidth * sx * dpr, 0, 0, 2 / original.naturalHeight * sy * dpr,
+      (-1 - x0) * sx * dpr, (-1 - y0) * sy * dpr);
+    context.drawImage(original, 0, 0);
+    context.restore();
+  }
+
+  const compareBox = document.getElementById("compare");
+  function setCompare(on) {
+    state.compare = on;
+    compareBox.checked = on;
+    drawOriginal();
+  }
+  compareBox.addEventListener("change", () => setCompare(compareBox.checked));
+  return { overlay, split, drawOriginal, setCompare };
+};
+
+// Where a pointer event is, in CSS pixels of the stage.
+IL.stagePoint = function (stage, event) {
+  const box = stage.getBoundingClientRect();
+  return [event.clientX - box.left, event.clientY - box.top];
+};
+
+// Pointers: one drags (the view, or the split line when grabbed there); two pinch.
+IL.followPointers = function ({ stage, split, state, size, scale, drawOriginal, panBy, zoomAt }) {
+  const local = (event) => IL.stagePoint(stage, event);
   const pointers = new Map();
   let draggingSplit = false;
   stage.addEventListener("pointerdown", (event) => {
@@ -348,7 +391,7 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     pointers.set(event.pointerId, local(event));
     const after = [...pointers.values()];
     if (draggingSplit) {
-      state.split = Math.min(1, Math.max(0, after[0][0] / cssWidth));
+      state.split = Math.min(1, Math.max(0, after[0][0] / size.width));
       drawOriginal();
     } else if (after.length === 1) {
       panBy(after[0][0] - before[0][0], after[0][1] - before[0][1]);
@@ -372,17 +415,21 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
   stage.addEventListener("pointerup", release);
   stage.addEventListener("pointercancel", release);
   stage.addEventListener("pointerleave", () => { state.pointer = null; });
+};
+
+// The wheel zooms at the pointer; a double click and the keys + - 0 o act on the view.
+IL.followWheelAndKeys = function ({ stage, state, size, zoomAt, reset, setCompare }, data, api) {
   stage.addEventListener("wheel", (event) => {
     event.preventDefault();
-    const lines = event.deltaMode === 1 ? 40 : event.deltaMode === 2 ? cssHeight : 1;
+    const lines = event.deltaMode === 1 ? 40 : event.deltaMode === 2 ? size.height : 1;
     // A trackpad pinch arrives as a wheel event with ctrlKey, in smaller steps.
     const rate = event.ctrlKey ? 0.01 : 0.002;
-    zoomAt(Math.exp(-event.deltaY * lines * rate), ...local(event));
+    zoomAt(Math.exp(-event.deltaY * lines * rate), ...IL.stagePoint(stage, event));
   }, { passive: false });
   stage.addEventListener("dblclick", reset);
   window.addEventListener("keydown", (event) => {
     if (event.target instanceof HTMLInputElement && event.target.type !== "checkbox") return;
-    const at = state.pointer || [cssWidth / 2, cssHeight / 2];
+    const at = state.pointer || [size.width / 2, size.height / 2];
     if (event.key === "+" || event.key === "=") zoomAt(1.25, ...at);
     else if (event.key === "-" || event.key === "_") zoomAt(1 / 1.25, ...at);
     else if (event.key === "0") reset();
@@ -390,25 +437,14 @@ IL.interactive = function ({ network, canvas }, data, api, notice) {
     else return;
     event.preventDefault();
   }, { signal: api.signal });
-  const compareBox = document.getElementById("compare");
-  function setCompare(on) {
-    state.compare = on;
-    compareBox.checked = on;
-    drawOriginal();
-  }
-  compareBox.addEventListener("change", () => setCompare(compareBox.checked));
+};
 
-  new ResizeObserver(resize).observe(stage);
-  (function watchPixelRatio() {  // browser zoom or a move to another screen changes the device pixel ratio
-    matchMedia(`(resolution: ${window.devicePixelRatio}dppx)`).addEventListener("change", () => {
-      resize();
-      watchPixelRatio();
-    }, { once: true, signal: api.signal });
-  })();
-  api.zoomAt = zoomAt;
-  api.panBy = panBy;
-  api.redraw = redraw;
-  api.setCompare = setCompare;
+// Browser zoom or a move to another screen changes the device pixel ratio: `resize` then, each time.
+IL.watchPixelRatio = function (resize, api) {
+  matchMedia(`(resolution: ${window.devicePixelRatio}dppx)`).addEventListener("change", () => {
+    resize();
+    IL.watchPixelRatio(resize, api);
+  }, { once: true, signal: api.signal });
 };
 
 // The side panel: title, metrics, time-lapse, loss plot, notes, architecture.
