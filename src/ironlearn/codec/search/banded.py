@@ -19,7 +19,7 @@ class Banded:
     dense matrix, entries under :data:`BAND_TOLERANCE` of its largest dropped."""
 
     def __init__(self, dense: np.ndarray):
-        self.shape = dense.shape
+        self.shape, self.dtype = dense.shape, dense.dtype
         floor = BAND_TOLERANCE * np.abs(dense).max()
         self.blocks = []
         for first in range(0, dense.shape[0], BAND_ROWS):
@@ -29,8 +29,9 @@ class Banded:
             self.blocks.append((first, low, high, np.ascontiguousarray(rows[:, low:high])))
 
     def left(self, grids: np.ndarray) -> np.ndarray:
-        """``self @ grids[c]`` for each ``c``: ``(C, rows, n)`` of ``grids`` ``(C, columns, n)``."""
-        out = np.empty((grids.shape[0], self.shape[0], grids.shape[2]), np.result_type(grids, np.float64))
+        """``self @ grids[c]`` for each ``c``: ``(C, rows, n)`` of ``grids`` ``(C, columns, n)``, in
+        the wider of their two types."""
+        out = np.empty((grids.shape[0], self.shape[0], grids.shape[2]), np.result_type(grids, self.dtype))
         for first, low, high, block in self.blocks:
             out[:, first:first + len(block)] = block @ grids[:, low:high]
         return out
