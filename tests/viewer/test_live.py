@@ -408,6 +408,6 @@ def test_a_live_photograph_starts_from_random_and_says_how_to_start_as_the_pictu
     picture = make_picture(tmp_path / "disc.png", size=260, colour=True)  # the pixel spline: it could start whole
     run = ironlearn.fit(picture, tmp_path / "run", steps=5, device="cpu", live=True, port=0, open_browser=False,
                         progress=True)
-    out = capsys.readouterr().out
-    assert run.settings["start"] == "random" and "give start picture" in out, out  # Python's words: the option, not its flag
+    err = capsys.readouterr().err  # progress=True: the command's lines, on stderr as the command prints them
+    assert run.settings["start"] == "random" and "give start picture" in err, err  # Python's words: the option, not its flag
     assert ironlearn.fit(picture, tmp_path / "whole", steps=5, device="cpu").settings["start"] == "picture"

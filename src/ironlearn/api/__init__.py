@@ -27,7 +27,7 @@ from ..image.render import render as render_bands
 from ..image.render import render_size
 from ..nn.model import Sequential
 from .about import describe, info
-from .arguments import check_flags, checked_size, named_fit_options, silent
+from .arguments import check_flags, checked_size, log_of, named_fit_options, silent
 from .compressing import compress
 from .demo import DEMO_SECONDS, Demo, demo
 from .drawing import decompress_file, render_file
@@ -71,7 +71,7 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
     """
     check_flags(progress=progress, live=live, open_browser=open_browser)
     fit_options = named_fit_options("fit", picture, out, progress=progress, live=live, **options)
-    fit_run(fit_options, log=print if progress else silent, port=port, open_browser=open_browser)
+    fit_run(fit_options, log=log_of(progress), port=port, open_browser=open_browser)
     return load(fit_options.run_folder)
 
 
