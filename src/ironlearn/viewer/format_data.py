@@ -28,7 +28,7 @@ FORMAT_SCRIPT = "format.js"
 #: Python's names, a module at a time, of what the page reads (``IL.FORMAT.<module>.<NAME>``).
 NAMES = {
     "container": (container, ("MAGIC", "VERSION", "READABLE", "MAX_HEADER_BYTES", "MAX_SECTIONS", "MAX_FILE_BYTES",
-                              "MAX_VARINT_BYTES", "CRC_BYTES")),
+                              "MAX_VARINT_BYTES", "CRC_BYTES", "TRUNCATED_HINT", "CORRUPTED_HINT", "FOREIGN_HINT")),
     "header": (header, ("MAX_PIXELS", "MODES", "MAX_MLP_MACS")),
     "shapes": (shapes, ("FILTER_LEVELS", "FILTER_OFFSETS")),
     "latents": (latents, ("COLOURS", "CUBIC", "CUBIC_BEFORE_5")),
@@ -37,8 +37,6 @@ NAMES = {
     "portable": (portable, ("LN2_HI", "LN2_LO", "INV_LN2", "EXP_TERMS", "LOG_TERMS", "SQRT_HALF", "SINCE_VERSION")),
     "network": (network, ("FEATURE_GAIN",)),
 }
-#: The container's hints that end its messages (private there: only its messages and the page's use them).
-HINTS = {"TRUNCATED_HINT": "_TRUNCATED_HINT", "CORRUPTED_HINT": "_CORRUPTED_HINT", "FOREIGN_HINT": "_FOREIGN_HINT"}
 
 
 def plain(value):
@@ -65,13 +63,12 @@ def _field(item) -> dict:
 
 def format_data() -> dict:
     """Every number of the format the page's decoder reads, JSON-ready: ``{module: {NAME:
-    value}}`` under the codec's own names, plus the container's message hints, the header's
+    value}}`` under the codec's own names (the container's message hints among them), the header's
     ``LAYOUT`` (a list of fields and records, see :func:`_field`), and format 5's class
     logarithms by this machine's C library (``libm``: the page has no such ``log``, and format
     5's files were written with it)."""
     data = {section: {name: plain(getattr(module, name)) for name in names}
             for section, (module, names) in NAMES.items()}
-    data["container"].update({name: getattr(container, private) for name, private in HINTS.items()})
     data["header"]["LAYOUT"] = [_field(item) for item in header.LAYOUT]
     data["libm"] = {"CLASS_LOG_ACTIVITY": plain(entropy.class_log_activity(math.log))}
     return data

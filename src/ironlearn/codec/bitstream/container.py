@@ -50,9 +50,9 @@ MAX_FILE_BYTES = 1 << 28
 MAX_VARINT_BYTES = 10
 CRC_BYTES = 4
 
-_TRUNCATED_HINT = "copy the whole file again"
-_CORRUPTED_HINT = "copy the file again, or compress the picture again"
-_FOREIGN_HINT = "give a file that `ironlearn compress` wrote"
+TRUNCATED_HINT = "copy the whole file again"
+CORRUPTED_HINT = "copy the file again, or compress the picture again"
+FOREIGN_HINT = "give a file that `ironlearn compress` wrote"
 
 
 class CodecError(ValueError):
@@ -143,10 +143,10 @@ class Reader:
         self.what = what
 
     def _truncated(self, name: str, detail: str = "") -> CodecError:
-        return CodecError(f"truncated: the {self.what} ends inside {name}{detail}; {_TRUNCATED_HINT}")
+        return CodecError(f"truncated: the {self.what} ends inside {name}{detail}; {TRUNCATED_HINT}")
 
     def _corrupted(self, problem: str) -> CodecError:
-        return CodecError(f"corrupted: in the {self.what}, {problem}; {_CORRUPTED_HINT}")
+        return CodecError(f"corrupted: in the {self.what}, {problem}; {CORRUPTED_HINT}")
 
     def _take(self, size: int, name: str) -> bytes:
         left = len(self._data) - self._position
@@ -245,9 +245,9 @@ def _check_signature(data: bytes) -> None:
         raise CodecError("not an ironlearn compressed file as it stands: its first byte was changed, as a "
                          "text-mode transfer does; copy it again in binary mode")
     if len(data) < len(MAGIC):
-        raise CodecError(f"not an ironlearn compressed file: it has only {len(data)} bytes; {_FOREIGN_HINT}")
+        raise CodecError(f"not an ironlearn compressed file: it has only {len(data)} bytes; {FOREIGN_HINT}")
     raise CodecError(f"not an ironlearn compressed file (it does not start with the ironlearn signature); "
-                     f"{_FOREIGN_HINT}")
+                     f"{FOREIGN_HINT}")
 
 
 def _check_version(version: int) -> None:
@@ -260,7 +260,7 @@ def _check_version(version: int) -> None:
                          "compress the picture again")
     if version < 1:
         raise CodecError(f"unknown format version {version} (formats start at 1): the file is damaged; "
-                         f"{_CORRUPTED_HINT}")
+                         f"{CORRUPTED_HINT}")
 
 
 def unpack(data: bytes) -> tuple[bytes, list[bytes]]:
@@ -301,7 +301,7 @@ def unpack_with_version(data: bytes) -> tuple[int, bytes, list[bytes]]:
     header_size = reader.uint(0, MAX_HEADER_BYTES, "the header length")
     header = reader.raw(header_size, "the header")
     if reader.raw(CRC_BYTES, "the header checksum") != _crc(version + header):
-        raise CodecError(f"corrupted: the header fails its checksum; {_CORRUPTED_HINT}")
+        raise CodecError(f"corrupted: the header fails its checksum; {CORRUPTED_HINT}")
     count = reader.uint(0, MAX_SECTIONS, "the section count")
     table = []
     for index in range(count):
@@ -314,7 +314,7 @@ def unpack_with_version(data: bytes) -> tuple[int, bytes, list[bytes]]:
     for index, (size, crc) in enumerate(table):
         section = payloads[start:start + size]
         if _crc(section) != crc:
-            raise CodecError(f"section {index} is corrupted (it fails its checksum); {_CORRUPTED_HINT}")
+            raise CodecError(f"section {index} is corrupted (it fails its checksum); {CORRUPTED_HINT}")
         sections.append(section)
         start += size
     return version[0], header, sections
@@ -331,12 +331,12 @@ def read_file(path, limit: int = MAX_FILE_BYTES) -> bytes:
     try:
         info = os.stat(path)
         if stat.S_ISDIR(info.st_mode):
-            raise CodecError(f"{path} is a folder; {_FOREIGN_HINT}")
+            raise CodecError(f"{path} is a folder; {FOREIGN_HINT}")
         if not stat.S_ISREG(info.st_mode):
-            raise CodecError(f"{path} is not a regular file; {_FOREIGN_HINT}")
+            raise CodecError(f"{path} is not a regular file; {FOREIGN_HINT}")
         if info.st_size > limit:
             raise CodecError(f"{path} has {info.st_size:,} bytes, over the {limit:,} ironlearn reads: "
-                             f"it is not a compressed picture; {_FOREIGN_HINT}")
+                             f"it is not a compressed picture; {FOREIGN_HINT}")
         with open(path, "rb") as file:
             data = file.read(limit + 1)
     except FileNotFoundError:
@@ -344,7 +344,7 @@ def read_file(path, limit: int = MAX_FILE_BYTES) -> bytes:
     except OSError as exc:
         raise CodecError(f"cannot read {path} ({exc.strerror or exc}); check that you may read it") from None
     if len(data) > limit:
-        raise CodecError(f"{path} grew past {limit:,} bytes while being read; {_FOREIGN_HINT}")
+        raise CodecError(f"{path} grew past {limit:,} bytes while being read; {FOREIGN_HINT}")
     return data
 
 

@@ -40,7 +40,7 @@ MAX_HIDDEN, MAX_DEPTH = 256, 8
 
 
 def refuse(what: str) -> CodecError:
-    return CodecError(f"{what}; give a file that `ironlearn compress` wrote")
+    return CodecError(f"{what}; {container.FOREIGN_HINT}")
 
 
 def mlp_layers(inputs: int, outputs: int, hidden: int, depth: int) -> list[tuple[int, int]]:
