@@ -68,12 +68,16 @@ def test_gray_pictures_and_rate_weights():
     assert codec.read(result.data).mode == "gray"
 
 
-def test_progress_reports_rate_control_then_the_mlp():
+def test_progress_reports_rate_control_then_the_mlp_then_the_latents():
     seen = []
     codec.compress_array(_picture(), bpp=1.0, seconds=2.0, progress=lambda *args: seen.append(args))
     control = [done for what, done, total, psnr in seen if what == "rate control"]
-    assert control[:14] == list(range(1, 15)) and all(psnr is None for what, *_, psnr in seen if what != "MLP step")
-    assert all(psnr > 0 for what, *_, psnr in seen if what == "MLP step")
+    trained = ("MLP step", "latents step")
+    assert control[:14] == list(range(1, 15)) and all(psnr is None for what, *_, psnr in seen if what not in trained)
+    assert all(psnr > 0 for what, *_, psnr in seen if what in trained)
+    order = [what for what, *_ in seen]
+    assert "latents step" in order  # the latents are tuned last, through the MLP
+    assert order.index("latents step") > max(i for i, what in enumerate(order) if what != "latents step")
 
 
 def test_the_arguments_are_checked():

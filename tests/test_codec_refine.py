@@ -1,6 +1,7 @@
 """The latents trained, not only computed (codec/search/refine.py): refinement never leaves the
-analysis's pyramid worse, keeps within a rate target, and trades better on a picture with detail;
-its rate gradient is the derivative of the bits it stands for."""
+analysis's pyramid worse, keeps within a rate target, and trades better on a picture with detail,
+also drawn through the filters and the MLP as the decoder draws it; its rate gradient is the
+derivative of the bits it stands for, and the MLP's gradient the derivative of what it draws."""
 
 import math
 import time
@@ -12,7 +13,13 @@ from helpers import waves
 from ironlearn.codec.model.latents import COLOURS
 from ironlearn.codec.search.analysis import analyse
 from ironlearn.codec.search.ratecontrol import distortion, latent_bits, trade
-from ironlearn.codec.search.refine import rate_gradient, refine
+from ironlearn.codec.bitstream import read, write
+from ironlearn.codec.model.network import FEATURE_GAIN, build
+from ironlearn.codec.quantise import quantise_weights
+from ironlearn.codec.search.encoder import _decoded_error
+from ironlearn.codec.search.filters import fit_filters
+from ironlearn.codec.search.refine import _drawn, _Frozen, rate_gradient, refine
+from ironlearn.codec.search.synthesis import mlp_problem, train
 
 
 def _picture(height=96, width=128):
@@ -65,3 +72,57 @@ def test_an_empty_grid_stays_empty():
     pyramid.latents[3] = np.zeros_like(pyramid.latents[3])
     refined = refine(picture, pyramid, 1e-3, until=math.inf, steps=30)
     assert not refined.latents[3].any()
+
+
+def _trained_mlp(picture, pyramid, lam):
+    """An MLP trained a moment on ``pyramid``'s error and its weights rounded, as the encoder
+    makes one: ``(net, weights)``."""
+    inputs, residual = mlp_problem(pyramid, picture)
+    net, _ = train(inputs, residual, 0.5, 0, None)
+    return net, quantise_weights(net, inputs, residual, lam)
+
+
+def test_the_frozen_mlp_draws_what_the_decoder_draws():
+    picture = _picture(64, 96)
+    pyramid = analyse(picture, 0.05, 4)
+    fit_filters(picture, pyramid, 1e-3, math.inf)
+    net, _ = _trained_mlp(picture, pyramid, 1e-3)
+    drawn = _drawn(pyramid, [q.astype(np.float32) for q in pyramid.latents], _Frozen(net))
+    features = pyramid.features(64, 96)
+    decoded = pyramid.summed(features) + net.forward(features * np.float32(FEATURE_GAIN))
+    assert np.allclose(drawn.reshape(3, -1).T, decoded, atol=1e-5)
+
+
+def test_the_frozen_mlps_gradient_is_its_derivative():
+    rng = np.random.default_rng(1)
+    net = build(12, 3, seed=2)
+    net.layers[-1].params["weight"][...] = rng.normal(0, 0.3, net.layers[-1].params["weight"].shape)
+    frozen = _Frozen(net)
+    inputs, direction = rng.normal(0, 0.1, (2, 12, 50))
+    weights = rng.normal(0, 1, (3, 50))
+    frozen.forward(inputs.astype(np.float32))
+    analytic = float(np.sum(frozen.backward(weights.astype(np.float32)) * direction))
+    h = 1e-3
+    numeric = (np.sum(weights * frozen.forward((inputs + h * direction).astype(np.float32)))
+               - np.sum(weights * frozen.forward((inputs - h * direction).astype(np.float32)))) / (2 * h)
+    assert analytic == pytest.approx(numeric, rel=2e-2)
+
+
+def test_refinement_through_the_mlp_and_filters_makes_a_better_file():
+    """The latents refined as the file draws them (filters, MLP) trade better once written and
+    read back: the refinement's picture is the decoder's."""
+    picture = _picture()
+    target = np.round(np.clip(picture @ COLOURS[3], 0, 1) * 255).astype(np.uint8)
+    pixels = picture.shape[0] * picture.shape[1]
+    pyramid = analyse(picture, 0.05, 5)
+    lam = 1e-3
+    fit_filters(picture, pyramid, lam, math.inf)
+    net, weights = _trained_mlp(picture, pyramid, lam)
+
+    def traded(pyr):
+        data = write(pyr, (net, weights))
+        return trade(_decoded_error(read(data), target), 8 * len(data) / pixels, lam)
+
+    refined = refine(picture, pyramid, lam, until=math.inf, steps=40, net=net)
+    assert refined.filters == pyramid.filters
+    assert traded(refined) < traded(pyramid)

@@ -49,11 +49,15 @@ def pairs(padded: np.ndarray, first: int, last: int) -> np.ndarray:
 
 def filtered(grids: np.ndarray, corrections: np.ndarray) -> np.ndarray:
     """``grids`` ``(C, h, w)`` through each channel's symmetric filter: the grid plus
-    ``corrections`` ``(C, taps)`` times what each tap reads (:func:`tap`), a tap at a time
-    (the memory of two grids, not of one a tap)."""
+    ``corrections`` ``(C, taps)`` times what each tap reads (:func:`tap`), a tap at a time into
+    one scratch grid (the memory of three grids, not of one a tap)."""
     padded, h = pad(grids), grids.shape[1]
     corrections = corrections.astype(grids.dtype)[:, :, None, None]
     out = grids * (1 + corrections[:, 0])
+    read = np.empty_like(out)
     for j in range(1, len(FILTER_OFFSETS)):
-        out += corrections[:, j] * tap(padded, 0, h, j)
+        dy, dx = FILTER_OFFSETS[j]
+        np.add(_shifted(padded, 0, h, dy, dx), _shifted(padded, 0, h, -dy, -dx), out=read)
+        read *= corrections[:, j]
+        out += read
     return out
