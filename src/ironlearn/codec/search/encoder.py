@@ -1,7 +1,7 @@
 """Encode a picture as a small file that decodes at any size: its arguments, its candidate files,
 and the cheapest of them.
 
-The encoder works in three steps (the design and why are in ``docs/compression.md``):
+The encoder works in four steps (the design and why are in ``docs/compression.md``):
 
 1. **Analysis.** The picture, in decorrelated colours, becomes a Laplacian pyramid of integer
    latents (:func:`.analysis.analyse`), at the quantisation step whose rate meets the target
@@ -9,11 +9,13 @@ The encoder works in three steps (the design and why are in ``docs/compression.m
    Then each of the finest levels gets the small symmetric filter, applied to its grid before
    upsampling, that least squares finds against the picture, rounded by the same
    rate-distortion trade as the weights below, or none where it does not pay (:mod:`.filters`).
-2. **Synthesis.** With the time left, a small MLP learns to correct the pyramid's picture from
-   the upsampled latents (:mod:`.synthesis`).  Its weights are rounded to a step ``2**e`` a
-   tensor, chosen by the same rate-distortion trade; it is kept only if the picture it adds is
-   worth its bits, the latents then re-analysed for the rate it leaves.
-3. **Coding.** Each candidate is written (:mod:`..bitstream`), read back and measured; the
+2. **Synthesis.** With half the time left, a small MLP learns to correct the pyramid's picture
+   from the upsampled latents (:mod:`.synthesis`).  Its weights are rounded to a step ``2**e`` a
+   tensor, chosen by the same rate-distortion trade, the latents then re-analysed for the rate
+   they leave.
+3. **Tuning.** With the other half, every level's latents are refined against ``distortion +
+   lambda * rate`` as the file draws the picture, through the filters and the MLP (:mod:`.refine`).
+4. **Coding.** Each candidate is written (:mod:`..bitstream`), read back and measured; the
    cheapest by the target's rule (:func:`_cost`) is the file.  The pyramid with its filters is
    always among the files written, so that an MLP that costs bits and adds no quality is dropped.
 """
@@ -59,8 +61,9 @@ ONE_THREAD_PIXELS = 1 << 20
 ROUNDING_STEPS = 100
 #: The share of the MLP's time given to the latents, refined through it once it is trained
 #: (:func:`.refine.refine`); up to :data:`~.synthesis.MLP_PIXELS` pixels, which it draws whole.
-#: On sporco's four at 0.25 and 0.5 bpp, 30 s encodes, half gained +0.13 to +0.57 dB over the
-#: MLP alone, a third +0.09 to +0.55 (docs/compression.md, 'The latents tuned through the MLP').
+#: On sporco's four at 0.25 and 0.5 bpp, 30 s encodes, half gained +0.12 to +0.63 dB over the
+#: MLP given all the time, a third -0.02 to +0.55 (docs/compression.md, 'The latents tuned
+#: through the MLP').
 TUNING_SHARE = 0.5
 #: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
 #: files written and checked.
@@ -241,6 +244,7 @@ def _with_mlp(job: _Job, plain, lam) -> list:
     training = clock.left() - (refit + MLP_OVERHEAD_COST + 4 * FINISH_COST) * clock.analysis
     tuning = TUNING_SHARE * training if pixels <= MLP_PIXELS else 0.0
     training -= tuning
+    tuning -= FINISH_COST * clock.analysis  # the tuning writes the file once to count its other sections' bits
     if training <= 0:
         return []
     with blas_threads(1):  # the MLP's products are small: one thread is faster, alone or not
@@ -340,7 +344,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     written and checked are done whatever it says.  It runs on one BLAS thread up to
     :data:`ONE_THREAD_PIXELS` pixels, and the MLP always.  ``progress``, if given, is called as
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
-    and about every second while the MLP trains.
+    about every second while the MLP trains, and every ten steps of the latents' tuning.
     """
     job = _arguments(values, bpp, lmbda, seconds, levels, seed, progress)
     with blas_threads(1 if job.pixels <= ONE_THREAD_PIXELS else None):
