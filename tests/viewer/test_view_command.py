@@ -127,8 +127,15 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys, model_file, case):
 
 def test_serve_answers_until_ctrl_c(tmp_path, model_file):
     env = {**os.environ, "DISPLAY": "", "WAYLAND_DISPLAY": ""}
-    process = subprocess.Popen([sys.executable, "-m", "ironlearn", "view", str(model_file), "--serve", "--port", "0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # A suite started in the background (`make test &`) ignores SIGINT, and a child inherits an
+    # ignored signal (it waited out its timeout): a handler set in Python is reset to the default
+    # in the child, as a terminal's would be.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "ironlearn", "view", str(model_file), "--serve", "--port", "0"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         url = process.stdout.readline().strip()
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/viewer\.html", url), url
