@@ -33,13 +33,13 @@ def _shifted(padded: np.ndarray, first: int, last: int, dy: int, dx: int) -> np.
     return padded[:, r + first + dy:r + last + dy, r + dx:r + dx + w]
 
 
-def tap(padded: np.ndarray, first: int, last: int, j: int) -> np.ndarray:
+def tap(padded: np.ndarray, first: int, last: int, j: int, out: np.ndarray | None = None) -> np.ndarray:
     """What tap ``j`` of :data:`FILTER_OFFSETS` reads in rows ``first:last`` of the grids that
     ``padded`` holds: the grid itself for the centre, else the grid shifted by the tap's offset
-    ``d`` plus the grid shifted by ``-d``."""
+    ``d`` plus the grid shifted by ``-d`` (into ``out`` when given)."""
     dy, dx = FILTER_OFFSETS[j]
     read = _shifted(padded, first, last, dy, dx)
-    return read if j == 0 else read + _shifted(padded, first, last, -dy, -dx)
+    return read if j == 0 else np.add(read, _shifted(padded, first, last, -dy, -dx), out=out)
 
 
 def pairs(padded: np.ndarray, first: int, last: int) -> np.ndarray:
@@ -56,8 +56,7 @@ def filtered(grids: np.ndarray, corrections: np.ndarray) -> np.ndarray:
     out = grids * (1 + corrections[:, 0])
     read = np.empty_like(out)
     for j in range(1, len(FILTER_OFFSETS)):
-        dy, dx = FILTER_OFFSETS[j]
-        np.add(_shifted(padded, 0, h, dy, dx), _shifted(padded, 0, h, -dy, -dx), out=read)
+        tap(padded, 0, h, j, out=read)
         read *= corrections[:, j]
         out += read
     return out

@@ -158,10 +158,16 @@ class Pyramid:
             return self.latents[k][:, first:last] * self.steps[k][:, None, None]
         low, high = max(0, first - FILTER_RADIUS), min(shape[1], last + FILTER_RADIUS)
         scaled = self.latents[k][:, low:high] * self.steps[k][:, None, None]
-        q, exponent = self.filters[k]
         # The edge rows padding repeats are the grid's own only at its edges; elsewhere the band
         # holds FILTER_RADIUS real rows each side, and the filter reads no further.
-        return filtered(scaled, q * np.float32(2.0 ** exponent))[:, first - low:last - low]
+        return filtered(scaled, self.corrections(k))[:, first - low:last - low]
+
+    def corrections(self, k: int) -> np.ndarray | None:
+        """Level ``k``'s filter as :func:`filtered` takes it, ``(channels, taps)`` float32, or None."""
+        if self.filters[k] is None:
+            return None
+        q, exponent = self.filters[k]
+        return q * np.float32(2.0 ** exponent)
 
     def features(self, height: int, width: int, rows=slice(None), region=None, values=None) -> np.ndarray:
         """The grids' :meth:`values`, upsampled to ``height x width`` and read at output rows

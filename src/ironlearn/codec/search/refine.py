@@ -120,7 +120,7 @@ def _drawn(pyramid: Pyramid, integers: list, net: _Frozen | None = None) -> np.n
     for k, q in enumerate(integers):
         grids = q * pyramid.steps[k][:, None, None]
         if pyramid.filters[k] is not None:
-            grids = filtered(grids, pyramid.filters[k][0] * np.float32(2.0 ** pyramid.filters[k][1]))
+            grids = filtered(grids, pyramid.corrections(k))
         if k > 0:
             (up_y, _, _), (up_x, _, _) = _operators(height, k), _operators(width, k)
             grids = up_x.right(up_y.left(grids))
@@ -265,7 +265,7 @@ def _step(pyramid: Pyramid, y: list, error: np.ndarray, frozen, rate_terms: list
             (_, down_y, _), (_, down_x, _) = _operators(height, k), _operators(width, k)
             at_level = np.ascontiguousarray(down_x.right(down_y.left(at_level)))
         if pyramid.filters[k] is not None:  # a symmetric filter is its own adjoint but at the edges
-            at_level = filtered(at_level, pyramid.filters[k][0] * np.float32(2.0 ** pyramid.filters[k][1]))
+            at_level = filtered(at_level, pyramid.corrections(k))
         grad = at_level * pyramid.steps[k][:, None, None]
         grad += np.float32(min(weight, MAX_WEIGHT)) * _rate_gradient(y[k], *rate_terms[k])
         grad[held[k]] = 0
