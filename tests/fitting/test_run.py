@@ -253,37 +253,53 @@ def test_a_timed_fit_whose_steps_slowed_down_says_so_in_its_closing_line(tmp_pat
     assert metrics["slowdown"] >= 1.5 and "took" in done[0] and "less of the machine" in done[0], err
 
 
-def test_a_fit_of_fixed_steps_is_the_same_bit_for_bit_resumed_or_in_another_thread(tmp_path):
-    """BLAS gives other last bits on two threads than on one, so a run of fixed steps keeps one
-    thread: measured, its resume would time its thread counts again and go another way.  And a
-    count set from a thread other than the one that last set it was ignored (threadpoolctl 3.8
-    lets one thread control OpenBLAS while it lives): the same fit in a thread ran on two."""
+def test_a_fit_of_fixed_steps_takes_every_core_and_is_the_same_bit_for_bit_resumed_or_in_another_thread(tmp_path):
+    """A run of fixed steps measures once which BLAS thread count is faster and keeps it: the
+    count is recorded with the run, and a resume goes on with it (BLAS gives other last bits on
+    another count, so measuring again could go another way; here the resume's measurement would
+    choose one thread, and it must not be asked).  And a count set from a thread other than the
+    one that last set it was ignored (threadpoolctl 3.8 lets one thread control OpenBLAS while it
+    lives): the same fit in a thread must run on the same count."""
     import signal
     import threading
 
     import numpy as np
 
     from ironlearn.fitting import FitOptions, fit
+    from ironlearn.train import Trainer, threads as thread_policy
 
+    cores = min(thread_policy.blas_thread_count(), os.cpu_count() or 1)
+    if cores < 2:
+        pytest.skip("one core: every fit runs on one BLAS thread")
     picture = make_picture(tmp_path / "disc.png", size=24, colour=True)
+    step = Trainer.train_step
+    seen = {}  # trainer -> the BLAS thread counts its steps ran on (the measurement's trainer first)
 
-    def fitted(out, steps, resume=False, in_thread=False):
+    def counted(trainer):
+        seen.setdefault(trainer, set()).add(thread_policy.blas_thread_count())
+        step(trainer)
+
+    def fitted(out, steps, resume=False, in_thread=False, faster=cores):
         options = FitOptions(input=str(picture), out=str(tmp_path / out), steps=steps, device="cpu", quiet=True,
                              resume=resume)
-        if in_thread:
-            thread = threading.Thread(target=lambda: fit(options, log=lambda m: None))
-            thread.start()
-            thread.join()
-        else:
-            fit(options, log=lambda m: None)
-        return load_checkpoint(tmp_path / out / "model.npz").model.named_arrays()
+        with pytest.MonkeyPatch.context() as patch:  # what the measurement finds faster, on any machine
+            patch.setattr(thread_policy, "MORE_THREADS_GAIN", 1e9 if faster > 1 else 0.0)
+            if in_thread:
+                thread = threading.Thread(target=lambda: fit(options, log=lambda m: None))
+                thread.start()
+                thread.join()
+            else:
+                fit(options, log=lambda m: None)
+        saved = load_checkpoint(tmp_path / out / "model.npz")
+        return saved.settings["blas_threads"], saved.model.named_arrays()
 
-    straight = fitted("straight", 30)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Trainer, "train_step", counted)
+        threads, straight = fitted("straight", 30)
+    measured, trained = seen.values()
+    assert measured == {1, cores} and trained == {cores} and threads == cores, (seen, threads)
     with pytest.MonkeyPatch.context() as patch:  # Ctrl-C after step 12: the fit saves and stops
         from ironlearn.fitting import Interrupted
-        from ironlearn.train import Trainer
-
-        step = Trainer.train_step
 
         def stopping(trainer):
             step(trainer)
@@ -293,7 +309,8 @@ def test_a_fit_of_fixed_steps_is_the_same_bit_for_bit_resumed_or_in_another_thre
         patch.setattr(Trainer, "train_step", stopping)
         with pytest.raises(Interrupted):
             fitted("resumed", 30)
-    for got in (fitted("resumed", 30, resume=True), fitted("thread", 30, in_thread=True)):
+    for threads, got in (fitted("resumed", 30, resume=True, faster=1), fitted("thread", 30, in_thread=True)):
+        assert threads == cores
         assert got.keys() == straight.keys()
         for name in straight:
             np.testing.assert_array_equal(got[name], straight[name], err_msg=name)

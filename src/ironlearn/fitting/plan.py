@@ -71,12 +71,12 @@ _SAVED = {
     "lr": _number(1e-30), "lr_min": _number(0), "time_budget": _number(1e-30, none=True),
     "checkpoint_every": _whole(1, none=True), "snapshot_every": _whole(1, none=True),
     "timed": lambda v: isinstance(v, bool), "train_seconds": _number(0), "stalled_seconds": _number(0),
-    "start": _one_of(("picture", "random")),
+    "start": _one_of(("picture", "random")), "blas_threads": _whole(1, none=True),
     "anneal_from": lambda v: v is None or (isinstance(v, list) and len(v) == 2 and _whole(0)(v[0])
                                            and _number(1e-30)(v[1])),
 }
 _SAVED_OPTIONAL = ("fingerprint", "filter", "schedule", "timed", "train_seconds", "time_budget", "checkpoint_every",
-                   "snapshot_every", "anneal_from", "start", "stalled_seconds")
+                   "snapshot_every", "anneal_from", "start", "stalled_seconds", "blas_threads")
 
 
 def check_saved(saved: dict, where: str) -> None:
@@ -163,6 +163,9 @@ class RunPlan:
     quiet: bool = False
     progress: str | None = None  # as FitOptions.progress
     start: str = "picture"  # as FitOptions.start; a resumed run keeps its own (runs saved without one: picture)
+    #: The BLAS threads a run of fixed steps trains on, chosen once and kept across resumes (None:
+    #: not chosen yet, or a timed run, whose policy keeps measuring; ``fitting.run.thread_policy``).
+    blas_threads: int | None = None
 
     @property
     def preset(self):
@@ -282,7 +285,8 @@ class RunPlan:
                 "seed": self.seed, "steps": self.steps, "time_budget": self.time_budget, "timed": self.timed,
                 "anneal_from": None if self.anneal_from is None else list(self.anneal_from), "device": device,
                 "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
-                "train_seconds": train_seconds, "stalled_seconds": stalled_seconds, "start": self.start}
+                "train_seconds": train_seconds, "stalled_seconds": stalled_seconds, "start": self.start,
+                "blas_threads": self.blas_threads}
 
 
 def _batch_size(options: FitOptions, preset, points: int) -> int | None:
@@ -333,7 +337,8 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
         prior_stalled=float(saved.get("stalled_seconds", 0.0)) if saved else 0.0,
         resume=options.resume, force=options.force, quiet=options.quiet, progress=options.progress,
         start=options.start or (saved or {}).get("start") or default_start(preset.name, model_options, picture.mode,
-                                                                           live=options.live))
+                                                                           live=options.live),
+        blas_threads=None if timed or steps is None else _saved_threads(saved))
 
 
 def default_start(model: str, model_options: dict, mode: str, *, live: bool = False) -> str:
@@ -343,6 +348,15 @@ def default_start(model: str, model_options: dict, mode: str, *, live: bool = Fa
     shown ``live`` from random too: a page that shows the finished picture from the first frame
     shows nothing learning."""
     return "random" if live or (model == "hashgrid" and drawn_thumbnail(model_options, mode)) else "picture"
+
+
+def _saved_threads(saved: dict | None) -> int | None:
+    """The BLAS threads a resumed run of fixed steps goes on with: the count it recorded, or one
+    for a run of fixed steps saved before the count was recorded (they all ran on one); None for
+    a new run, or one that was timed (its count is chosen afresh)."""
+    if saved is None or saved.get("timed"):
+        return None
+    return saved.get("blas_threads") or 1
 
 
 #: The share of a time budget a timed run may stop short of it, at its planned steps, and be done.

@@ -216,12 +216,7 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     when only a time budget was given); ``log`` gets its notes."""
     model = (saved.model if saved is not None else new_model(plan, picture)).to(backend)
     data = training_data(plan, picture, backend)
-    # BLAS gives other last bits on another thread count, so a run of fixed steps, whose resume and
-    # live page promise the same numbers, stays on one thread (what the measuring policy chooses for
-    # the hash grid, and as fast alone for SIREN at 256 px); a timed run, whose steps are the clock's
-    # anyway, takes whichever its steps show faster.
-    timed = plan.steps is None or plan.timed
-    threads = (ThreadPolicy() if timed else ThreadPolicy(fixed=1)) if backend.device == "cpu" else None
+    plan, threads = thread_policy(plan, model, data, backend)
     calibrated_pace = calibrate(model, data, threads=threads) if plan.steps is None else None
     if calibrated_pace is not None:
         plan = plan.calibrated(calibrated_pace)
@@ -246,6 +241,29 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     trainer.callbacks = [recorder, *([] if plan.starts_as_picture else [snapshots]), checkpointer, rollback]
     backend.release_unused()  # the setup's one-off arrays: the pool holds the training's alone
     return job
+
+
+def thread_policy(plan: RunPlan, model, data, backend) -> tuple[RunPlan, ThreadPolicy | None]:
+    """The plan, with its BLAS thread count once chosen, and the policy its steps run under on the
+    CPU (None on a GPU, whose steps make no BLAS call).
+
+    A timed run, whose steps are the clock's anyway, keeps measuring which count is faster.  A
+    run of fixed steps promises the same numbers on a resume and on its live page, and BLAS gives
+    other last bits on another thread count, so it measures once, on throwaway steps as
+    calibration's (the model untouched), and keeps that count: the plan records it, and a resume
+    goes on with it.  Before, such a run kept one thread, a quarter slower for SIREN on two
+    cores and one core of sixteen on a large machine (docs/benchmarks.md).
+    """
+    if backend.device != "cpu":
+        return plan, None
+    if plan.steps is None or plan.timed:
+        return plan, ThreadPolicy()
+    if plan.blas_threads is None:
+        policy = ThreadPolicy()
+        if policy.auto:
+            calibrate(model, data, threads=policy)
+        plan = dataclasses.replace(plan, blas_threads=policy.chosen or 1)
+    return plan, ThreadPolicy(fixed=plan.blas_threads)
 
 
 def training_data(plan: RunPlan, picture, backend) -> dict:
