@@ -39,3 +39,13 @@ def run_folder(tmp_path, capsys):
     code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 20, *FAST)
     assert code == 0, err
     return tmp_path / "run"
+
+
+@pytest.fixture
+def one_thread_count(monkeypatch):
+    """Every fit of fixed steps measures its BLAS thread count once and keeps it, and two counts
+    give other last bits: a test that compares two fresh fits bit for bit makes both find one
+    thread faster (a resume reads the count its run saved, and needs no help)."""
+    from ironlearn.train import threads
+
+    monkeypatch.setattr(threads, "MORE_THREADS_GAIN", 0.0)

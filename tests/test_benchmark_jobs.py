@@ -42,7 +42,7 @@ CASES = {  # name: (width, height, mode, FitOptions settings, the regime the pla
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_benchmark_job_takes_the_fit_commands_first_steps_bit_for_bit(tmp_path, name):
+def test_a_benchmark_job_takes_the_fit_commands_first_steps_bit_for_bit(tmp_path, name, one_thread_count):
     width, height, mode, settings, regime = CASES[name]
     pixels = _picture(width, height, 3 if mode == "rgb" else 1)
     path = tmp_path / "picture.png"

@@ -100,7 +100,7 @@ def test_existing_run_is_never_overwritten(fitted, picture, capsys):
     assert code == 0 and load_checkpoint(fitted / "checkpoint.npz").step == 10
 
 
-def test_resume_continues_the_step_count_and_the_curve(tmp_path, picture, capsys):
+def test_resume_continues_the_step_count_and_the_curve(tmp_path, picture, capsys, one_thread_count):
     straight = tmp_path / "straight"
     assert run_cli(capsys, "fit", picture, "--out", straight, "--steps", 80, "--batch-size", 300, *QUICK)[0] == 0
     # A first leg stopped by its time budget after one step, then resumed to the same total.

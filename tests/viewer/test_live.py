@@ -282,7 +282,7 @@ def fit_in_thread(options, live):
 
 
 @pytest.mark.parametrize("frames", [False, True], ids=["weights", "frames"])
-def test_live_leaves_the_fit_unchanged_bit_for_bit(tmp_path, monkeypatch, frames):
+def test_live_leaves_the_fit_unchanged_bit_for_bit(tmp_path, monkeypatch, frames, one_thread_count):
     from ironlearn.train import load_checkpoint
 
     picture = make_picture(tmp_path / "disc.png", size=24, colour=True)
