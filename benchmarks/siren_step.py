@@ -2,6 +2,9 @@
 
 Full batch of 65,536 points (a 256x256 grid), Adam, MSE; widths 128 and 256, three sine layers.
 Both frameworks run in this one process, alternating, so the ratio is measured side by side.
+Two ironlearn rows a width: a Trainer as the tutorial makes one (its BLAS threads measured again
+and again), and the step of ``ironlearn fit --model siren --batch-size 0 --steps N``, the fit
+job as the command builds it (its thread count measured once and kept, for a bit-exact resume).
 
     python benchmarks/siren_step.py [--repeats 7] [--steps 5]
 """
@@ -12,12 +15,16 @@ import argparse
 import os
 import platform
 import statistics
+import tempfile
 import time
 
 import numpy as np
 
 import ironlearn as il
+from common import job_for
+from ironlearn.backend import Backend
 from ironlearn.image.coords import pixel_grid
+from ironlearn.image.io import Picture
 from ironlearn.nn import mse
 
 
@@ -25,6 +32,17 @@ def ironlearn_stepper(width, x, y):
     model = il.siren(2, 1, width=width, depth=3, rng=np.random.default_rng(0))
     trainer = il.Trainer(model, il.Adam(model.named_parameters(), lr=1e-4), mse, x, y, check_every=0)
     return trainer.train_step
+
+
+def fit_stepper(width, y, folder):
+    """The step of the fit command's own job, run as the command runs it: on the thread count
+    its plan chose (``Trainer.run``, which sets it), a step a call."""
+    picture = Picture((y.reshape(256, 256, 1) * 255).astype(np.uint8), "gray", "noise")
+    job = job_for(picture, Backend("cpu"), folder, model="siren", steps=10**9, batch_size=0,
+                  model_options={"width": width, "depth": 3})
+    trainer = job.trainer
+    trainer.callbacks = []  # the steps alone, as the other rows time them
+    return lambda: trainer.run(trainer.step + 1), job.plan.blas_threads
 
 
 def torch_stepper(width, x, y):
@@ -75,23 +93,24 @@ def main():
         torch = None
         peer = "PyTorch not installed: ironlearn only"
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, NumPy {np.__version__}; {peer}")
-    print("| model | ironlearn (ms/step) | PyTorch (ms/step) | ratio |")
-    print("| --- | --- | --- | --- |")
+    print("| model | ironlearn Trainer (ms/step) | ironlearn fit --steps (ms/step, threads) | PyTorch (ms/step) "
+          "| ratios to PyTorch |")
+    print("| --- | --- | --- | --- | --- |")
     for width in (128, 256):
-        ours = ironlearn_stepper(width, x, y)
-        theirs = torch_stepper(width, x, y) if torch else None
-        a, b = [], []
-        for _ in range(args.repeats):  # alternate, so drifts in machine load hit both
-            a.append(seconds_per_step(ours, args.steps))
-            if theirs:
-                b.append(seconds_per_step(theirs, args.steps))
-        ma = statistics.median(a) * 1000
-        if theirs:
-            mb = statistics.median(b) * 1000
-            print(f"| SIREN 3x{width} | {ma:.1f} | {mb:.1f} | {ma / mb:.2f}x |")
-        else:
-            print(f"| SIREN 3x{width} | {ma:.1f} | - | - |")
-
+        with tempfile.TemporaryDirectory() as folder:
+            steppers = {"trainer": ironlearn_stepper(width, x, y)}
+            steppers["fit"], threads = fit_stepper(width, y, folder)
+            if torch:
+                steppers["torch"] = torch_stepper(width, x, y)
+            times = {name: [] for name in steppers}
+            for _ in range(args.repeats):  # alternate, so drifts in machine load hit all
+                for name, step in steppers.items():
+                    times[name].append(seconds_per_step(step, args.steps))
+        ms = {name: statistics.median(t) * 1000 for name, t in times.items()}
+        peer = ms.get("torch")
+        ratios = f"{ms['trainer'] / peer:.2f}x, {ms['fit'] / peer:.2f}x" if peer else "-"
+        print(f"| SIREN 3x{width} | {ms['trainer']:.1f} | {ms['fit']:.1f} ({threads}) | "
+              f"{f'{peer:.1f}' if peer else '-'} | {ratios} |")
 
 if __name__ == "__main__":
     main()
