@@ -41,3 +41,32 @@ def test_it_measures_again_when_the_machine_changes():
 def test_a_fixed_count_or_one_core_measures_nothing():
     assert drive(ThreadPolicy(1, cores=2), lambda n: 0.01, 8) == [1] * 8
     assert drive(ThreadPolicy(cores=1), lambda n: 0.01, 8) == [None] * 8
+
+
+def test_more_threads_must_win_on_every_trial_step():
+    """Beside a neighbour, two threads' steps swing: a median that wins by one lucky step is
+    not a reason to run a whole fit on two spinning threads."""
+    policy = ThreadPolicy(cores=2)
+    two = iter([0.02, 0.02, 0.30])  # two fast steps while the neighbour paused, then the truth
+    drive(policy, lambda n: 0.04 if n == 1 else next(two), 2 * TRIAL_STEPS)
+    assert policy.chosen == 1
+
+
+def test_steps_on_more_threads_that_fall_behind_measure_again_at_once():
+    """Two threads won; then a neighbour arrives long before the next due measurement: after
+    TRIAL_STEPS slow steps the policy measures again, and goes back to one thread."""
+    policy = ThreadPolicy(cores=2)
+    drive(policy, {1: 0.04, 2: 0.02}.get, 2 * TRIAL_STEPS)
+    assert policy.chosen == 2
+    counts = drive(policy, {1: 0.08, 2: 0.50}.get, TRIAL_STEPS + 2 * TRIAL_STEPS + 2)
+    assert counts[:TRIAL_STEPS] == [2] * TRIAL_STEPS  # the slow steps that tell
+    assert counts[TRIAL_STEPS:3 * TRIAL_STEPS] == [1, 2] * TRIAL_STEPS  # measured again, well before RECHECK_SECONDS
+    assert policy.chosen == 1 and counts[-2:] == [1, 1]
+
+
+def test_one_thread_that_slows_down_waits_for_the_due_measurement():
+    """One thread is the safe side: a neighbour slowing its steps starts no measurement (whose
+    steps on two threads would cost many times over)."""
+    policy = ThreadPolicy(cores=2)
+    drive(policy, {1: 0.02, 2: 0.04}.get, 2 * TRIAL_STEPS)
+    assert drive(policy, {1: 0.10, 2: 0.50}.get, 20) == [1] * 20

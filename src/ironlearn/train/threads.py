@@ -7,7 +7,11 @@ for both, several times over (measured: docs/benchmark-log.md, 'On a shared mach
 fit beside other work').  A small product (the hash grid's 32-wide layers)
 never gains from a second thread.  No fixed rule gets every case, so :class:`ThreadPolicy`
 measures: it runs a few real steps on each setting, alternating so that a change in the
-machine's load falls on both, keeps the faster, and measures again now and then.
+machine's load falls on both, keeps the faster, and measures again now and then, and at once
+when steps on more threads fall far behind their measured pace.  The two mistakes do not cost the
+same: one thread where two were faster costs at most the second core's share; two threads beside
+a neighbour cost many times over (a default fit made 53 steps in 10 s where it makes about 160
+alone in 5), so one thread keeps every tie and every doubt.
 """
 
 from __future__ import annotations
@@ -21,9 +25,16 @@ from ..backend import blas_controller, release_blas
 #: measurements: a neighbour that starts later is noticed within that time.
 TRIAL_STEPS = 3
 RECHECK_SECONDS = 20.0
-#: More threads are kept only when they make steps at least this much faster: a tie goes to one
-#: thread, which cannot spin against a neighbour that shows up later.
+#: More threads are kept only when each of their trial steps is at least this much faster than
+#: one thread's median: a tie goes to one thread, which cannot spin against a neighbour that shows
+#: up later.  Each, not their median: beside a neighbour, steps on two threads swing from as fast
+#: as alone to many times slower, as the neighbour's threads come and go, and three of them can
+#: show a median that wins by chance; a whole fit then ran on two spinning threads.
 MORE_THREADS_GAIN = 0.85
+#: On more threads, steps this many times slower than measured (the median of the last
+#: ``TRIAL_STEPS``) start a measurement at once, not at the next due one: a neighbour arrived, or
+#: the measurement was wrong, and every step until the next would pay for it.
+SLOWER = 1.5
 
 
 def blas_thread_count() -> int:
@@ -60,6 +71,7 @@ class ThreadPolicy:
         self._seconds = 0.0  # of the steps recorded
         self._next_check = 0.0
         self.measured: dict[int, float] = {}  # threads -> median seconds a step, at the last measurement
+        self._recent: list[float] = []  # the last steps on more threads than one, since the measurement
         self._applied = None  # the limiter that set the count, to restore at the end
 
     def __repr__(self) -> str:
@@ -83,15 +95,24 @@ class ThreadPolicy:
         return threads
 
     def record(self, seconds: float) -> None:
-        """How long the step just run took; ends a measurement when its last step is in."""
+        """How long the step just run took; ends a measurement when its last step is in, and
+        starts one when steps on more threads fell far behind their measured pace."""
         self._seconds += seconds
         if self._running in self._times:
             self._times[self._running].append(seconds)
             if not self._trials:
-                self.measured = {n: statistics.median(times) for n, times in self._times.items()}
-                self.chosen = self.cores if self.measured[self.cores] < MORE_THREADS_GAIN * self.measured[1] else 1
-                self._times = {}
-                self._next_check = self._seconds + RECHECK_SECONDS
+                self._choose()
+        elif self.auto and self._running == self.chosen != 1:
+            self._recent = [*self._recent, seconds][-TRIAL_STEPS:]
+            if len(self._recent) == TRIAL_STEPS and statistics.median(self._recent) > SLOWER * self.seconds_per_step:
+                self._next_check = self._seconds  # the next step starts a measurement
+
+    def _choose(self) -> None:
+        times, self._times, self._recent = self._times, {}, []
+        one = statistics.median(times[1])
+        self.chosen = self.cores if max(times[self.cores]) < MORE_THREADS_GAIN * one else 1
+        self.measured = {n: statistics.median(t) for n, t in times.items()}
+        self._next_check = self._seconds + RECHECK_SECONDS
 
     def _set(self, threads: int) -> None:
         limiter = blas_controller().limit(limits=threads, user_api="blas")
