@@ -26,7 +26,7 @@ from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, SPLINE_BETWEEN, EveryPixel
 from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..nn.lattice import Lattice
-from ..optim import Adam
+from ..optim import Adam, constant
 from ..signals import handling, stop_now
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from ..train.threads import ThreadPolicy
@@ -35,7 +35,7 @@ from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
 from .plan import RunPlan, check_saved, make_plan, resume_options
-from .start import held_parameters, start_from_picture
+from .start import held_parameters, keeps_the_start, start_from_picture
 
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
 CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
@@ -119,15 +119,26 @@ def _resume_hint(run_folder: str) -> str:
     return f"resume it with: ironlearn fit {shlex.quote(str(picture))} --out {shlex.quote(run_folder)} --resume"
 
 
+def check_kept_start(saved: dict, options: FitOptions) -> None:
+    """OptionError when a resume of a run that kept its start (saved with no length) gives none."""
+    if saved["steps"] is None and saved.get("time_budget") is None and options.steps is None \
+            and options.time_budget is None:
+        raise OptionError(f"the run in {options.run_folder} kept its start, the picture, and never trained: there "
+                          "is nothing to continue; give {steps} or {time_budget} to train it", "steps", "time_budget")
+
+
 def _fit(options: FitOptions, saved, log, live) -> dict:
     if saved is not None:
         check_saved(saved.settings, options.run_folder)
+        check_kept_start(saved.settings, options)
         options = resume_options(options, saved.settings)
     picture = load_picture(options.input, mode=options.mode, size=options.size,
                            max_pixels=options.max_pixels or MAX_PIXELS)
     for note in [] if options.quiet else picture.notes:
         log(f"note: {note}")
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
+    if keeps_the_start(plan, asked_length=options.steps is not None or options.time_budget is not None):
+        plan = dataclasses.replace(plan, steps=0, time_budget=None, timed=False)  # saved so: a resume adds steps
     if options.live and options.start is None and not plan.resume and not options.quiet and \
             dataclasses.replace(plan, start="picture").starts_as_picture:
         log(Note("note: the live page shows this fit learning from a random network; as the picture it would be "
@@ -154,14 +165,19 @@ def _run(plan: RunPlan, picture, saved, backend, log, live) -> dict:
     if live is not None:  # last of the build's callbacks: it reads the history the recorder has just added to
         job.trainer.callbacks.append(live.watch(job.trainer.model, job.settings(job.trainer), step=job.trainer.step,
                                                 rows=lambda: job.recorder.rows, backend=backend))
-    if job.plan.nothing_left:
+    if kept_start(job.plan):
+        if not plan.quiet:
+            log(kept_start_message(job.plan))
+        job.rollback.checkpointer.save(job.trainer)  # step 0: the model alone, Adam has no moments yet
+    elif job.plan.nothing_left:
         log(nothing_left_message(job.plan))
     else:
         if not plan.quiet:
             log(start_message(job))
         train(job, log)
     if not plan.quiet:
-        outputs = "reconstruction, model, plot" if plan.starts_as_picture else "reconstruction, model, time-lapse, plot"
+        outputs = "reconstruction, model" + ("" if plan.starts_as_picture else ", time-lapse") + \
+            ("" if kept_start(job.plan) else ", plot")
         log(f"writing the outputs to {plan.out}/ ({outputs})")
     result = write_outputs(job, picture)
     folder.clean(plan.out)
@@ -194,8 +210,11 @@ class Job:
         return max(seconds, 0.0) / steps / self.calibrated_pace
 
     def settings(self, trainer) -> dict:
-        return self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds,
-                                  stalled_seconds=self.stalled_seconds)
+        settings = self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds,
+                                      stalled_seconds=self.stalled_seconds)
+        if kept_start(self.plan):  # no length: a resume must be given one (check_kept_start)
+            settings["steps"] = None
+        return settings
 
     def replan(self, plan: RunPlan) -> None:
         """Go on under ``plan``, a timed plan with another step count: the schedule follows it."""
@@ -225,7 +244,8 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     calibrated_pace = calibrate(model, data, threads=threads) if plan.steps is None else None
     if calibrated_pace is not None:
         plan = plan.calibrated(calibrated_pace)
-    params, schedule = model.named_parameters(), plan.make_schedule()
+    # A run that keeps its start makes no step, and a schedule needs one: a resume plans its own.
+    params, schedule = model.named_parameters(), plan.make_schedule() if plan.steps else constant(plan.lr)
     optimizer = saved.optimizer(params, schedule=schedule) if saved is not None else Adam(params, lr=schedule)
     # The budget is the training's wall time, its checkpoints and time-lapse frames included.
     trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval,
@@ -299,8 +319,9 @@ def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
     records = [(recorder, folder.HISTORY, "loss history")]
     if plan.starts_as_picture:
         snapshots = Snapshots([], plan.width, plan.height, backend)
-        log(Note("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
-                 "give {start} random to watch a network learn", "start"))
+        if not kept_start(plan):  # else the line that says it does not train says so
+                log(Note("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
+                     "give {start} random to watch a network learn", "start"))
     else:
         snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
         records.append((snapshots, folder.FRAMES, "time-lapse"))
@@ -395,6 +416,20 @@ def start_message(job: Job) -> str:
         length = f"{plan.steps:,} steps" + (f" or {plan.time_budget:g} s" if plan.time_budget else "")
     return (f"fitting {plan.input} ({plan.width}x{plan.height} {plan.mode}) with {plan.model}, "
             f"{job.trainer.model.num_parameters:,} parameters, on {job.backend.device}; {length} -> {plan.out}")
+
+
+def kept_start(plan: RunPlan) -> bool:
+    """Whether the run keeps its start, untrained (:func:`~ironlearn.fitting.start.keeps_the_start`):
+    a new run of no steps."""
+    return plan.steps == 0 and plan.start_step == 0 and not plan.resume
+
+
+def kept_start_message(plan: RunPlan) -> Note:
+    return Note(f"fitting {plan.input} ({plan.width}x{plan.height} {plan.mode}) with {plan.model}: the model starts "
+                "as the picture, a vertex at each pixel, and redraws every pixel as the picture holds it, so there "
+                "is nothing left to learn and it does not train (nor keep a time-lapse); give {steps} or "
+                "{time_budget} to train it anyway, {start} random to watch a network learn it",
+                "steps", "time_budget", "start")
 
 
 def nothing_left_message(plan: RunPlan) -> Note:
