@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from helpers import make_picture
+from helpers import make_picture, waves
 from ironlearn.image import load_picture, psnr, render
 from ironlearn.image.coords import pixel_grid
 from ironlearn.nn import mse
@@ -153,3 +153,33 @@ def test_a_picture_larger_than_a_batch_trains_a_tile_a_step_with_its_head_held(p
     again = fit(photograph.source, tmp_path / "random", steps=40, resume=True)
     moved = np.abs(again.model.layers[1].params["weight"] - random.model.layers[1].params["weight"]).max()
     assert moved > 1e-3
+
+
+def test_a_model_that_starts_as_the_picture_keeps_its_start_unless_asked_to_train(tmp_path, capsys):
+    """Its start redraws every 8-bit pixel as it is, black and white included, so a fit of no
+    given length does not train (a 2560x1600 photograph spent 40 s gaining 0.03 dB); its
+    checkpoint holds the model alone, and a resume given steps trains from it."""
+    from PIL import Image
+    from helpers import run_cli
+    from ironlearn import npz
+    from ironlearn.train import checkpoint
+
+    pixels = waves(200, 300, 3)
+    pixels[:20, :30] = 0  # clipped at the start: they must still round to 0 and 255
+    pixels[-20:, -30:] = 255
+    Image.fromarray(pixels).save(tmp_path / "photo.png")
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, "fit", tmp_path / "photo.png", "--out", out)
+    assert code == 0 and "does not train" in err and "--steps" in err and "--start random" in err
+    assert checkpoint.read_meta(out / "model.npz")["settings"]["metrics"]["steps"] == 0
+    np.testing.assert_array_equal(np.asarray(Image.open(out / "reconstruction.png")), pixels)
+    with npz.open_npz(out / "checkpoint.npz", deflated=False) as archive:
+        assert not [name for name in archive.members if name.startswith("optim/")]  # no moments at step 0
+    assert not (out / "loss.png").exists() and not (out / "timelapse.gif").exists()
+    code, _, err = run_cli(capsys, "fit", tmp_path / "photo.png", "--out", out, "--resume")
+    assert code == 2 and "never trained" in err and "--steps" in err and "Traceback" not in err
+    code, _, err = run_cli(capsys, "fit", tmp_path / "photo.png", "--out", out, "--resume", "--steps", 3)
+    assert code == 0 and checkpoint.read_meta(out / "model.npz")["settings"]["metrics"]["steps"] == 3
+    # Asked for a length, a new fit trains as asked.
+    code, _, err = run_cli(capsys, "fit", tmp_path / "photo.png", "--out", tmp_path / "asked", "--steps", 2)
+    assert code == 0 and checkpoint.read_meta(tmp_path / "asked" / "model.npz")["settings"]["metrics"]["steps"] == 2

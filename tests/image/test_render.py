@@ -70,3 +70,9 @@ def test_a_long_render_into_a_log_says_how_far_it_is_in_plain_lines(tmp_path, mo
     lines = capsys.readouterr().err.strip().splitlines()
     assert [line.split(",")[0] for line in lines] == [f"rendering 8x12: {n} of 12 rows" for n in (4, 8, 12)]
     assert "\r" not in "".join(lines)
+
+
+@pytest.mark.parametrize("width, height, frame", [(2560, 1600, (512, 320)), (300, 700, (219, 512)), (200, 100, (200, 100))])
+def test_time_lapse_frames_keep_the_aspect_at_up_to_512_px(width, height, frame, backend):
+    # Sized, not rendered: a 2560x1600 photograph's frames were 192x120.
+    assert Snapshots([], width, height, backend).size == frame

@@ -128,9 +128,11 @@ def write_outputs(job, picture) -> dict:
     checkpoint.save(os.path.join(out, folder.MODEL), model, step=trainer.step, seed=trainer.seed, settings=settings)
     snapshots.write_gif(os.path.join(out, folder.TIMELAPSE))
     recorder.write(os.path.join(out, folder.HISTORY))
-    # A tile a step: each row is one tile's loss, and an epoch's mean is the picture's.
-    plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows, final_psnr=result["psnr_db"],
-                 epoch=getattr(trainer.batches, "tiles", 1))
+    # A tile a step: each row is one tile's loss, and an epoch's mean is the picture's.  A run that
+    # did not train (fitting.start.keeps_the_start) has no curve to plot.
+    if recorder.rows:
+        plot_history(os.path.join(out, folder.LOSS_PLOT), recorder.rows, final_psnr=result["psnr_db"],
+                     epoch=getattr(trainer.batches, "tiles", 1))
     write_bytes(os.path.join(out, folder.METRICS), (json.dumps(result, indent=2) + "\n").encode())
     page = os.path.join(out, folder.VIEWER)
     if is_generated_page(page):  # a page made for this run earlier (after a resume): show the run as it is now

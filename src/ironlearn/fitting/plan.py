@@ -353,8 +353,8 @@ def default_start(model: str, model_options: dict, mode: str, *, live: bool = Fa
 def _saved_threads(saved: dict | None) -> int | None:
     """The BLAS threads a resumed run of fixed steps goes on with: the count it recorded, or one
     for a run of fixed steps saved before the count was recorded (they all ran on one); None for
-    a new run, or one that was timed (its count is chosen afresh)."""
-    if saved is None or saved.get("timed"):
+    a new run, or one that was timed or never trained (its count is chosen afresh)."""
+    if saved is None or saved.get("timed") or saved.get("steps") is None:
         return None
     return saved.get("blas_threads") or 1
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import os
 import shlex
 import signal
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +24,7 @@ from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, SPLINE_BETWEEN, EveryPixel
 from ..image.timelapse import Snapshots
 from ..nn import mse
 from ..nn.lattice import Lattice
-from ..optim import Adam
+from ..optim import Adam, constant
 from ..signals import handling, stop_now
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from ..train.threads import ThreadPolicy
@@ -35,7 +33,9 @@ from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
 from .plan import RunPlan, check_saved, make_plan, resume_options
-from .start import held_parameters, start_from_picture
+from .messages import describe_progress, kept_start_message, nothing_left_message, progress_style, resume_command, \
+    start_message
+from .start import held_parameters, kept_start, keeps_the_start, start_from_picture
 
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
 CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
@@ -119,15 +119,26 @@ def _resume_hint(run_folder: str) -> str:
     return f"resume it with: ironlearn fit {shlex.quote(str(picture))} --out {shlex.quote(run_folder)} --resume"
 
 
+def check_kept_start(saved: dict, options: FitOptions) -> None:
+    """OptionError when a resume of a run that kept its start (saved with no length) gives none."""
+    if saved["steps"] is None and saved.get("time_budget") is None and options.steps is None \
+            and options.time_budget is None:
+        raise OptionError(f"the run in {options.run_folder} kept its start, the picture, and never trained: there "
+                          "is nothing to continue; give {steps} or {time_budget} to train it", "steps", "time_budget")
+
+
 def _fit(options: FitOptions, saved, log, live) -> dict:
     if saved is not None:
         check_saved(saved.settings, options.run_folder)
+        check_kept_start(saved.settings, options)
         options = resume_options(options, saved.settings)
     picture = load_picture(options.input, mode=options.mode, size=options.size,
                            max_pixels=options.max_pixels or MAX_PIXELS)
     for note in [] if options.quiet else picture.notes:
         log(f"note: {note}")
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)
+    if keeps_the_start(plan, asked_length=options.steps is not None or options.time_budget is not None):
+        plan = dataclasses.replace(plan, steps=0, time_budget=None, timed=False)  # saved so: a resume adds steps
     if options.live and options.start is None and not plan.resume and not options.quiet and \
             dataclasses.replace(plan, start="picture").starts_as_picture:
         log(Note("note: the live page shows this fit learning from a random network; as the picture it would be "
@@ -154,14 +165,19 @@ def _run(plan: RunPlan, picture, saved, backend, log, live) -> dict:
     if live is not None:  # last of the build's callbacks: it reads the history the recorder has just added to
         job.trainer.callbacks.append(live.watch(job.trainer.model, job.settings(job.trainer), step=job.trainer.step,
                                                 rows=lambda: job.recorder.rows, backend=backend))
-    if job.plan.nothing_left:
+    if kept_start(job.plan):
+        if not plan.quiet:
+            log(kept_start_message(job.plan))
+        job.rollback.checkpointer.save(job.trainer)  # step 0: the model alone, Adam has no moments yet
+    elif job.plan.nothing_left:
         log(nothing_left_message(job.plan))
     else:
         if not plan.quiet:
             log(start_message(job))
         train(job, log)
     if not plan.quiet:
-        outputs = "reconstruction, model, plot" if plan.starts_as_picture else "reconstruction, model, time-lapse, plot"
+        outputs = "reconstruction, model" + ("" if plan.starts_as_picture else ", time-lapse") + \
+            ("" if kept_start(job.plan) else ", plot")
         log(f"writing the outputs to {plan.out}/ ({outputs})")
     result = write_outputs(job, picture)
     folder.clean(plan.out)
@@ -194,8 +210,11 @@ class Job:
         return max(seconds, 0.0) / steps / self.calibrated_pace
 
     def settings(self, trainer) -> dict:
-        return self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds,
-                                  stalled_seconds=self.stalled_seconds)
+        settings = self.plan.settings(device=self.backend.device, train_seconds=trainer.train_seconds,
+                                      stalled_seconds=self.stalled_seconds)
+        if kept_start(self.plan):  # no length: a resume must be given one (check_kept_start)
+            settings["steps"] = None
+        return settings
 
     def replan(self, plan: RunPlan) -> None:
         """Go on under ``plan``, a timed plan with another step count: the schedule follows it."""
@@ -220,7 +239,8 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     calibrated_pace = calibrate(model, data, threads=threads) if plan.steps is None else None
     if calibrated_pace is not None:
         plan = plan.calibrated(calibrated_pace)
-    params, schedule = model.named_parameters(), plan.make_schedule()
+    # A run that keeps its start makes no step, and a schedule needs one: a resume plans its own.
+    params, schedule = model.named_parameters(), plan.make_schedule() if plan.steps else constant(plan.lr)
     optimizer = saved.optimizer(params, schedule=schedule) if saved is not None else Adam(params, lr=schedule)
     # The budget is the training's wall time, its checkpoints and time-lapse frames included.
     trainer = Trainer(model, optimizer, mse, **data, seed=plan.seed, check_every=plan.check_interval,
@@ -258,6 +278,8 @@ def thread_policy(plan: RunPlan, model, data, backend) -> tuple[RunPlan, ThreadP
         return plan, None
     if plan.steps is None or plan.timed:
         return plan, ThreadPolicy()
+    if plan.steps <= plan.start_step:  # nothing to train (a kept start, or done): nothing to measure
+        return plan, ThreadPolicy(fixed=plan.blas_threads or 1)
     if plan.blas_threads is None:
         policy = ThreadPolicy()
         if policy.auto:
@@ -317,8 +339,9 @@ def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
     records = [(recorder, folder.HISTORY, "loss history")]
     if plan.starts_as_picture:
         snapshots = Snapshots([], plan.width, plan.height, backend)
-        log(Note("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
-                 "give {start} random to watch a network learn", "start"))
+        if not kept_start(plan):  # else the line that says it does not train says so
+            log(Note("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
+                     "give {start} random to watch a network learn", "start"))
     else:
         snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
         records.append((snapshots, folder.FRAMES, "time-lapse"))
@@ -379,53 +402,3 @@ def stop_on_signals(trainer):
 
     with handling(STOP_SIGNALS, on_signal):
         yield interrupted
-
-
-# -- what the user reads -----------------------------------------------------------------------
-def progress_style(plan: RunPlan) -> str:
-    """How training shows its progress: as asked, else none when quiet, a bar on a terminal and
-    plain lines elsewhere (a bar's redraws would fill a log with carriage returns)."""
-    if plan.progress is not None:
-        return plan.progress
-    return "none" if plan.quiet else ("bar" if sys.stderr.isatty() else "plain")
-
-
-def describe_progress(plan: RunPlan):
-    """What the progress bar adds to the loss: the PSNR (an estimate from the batch, unless the
-    batch is every pixel), samples per second and passes over the picture so far."""
-    pixels = plan.width * plan.height
-    batch = plan.batch_size or pixels
-    estimate = "" if plan.every_pixel else "~"
-
-    def describe(trainer) -> str:
-        seen = trainer.step * batch
-        rate = seen / trainer.train_seconds if trainer.train_seconds else 0.0
-        return (f"PSNR {estimate}{metrics.psnr_from_mse(trainer.loss):.2f} dB, {rate / 1e6:.2f}M samples/s, "
-                f"{seen / pixels:.1f} epochs")
-    return describe
-
-
-def start_message(job: Job) -> str:
-    plan = job.plan
-    if plan.timed:
-        length = f"{plan.time_budget:g} s (about {plan.steps:,} steps)"
-    else:
-        length = f"{plan.steps:,} steps" + (f" or {plan.time_budget:g} s" if plan.time_budget else "")
-    return (f"fitting {plan.input} ({plan.width}x{plan.height} {plan.mode}) with {plan.model}, "
-            f"{job.trainer.model.num_parameters:,} parameters, on {job.backend.device}; {length} -> {plan.out}")
-
-
-def nothing_left_message(plan: RunPlan) -> Note:
-    more = f"{{steps}} above {plan.start_step:,}"
-    if plan.remaining_seconds == 0.0:
-        where = f"it has trained {plan.prior_seconds:.1f} s of its {plan.time_budget:g} s budget"
-        trained = math.ceil(plan.prior_seconds * 10) / 10  # rounded up: a budget above it trains further
-        more = f"{{time_budget}} above {trained:.1f} (a total, counting the seconds trained) or {more}"
-    else:
-        where = f"it is at step {plan.start_step:,} and was asked for {plan.steps:,}"
-    return Note(f"nothing left to train in {plan.out}: {where}; outputs written again (give {more} to train further)",
-                "steps", "time_budget")
-
-
-def resume_command(plan: RunPlan) -> str:
-    return f"ironlearn fit {shlex.quote(plan.input)} --out {shlex.quote(plan.out)} --resume"

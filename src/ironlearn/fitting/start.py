@@ -5,8 +5,9 @@ Past :data:`~ironlearn.fitting.regimes.THUMBNAIL` px a photograph's default mode
 (:data:`~ironlearn.fitting.regimes.PIXEL_SPLINE`) is a level of a vertex per pixel read by a
 B-spline, a linear layer and a sigmoid.  Such a model can be the picture before any training:
 the vertices at the B-spline coefficients of the pixels' logits, the layer the identity.  It then
-passes through every pixel and draws a spline of the picture between them; training takes the
-clipped pixels the rest of the way.  ``--start random`` leaves it as built, to watch it learn.
+passes through every pixel and draws a spline of the picture between them.  With a vertex at every
+pixel there is nothing left for training to learn (:func:`keeps_the_start`); ``--start random``
+leaves it as built, to watch it learn.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from ..nn.splines import bspline_coefficients
 from .regimes import spline_sides
 
 #: A vertex-per-pixel level starts as the picture's logits, the pixels clipped to [START_CLIP,
-#: 1 - START_CLIP]: within half a level of 0 and 1, so they round to the 8-bit pixel (at 0.02,
-#: black and white pixels were off by up to 5 levels; measured: docs/benchmark-log.md,
-#: 'Measurements the code's comments quoted').
-START_CLIP = 0.5 / 255
+#: 1 - START_CLIP]: a quarter of a level from 0 and 1, so that black and white round to their 8-bit
+#: pixel with room for float32's rounding (at 0.02, they were off by up to 5 levels; at half a
+#: level, black came back as 1; measured: docs/benchmark-log.md, 'Measurements the code's comments
+#: quoted' and 'The first photograph').
+START_CLIP = 0.25 / 255
 
 
 def pixel_spline_layout(model, width: int, height: int, channels: int) -> bool:
@@ -45,9 +47,8 @@ def start_from_picture(model, picture) -> bool:
     pixels' logits (:func:`~ironlearn.nn.splines.bspline_coefficients`), the layer the
     identity.  Returns whether the model has that layout (other models are left as built).
 
-    The untrained model then passes through every pixel (the clipped ones at the clip), and
-    between pixels draws a cubic spline of the picture in logit space; training takes the
-    clipped pixels the rest of the way.  It beats a blurred start (each vertex at its own pixel's
+    The untrained model then passes through every pixel (the clipped ones at the clip, which
+    rounds to the pixel), and between pixels draws a cubic spline of the picture in logit space.  It beats a blurred start (each vertex at its own pixel's
     logit) and a random one in fit and redraw alike (docs/benchmark-log.md, "Why the defaults").
     """
     if not pixel_spline_layout(model, picture.width, picture.height, picture.channels):
@@ -81,3 +82,23 @@ def held_parameters(plan, model) -> tuple:
     if not (plan.trains_tiles and plan.starts_as_picture):
         return ()
     return tuple(name for name in model.named_parameters() if not name.startswith("layers.0."))
+
+
+def keeps_the_start(plan, asked_length: bool) -> bool:
+    """Whether a new fit under ``plan`` keeps its start instead of training: a model started as the
+    picture with a vertex at every pixel, unless a length was asked for (``asked_length``).
+
+    Such a start already redraws every pixel as the 8-bit picture holds it (the clip rounds to the
+    pixel), and training on pixel centres moves nothing between them: the 2x redraw stays where it
+    started.  A 40 s fit of a 2560x1600 photograph gained 0.03 dB at its own size and nothing a
+    picture shows (docs/benchmark-log.md, 'The first photograph').  Past 2^24 pixels the level has
+    fewer vertices than pixels, its start is the picture resized, and training has work to do.
+    """
+    return (not plan.resume and not asked_length and plan.starts_as_picture
+            and spline_sides(plan.width, plan.height) == (plan.width, plan.height))
+
+
+def kept_start(plan) -> bool:
+    """Whether the run keeps its start, untrained (:func:`keeps_the_start`):
+    a new run of no steps."""
+    return plan.steps == 0 and plan.start_step == 0 and not plan.resume

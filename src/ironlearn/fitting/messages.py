@@ -1,0 +1,68 @@
+"""What a fit tells its user: the progress line, and the lines that open and close a run."""
+
+from __future__ import annotations
+
+import math
+import shlex
+import sys
+
+from ..errors import Note
+from ..image import metrics
+from .plan import RunPlan
+
+
+def progress_style(plan: RunPlan) -> str:
+    """How training shows its progress: as asked, else none when quiet, a bar on a terminal and
+    plain lines elsewhere (a bar's redraws would fill a log with carriage returns)."""
+    if plan.progress is not None:
+        return plan.progress
+    return "none" if plan.quiet else ("bar" if sys.stderr.isatty() else "plain")
+
+
+def describe_progress(plan: RunPlan):
+    """What the progress bar adds to the loss: the PSNR (an estimate from the batch, unless the
+    batch is every pixel), samples per second and passes over the picture so far."""
+    pixels = plan.width * plan.height
+    batch = plan.batch_size or pixels
+    estimate = "" if plan.every_pixel else "~"
+
+    def describe(trainer) -> str:
+        seen = trainer.step * batch
+        rate = seen / trainer.train_seconds if trainer.train_seconds else 0.0
+        return (f"PSNR {estimate}{metrics.psnr_from_mse(trainer.loss):.2f} dB, {rate / 1e6:.2f}M samples/s, "
+                f"{seen / pixels:.1f} epochs")
+    return describe
+
+
+def start_message(job: Job) -> str:
+    plan = job.plan
+    if plan.timed:
+        length = f"{plan.time_budget:g} s (about {plan.steps:,} steps)"
+    else:
+        length = f"{plan.steps:,} steps" + (f" or {plan.time_budget:g} s" if plan.time_budget else "")
+    return (f"fitting {plan.input} ({plan.width}x{plan.height} {plan.mode}) with {plan.model}, "
+            f"{job.trainer.model.num_parameters:,} parameters, on {job.backend.device}; {length} -> {plan.out}")
+
+
+def kept_start_message(plan: RunPlan) -> Note:
+    return Note(f"fitting {plan.input} ({plan.width}x{plan.height} {plan.mode}) with {plan.model}: the model starts "
+                "as the picture, a vertex at each pixel, and redraws every pixel as the picture holds it, so there "
+                "is nothing left to learn and it does not train (nor keep a time-lapse); give {steps} or "
+                "{time_budget} to train it anyway, {start} random to watch a network learn it",
+                "steps", "time_budget", "start")
+
+
+def nothing_left_message(plan: RunPlan) -> Note:
+    more = f"{{steps}} above {plan.start_step:,}"
+    if plan.remaining_seconds == 0.0:
+        where = f"it has trained {plan.prior_seconds:.1f} s of its {plan.time_budget:g} s budget"
+        trained = math.ceil(plan.prior_seconds * 10) / 10  # rounded up: a budget above it trains further
+        more = f"{{time_budget}} above {trained:.1f} (a total, counting the seconds trained) or {more}"
+    else:
+        where = f"it is at step {plan.start_step:,} and was asked for {plan.steps:,}"
+    return Note(f"nothing left to train in {plan.out}: {where}; outputs written again (give {more} to train further)",
+                "steps", "time_budget")
+
+
+def resume_command(plan: RunPlan) -> str:
+    return f"ironlearn fit {shlex.quote(plan.input)} --out {shlex.quote(plan.out)} --resume"
