@@ -3,3 +3,8 @@
 #: The longest a job may be asked to run, in seconds (30 days): ``fit --time-budget`` and
 #: ``compress --seconds``.  Past it, a number is a typo, not a plan.
 MAX_SECONDS = 30 * 86400
+
+#: The most pixels ``ironlearn render`` draws unasked (268 MP, 16384x16384); ``--max-pixels`` raises
+#: it.  Past it a size is likelier a typo than a plan: ``--scale 100`` for 10 drew for 6 minutes
+#: and wrote a 218 MB PNG without a word.
+MAX_RENDER_PIXELS = 1 << 28

@@ -6,19 +6,24 @@ from __future__ import annotations
 import os
 
 from .. import codec, drawable
-from ..errors import Note, UsageError
+from ..checks import is_whole
+from ..errors import Note, OptionError, UsageError
 from ..files import check_output
+from ..image.picture import megapixels
 from ..image.render import region_size, save_bands
+from ..limits import MAX_RENDER_PIXELS
 from .arguments import checked_size, silent
 
 
 def render_file(source, out, size=None, *, scale: float | None = None, view=None, device: str | None = None,
-                force: bool = False, progress=False, log=silent) -> tuple[int, int]:
+                max_pixels: int | None = None, force: bool = False, progress=False, log=silent) -> tuple[int, int]:
     """Redraw the model or compressed picture at ``source`` (what :func:`ironlearn.load` reads)
     into the PNG ``out``, as ``ironlearn render`` does: ``size``, ``scale`` and ``view`` as
     :func:`ironlearn.render` takes them; ``device`` where a model runs (default: the GPU when
     CuPy sees one).  ``progress`` shows a bar (True or ``"bar"``) or plain lines (``"lines"``)
-    once the render takes seconds; ``log`` gets its notes.  Returns ``(width, height)``.
+    once the render takes seconds; ``log`` gets its notes.  A render of more than ``max_pixels``
+    pixels (default :data:`~ironlearn.limits.MAX_RENDER_PIXELS`) is refused before it is drawn.
+    Returns ``(width, height)``.
 
     Raises UsageError for an ``out`` that exists (without ``force``), is ``source`` or is no
     ``.png``, and ValueError for a size, scale or view the command would refuse.
@@ -29,6 +34,7 @@ def render_file(source, out, size=None, *, scale: float | None = None, view=None
         raise UsageError(f"{out}: render writes PNG; give a name ending in .png")
     picture = drawable.open(source)
     width, height = picture.draw_size(size, scale, view)
+    _check_pixels(width, height, max_pixels)
     _note_the_aspect(size, picture.size, view, width, height, log)
     drawn = picture.bands(height, width, view, device=device or "auto", notify=log if device == "auto" else None)
     save_bands(out, width, height, picture.channels, drawn, progress=progress)
@@ -49,6 +55,22 @@ def decompress_file(source, out, size=None, *, scale: float | None = None, view=
     width, height = decoded.draw_size(size, scale, view)  # a view that leaves the picture: refused first
     save_bands(out, width, height, decoded.channels, decoded.bands(height, width, view), progress=progress)
     return width, height
+
+
+def _check_pixels(width: int, height: int, max_pixels: int | None) -> None:
+    """Refuse a render of more than ``max_pixels`` (None: :data:`MAX_RENDER_PIXELS`) pixels."""
+    if max_pixels is not None and not (is_whole(max_pixels) and max_pixels >= 1):
+        raise ValueError(f"max_pixels must be a whole number from 1 (got {max_pixels!r})")
+    pixels = width * height
+    if pixels <= (max_pixels or MAX_RENDER_PIXELS):
+        return
+    if max_pixels is None:
+        raise OptionError(f"a render of {width}x{height} is {megapixels(pixels)}, more than ironlearn draws unasked "
+                          f"({megapixels(MAX_RENDER_PIXELS)}); give a smaller {{size}} or {{scale}}, or "
+                          f"{{max_pixels}} {pixels} to draw it", "size", "scale", "max_pixels")
+    raise OptionError(f"a render of {width}x{height} is {megapixels(pixels)}, over the limit you set "
+                      f"({{max_pixels}} {max_pixels:,}); raise it, or give a smaller {{size}} or {{scale}}",
+                      "max_pixels", "size", "scale")
 
 
 def _note_the_aspect(size, trained, view, width: int, height: int, log) -> None:

@@ -24,15 +24,17 @@ def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixe
 
     ``size`` resizes first (N for the longest side, or ``(W, H)``); ``mode`` is binary, gray or rgb
     (default: rgb for a colour picture, else gray); ``max_pixels`` refuses a larger picture before
-    decoding it.  ``csv`` must be a new ``.csv`` file, or with ``force`` one that exists, never the
-    picture itself.  Returns the :class:`~ironlearn.image.picture.Picture` written.
+    decoding it (by default 100 MP, and a file that declares more pixels than it plausibly holds:
+    a number given reads any file up to it).  ``csv`` must be a new ``.csv`` file, or with
+    ``force`` one that exists, never the picture itself.  Returns the :class:`~ironlearn.image.picture.Picture` written.
     """
     check_flags(force=force)
     csv = os.fspath(csv)
     check_output(csv, force, reads=[os.fspath(picture)])
     if not csv.lower().endswith(CSV_SUFFIXES):
         raise UsageError(f"{csv}: encode writes a pixel CSV; give a name ending in .csv")
-    loaded = load_picture(picture, mode=mode, size=size, max_pixels=max_pixels or MAX_PIXELS)
+    loaded = load_picture(picture, mode=mode, size=size, max_pixels=max_pixels or MAX_PIXELS,
+                          plausible=max_pixels is None)
     write_pixel_csv(csv, loaded)
     return loaded
 

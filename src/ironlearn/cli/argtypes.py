@@ -7,6 +7,7 @@ import argparse
 
 from ..image.coords import parse_view
 from ..image.io import MAX_PIXELS, parse_size
+from ..limits import MAX_RENDER_PIXELS
 from .status import ExitCode
 
 
@@ -45,11 +46,17 @@ def port_arg(text):
     return port
 
 
-def add_max_pixels(parser) -> None:
-    """``--max-pixels``, for a command that reads a picture (its limit message names the flag)."""
-    parser.add_argument("--max-pixels", type=positive_int, metavar="N",
-                        help=f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against "
-                             "decompression bombs)")
+def add_max_pixels(parser, *, draws: bool = False) -> None:
+    """``--max-pixels``, for a command that reads a picture (its limit message names the flag), or
+    with ``draws`` one that draws one (``render``)."""
+    if draws:
+        text = (f"refuse renders larger than this (default {MAX_RENDER_PIXELS:,}: past it a size is likelier "
+                "a typo, such as --scale 100 for 10)")
+    else:
+        text = (f"refuse pictures larger than this (default {MAX_PIXELS:,}: a guard against decompression "
+                "bombs); given, a picture up to it is read even where its file is far smaller than such a "
+                "picture's")
+    parser.add_argument("--max-pixels", type=positive_int, metavar="N", help=text)
 
 
 def view_arg(text):
@@ -60,7 +67,12 @@ def view_arg(text):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2) instead of a usage block."""
+    """argparse with one-line errors (exit 2) instead of a usage block, and no abbreviated options:
+    ``--step 100`` was taken as ``--steps``, and a slip should be an error, not a guess."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         if message.endswith("expected one argument"):  # argparse takes "-0.5,..." for an option

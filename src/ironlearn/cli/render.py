@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..api import DEVICES, render_file
-from .argtypes import positive_float, size_arg, view_arg
+from .argtypes import add_max_pixels, positive_float, size_arg, view_arg
 from .common import add_model_argument, progress_style, say
 from .status import ExitCode
 
@@ -23,6 +23,7 @@ def add_parser(commands) -> None:
                           help="render only this region of the [-1, 1] square, which the picture spans (y grows "
                                "downward; write --view=-0.5,... when it starts with a minus; a compressed "
                                "picture's view stays inside the square); default: the whole picture")
+    add_max_pixels(render_p, draws=True)
     render_p.add_argument("-o", "--output", required=True, metavar="OUT.png", help="image to write")
     render_p.add_argument("--device", choices=DEVICES,
                           help="where to render a model (default: the GPU when CuPy sees one, else the CPU); "
@@ -33,6 +34,7 @@ def add_parser(commands) -> None:
 
 def cmd_render(args) -> int:
     width, height = render_file(args.model, args.output, args.size, scale=args.scale, view=args.view,
-                                device=args.device, force=args.force, progress=progress_style(), log=say)
+                                device=args.device, max_pixels=args.max_pixels, force=args.force,
+                                progress=progress_style(), log=say)
     say(f"wrote {args.output} ({width}x{height})")
     return ExitCode.OK

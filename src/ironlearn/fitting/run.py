@@ -133,7 +133,8 @@ def _fit(options: FitOptions, saved, log, live) -> dict:
         check_kept_start(saved.settings, options)
         options = resume_options(options, saved.settings)
     picture = load_picture(options.input, mode=options.mode, size=options.size,
-                           max_pixels=options.max_pixels or MAX_PIXELS)
+                           max_pixels=options.max_pixels or MAX_PIXELS,
+                           plausible=options.max_pixels is None)
     for note in [] if options.quiet else picture.notes:
         log(f"note: {note}")
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)

@@ -6,7 +6,9 @@ modules are importable from here, the one door to pictures on disk.
 
 from __future__ import annotations
 
+import mmap
 import os
+import re
 import struct
 import zlib
 
@@ -28,6 +30,23 @@ from .pixel_csv import CSV_SUFFIXES, read_pixel_csv, read_pixel_levels, write_pi
 READ_FORMATS = ("PNG", "JPEG", "MPO", "WEBP", "BMP", "TIFF", "GIF", "PPM")
 #: How the formats are named to people.
 READ_FORMATS_TEXT = "PNG, JPEG, WebP, BMP, TIFF, GIF or PPM"
+#: A picture of up to this many pixels is read whatever the size of its file: it costs little.
+PLAIN_PIXELS = 1 << 22
+#: Past :data:`PLAIN_PIXELS`, the most pixels a byte of its file a picture may declare, by format
+#: (:func:`_check_plausible`): a JPEG codes each 8x8 block in a bit at least, so a whole one holds
+#: at most 512; a BMP's runs hold at most 127.5 (255 pixels in 2 bytes), a PPM's samples 8 (a bit
+#: a pixel).  A PNG is not bounded: its image data is counted whole instead (:func:`_check_png_whole`).
+PIXELS_PER_BYTE = {"JPEG": 512, "MPO": 512, "BMP": 256, "PPM": 16}
+#: The same for the formats that code a flat area in next to nothing (GIF, WebP, TIFF): past the
+#: densest real pictures measured (a drawing enlarged 8 times, as lossless WebP: 2,826 a byte),
+#: short of flat ones (white 8000x8000 as lossless WebP: 25,539; as a G4 TIFF: 14,000), which the
+#: user reads knowingly (``--max-pixels``).
+FLAT_PIXELS_PER_BYTE = 8192
+#: The most scans a JPEG may have: each decodes the whole picture again (2,000 copies of one scan made
+#: a 48 KB file of 4 MP take 6.6 s), and encoders write 1 to about 12 (libjpeg's progressive: 10).
+MAX_JPEG_SCANS = 100
+#: A marker inside a JPEG's coded data: 0xFF then neither a stuffed 0, a restart marker nor fill.
+_JPEG_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
 
 
 def _formats() -> list[str]:
@@ -86,6 +105,51 @@ def _check_png_whole(path: str) -> None:
                          f"{expected:,} bytes); re-export it")
 
 
+def _check_plausible(path: str, image: Image.Image, option: str | None) -> None:
+    """Refuse a picture that declares more pixels than its file plausibly holds (:data:`PIXELS_PER_BYTE`),
+    before it is decoded: Pillow decodes a truncated or crafted file whole, the pixels it never got
+    drawn black (a 35-byte GIF or a 632-byte JPEG declaring 10000x10000 became a 1.1 GB CSV)."""
+    if image.format == "PNG":
+        return
+    width, height = image.size
+    size, most = os.path.getsize(path), PIXELS_PER_BYTE.get(image.format, FLAT_PIXELS_PER_BYTE)
+    if width * height <= max(PLAIN_PIXELS, most * size):
+        return
+    name = {"WEBP": "WebP", "MPO": "JPEG"}.get(image.format, image.format)
+    anyway = f", or give {{{option}}} {width * height} to read it as it is" if option else ""
+    raise InputError(f"{path} declares {width}x{height} pixels in {size:,} bytes, more than real {name} pictures hold "
+                     f"({most:,} pixels a byte past {megapixels(PLAIN_PIXELS)}): it is truncated or crafted "
+                     f"(re-export it), or flat (save it as PNG{anyway})", *[option] if option else [])
+
+
+def _jpeg_scans(data) -> int:
+    """How many scans (start-of-scan markers) the first picture in the JPEG ``data`` has, walking
+    its segments by their lengths and its coded data to the next marker."""
+    scans, at = 0, 2
+    while at + 4 <= len(data) and data[at] == 0xFF:
+        kind, length = data[at + 1], struct.unpack(">H", data[at + 2:at + 4])[0]
+        if kind == 0xD9:  # the end of the picture (an MPO's next one follows)
+            break
+        if kind == 0xFF:  # fill before a marker
+            at += 1
+            continue
+        at += 2 + length
+        if kind == 0xDA:
+            scans += 1
+            found = _JPEG_MARKER.search(data, at)
+            at = found.start() if found else len(data)
+    return scans
+
+
+def _check_jpeg_scans(path: str) -> None:
+    """Refuse a JPEG of more than :data:`MAX_JPEG_SCANS` scans, before it is decoded."""
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        scans = _jpeg_scans(data)
+    if scans > MAX_JPEG_SCANS:
+        raise InputError(f"{path} is a JPEG of {scans:,} scans, more than encoders write ({MAX_JPEG_SCANS}), and "
+                         "each decodes the whole picture again; re-export it")
+
+
 def _over_limit(path: str, width: int, height: int, max_pixels: int, what: str = "declares",
                 option: str | None = "max_pixels") -> InputError:
     """The error for a picture past ``max_pixels``; ``option`` is the option that raises the limit
@@ -100,9 +164,11 @@ def _over_limit(path: str, width: int, height: int, max_pixels: int, what: str =
                       "raise it, or resize the picture first", option)
 
 
-def _open(path: str, max_pixels: int = MAX_PIXELS, option: str | None = "max_pixels") -> tuple[Image.Image, list[str]]:
-    """The image at ``path``, decoded once its declared size is known to be within ``max_pixels``,
-    and the notes on how it was read (:func:`_notes`)."""
+def _open(path: str, max_pixels: int = MAX_PIXELS, option: str | None = "max_pixels",
+          plausible: bool = True) -> tuple[Image.Image, list[str]]:
+    """The image at ``path``, decoded once its declared size is known to be within ``max_pixels``
+    (and, with ``plausible``, within what its file holds: :func:`_check_plausible`), and the notes
+    on how it was read (:func:`_notes`)."""
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -118,9 +184,13 @@ def _open(path: str, max_pixels: int = MAX_PIXELS, option: str | None = "max_pix
         width, height = image.size
         if width * height > max_pixels:
             raise _over_limit(path, width, height, max_pixels, option=option)
+        if plausible:
+            _check_plausible(path, image, option)
         notes = _notes(path, image)  # before load(), which forgets how the file stores its samples
         if image.format == "PNG":
             _check_png_whole(path)
+        elif image.format in ("JPEG", "MPO"):
+            _check_jpeg_scans(path)
         image.load()
     except InputError:
         raise
@@ -239,7 +309,7 @@ def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
 
 
 def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = MAX_PIXELS,
-                 option: str | None = "max_pixels", max_enlarged: int | None = None) -> Picture:
+                 option: str | None = "max_pixels", max_enlarged: int | None = None, plausible: bool = True) -> Picture:
     """Read an image or pixel CSV, resized to ``size`` and converted to ``mode``.
 
     ``mode`` None means rgb for colour images, gray otherwise (binary for a
@@ -248,7 +318,9 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
     says to raise ``option`` (None: a caller without one).  With ``max_enlarged``, a ``size`` of
     more pixels than both the file's own and ``max_enlarged`` is refused before any resize (for
     a size read from a file from elsewhere: a model's settings claiming 100 MP made ``view``
-    resize any picture to it, 2.3 GB).
+    resize any picture to it, 2.3 GB).  With ``plausible`` (unless the user raised ``max_pixels``
+    knowingly), a file that declares more pixels than it plausibly holds is refused too, before it
+    is decoded (:data:`PIXELS_PER_BYTE`).
     """
     path = os.fspath(path)
     if mode is not None and mode not in MODES:
@@ -258,7 +330,7 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
         values, csv_mode = read_pixel_levels(path)
         mode = mode or csv_mode
     else:
-        image, notes = _open(path, max_pixels, option)
+        image, notes = _open(path, max_pixels, option, plausible)
         try:
             values = _decode(image, notes)
         except ValueError as exc:
@@ -269,6 +341,9 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = 
     height, width = values.shape[:2]
     if min(width, height) < MIN_SIDE:
         raise InputError(f"{path} is {width}x{height} pixels; ironlearn needs at least {MIN_SIDE}x{MIN_SIDE}")
+    if isinstance(size, int) and size > max_pixels:  # and 10**400 is past what scaled_size's float division takes
+        raise InputError(f"{{size}} {size} is a longer side than ironlearn reads ({megapixels(max_pixels)} in all); "
+                         "choose a smaller size or raise {max_pixels}", "size", "max_pixels")
     target_w, target_h = scaled_size(width, height, size)
     if min(target_w, target_h) < MIN_SIDE:
         raise InputError(f"{{size}} gives {target_w}x{target_h} pixels; use at least {MIN_SIDE} on each side", "size")

@@ -137,7 +137,8 @@ def finished(options: FitOptions) -> dict | None:
             return None  # trained further (and stopped) since the outputs were written
         merged = resume_options(dataclasses.replace(options, resume=True), saved["settings"])
         picture = load_picture(merged.input, mode=merged.mode, size=merged.size,
-                               max_pixels=merged.max_pixels or MAX_PIXELS)
+                               max_pixels=merged.max_pixels or MAX_PIXELS,
+                               plausible=merged.max_pixels is None)
         plan = make_plan(merged, picture, saved["settings"], start_step=step)
     except (OSError, ValueError, KeyError, TypeError):  # incl. UsageError, InputError, CheckpointError
         return None  # fit() says what is wrong when it resumes
