@@ -184,6 +184,22 @@ def test_the_costliest_file_under_100_kb_draws_in_little(tmp_path):
         assert peak < 500 * 2**20 and time.perf_counter() - started < 50  # ten times the 5 s aimed at
 
 
+def test_a_page_past_the_texture_limit_is_refused_before_decoding(tmp_path):
+    """An 8192x8192 file whose level 0 is coded (within the density bound) needs a 2048x32768
+    texture, past the 16384 rows most GPUs hold: `view` refuses it in one line from its header
+    (the page froze for 35 s at 4.4 GB before failing)."""
+    from ironlearn.viewer.plan import MAX_TEXTURE_ROWS
+
+    path = tmp_path / "tall.ilc"
+    path.write_bytes(container.pack(_header(8192, 8192, channels=1, levels=1, magnitude=1), [bytes(500_000), b""]))
+    before = path.read_bytes()
+    codec.read_header(before)  # within every bound of the format
+    done, peak = run_measured("view", path, "-o", tmp_path / "page.html", memory_limit=ADDRESS_LIMIT)
+    _refused_in_one_line(done, path, before)
+    assert f"2048x32768 texture on the page, more than the {MAX_TEXTURE_ROWS} rows" in done.stderr
+    assert peak < SMALL_FILE_PEAK and not (tmp_path / "page.html").exists()
+
+
 def test_the_writer_empties_a_grid_too_sparse_for_its_bits():
     """One latent in a 2048x2048 grid would code 4 million latents in a word or two; the writer
     empties that grid rather than write a file the reader refuses."""
