@@ -149,19 +149,55 @@ def test_latents_coded_nearly_free_are_refused_at_once(tmp_path):
     assert not (tmp_path / "out.png").exists() and not (tmp_path / "page.html").exists()
 
 
-def test_a_file_under_a_kilobyte_at_the_density_bound_costs_little(tmp_path):
-    """The most latents a file under 1 KB may code (about 2.9 million): each command reads it in
-    little memory."""
-    data = _near_free(1700, 1700, 1, 1, coded={0}, ones=300)
-    header = codec.read_header(data)
-    assert len(data) < 1024 and 1700 * 1700 > 0.95 * most_latents(len(header.sections[0]))
+def test_a_file_of_100_kb_declaring_201_million_latents_is_refused_at_once(tmp_path):
+    """Issue 64's file: 99.8 KB whose level 0 of 8192x8192 RGB (201 million latents) was within
+    the old bound (256 a bit) and took 45 s and 2.4 GB to draw at 64x64; now refused from its
+    header and its section's length, before anything is decoded."""
+    fields = _header(8192, 8192, levels=1, magnitude=1)
+    data = container.pack(fields, [bytes(99_800), b""])
+    with pytest.raises(codec.CodecError, match="may code"):
+        codec.read_header(data)
     path = tmp_path / "dense.ilc"
     path.write_bytes(data)
-    for command in (["render", path, "--size", 16, "-o", tmp_path / "out.png"],
+    started = time.perf_counter()
+    done, peak = run_measured("decompress", path, "--size", 64, "-o", tmp_path / "out.png",
+                              memory_limit=ADDRESS_LIMIT)
+    _refused_in_one_line(done, path, data)
+    assert "may code" in done.stderr and peak < SMALL_FILE_PEAK and time.perf_counter() - started < 20
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_the_costliest_file_under_100_kb_draws_in_little(tmp_path):
+    """The most latents a file under 100 KB may code (17 million: 2376x2376 RGB, near-free zeros
+    and 33,250 ones at 24 bits each) draws at 64x64 under 500 MB (measured: 3.6 s, 257 MB) and makes
+    a page."""
+    data = _near_free(2376, 2376, 3, 1, coded={0}, ones=33_250)
+    header = codec.read_header(data)
+    assert len(data) < 100_000 and 3 * 2376 ** 2 > 0.99 * most_latents(len(header.sections[0]))
+    path = tmp_path / "dense.ilc"
+    path.write_bytes(data)
+    for command in (["decompress", path, "--size", 64, "-o", tmp_path / "out.png"],
                     ["view", path, "-o", tmp_path / "page.html"]):
+        started = time.perf_counter()
         done, peak = run_measured(*command, memory_limit=ADDRESS_LIMIT)
         assert done.returncode == 0, done.stderr
-        assert peak < SMALL_FILE_PEAK
+        assert peak < 500 * 2**20 and time.perf_counter() - started < 50  # ten times the 5 s aimed at
+
+
+def test_a_page_past_the_texture_limit_is_refused_before_decoding(tmp_path):
+    """An 8192x8192 file whose level 0 is coded (within the density bound) needs a 2048x32768
+    texture, past the 16384 rows most GPUs hold: `view` refuses it in one line from its header
+    (the page froze for 35 s at 4.4 GB before failing)."""
+    from ironlearn.viewer.plan import MAX_TEXTURE_ROWS
+
+    path = tmp_path / "tall.ilc"
+    path.write_bytes(container.pack(_header(8192, 8192, channels=1, levels=1, magnitude=1), [bytes(500_000), b""]))
+    before = path.read_bytes()
+    codec.read_header(before)  # within every bound of the format
+    done, peak = run_measured("view", path, "-o", tmp_path / "page.html", memory_limit=ADDRESS_LIMIT)
+    _refused_in_one_line(done, path, before)
+    assert f"2048x32768 texture on the page, more than the {MAX_TEXTURE_ROWS} rows" in done.stderr
+    assert peak < SMALL_FILE_PEAK and not (tmp_path / "page.html").exists()
 
 
 def test_the_writer_empties_a_grid_too_sparse_for_its_bits():

@@ -214,3 +214,34 @@ def test_sigterm_while_the_command_starts_is_the_sigterm_line(tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 143, err
     assert "stopped by SIGTERM" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def _grid_model(path, levels: int):
+    """An 84 KB model of ``levels`` one-feature hash-grid levels of 2**10 rows (issue 64's)."""
+    from ironlearn.nn import presets as nets
+    from ironlearn.train.checkpoint import save
+
+    model = nets.hashgrid(2, 3, levels=levels, features=1, log2_table_size=10, coarsest=1, finest=2, width=1,
+                          depth=1, rng=np.random.default_rng(0))
+    save(path, model, settings={"size": [64, 64], "mode": "rgb"})
+    return path
+
+
+def test_a_model_of_thousands_of_grid_levels_is_refused_at_load(tmp_path):
+    """Every array fits its architecture, yet 4096 levels took 8.7 s and 1.75 GB to render 64x64
+    (out of memory at 256x256) and made a 3.46 MB shader: a hash grid may have at most
+    MAX_GRID_LEVELS, twice what fit allows; 32 still draws."""
+    from ironlearn.nn.encodings import MAX_GRID_LEVELS
+
+    crafted = _grid_model(tmp_path / "levels.npz", 4096)
+    before = crafted.read_bytes()
+    assert len(before) < 100_000
+    for command in (["render", crafted, "--size", 64, "-o", tmp_path / "out.png"],
+                    ["view", crafted, "-o", tmp_path / "page.html"], ["info", crafted]):
+        done, peak = run_measured(*command, memory_limit=ADDRESS_LIMIT)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"levels must be a whole number in 1..{MAX_GRID_LEVELS} (got 4096)" in done.stderr
+        assert "Traceback" not in done.stderr and peak < SMALL_FILE_PEAK
+    assert crafted.read_bytes() == before and not (tmp_path / "out.png").exists()
+    done, _ = run_measured("render", _grid_model(tmp_path / "fits.npz", 32), "--size", 64, "-o", tmp_path / "out.png")
+    assert done.returncode == 0, done.stderr

@@ -22,7 +22,8 @@ STATIC = Path(viewer.__file__).parent / "static"
 DECODER_SCRIPTS = ("unpack.js", "ilcfile.js", "ilcdecode.js", "picture.js")
 READERS = (*DECODER_SCRIPTS, "viewer.js")
 #: Numbers of the format that a script may still write, each for a reason of its own.
-ALLOWED = {256: "zlib's CRC32 table has 256 entries (ilcfile.js), as MAX_SECTIONS and MAX_HIDDEN happen to be"}
+ALLOWED = {256: "zlib's CRC32 table has 256 entries (ilcfile.js), as MAX_SECTIONS and MAX_HIDDEN happen to be",
+           16: "Python's repr writes a float's exponent from 1e16 on (ilcfile.js), as LATENTS_PER_BIT happens to be"}
 
 
 def _as_json(value):

@@ -255,7 +255,7 @@ def density_cases() -> dict:
     """Latents sections coding as many latents as their length allows (bitstream.most_latents), and
     one more; and the 8192x8192 files of near-free zeros that cost gigabytes before the bound."""
     cases = {}
-    for size in (0, 4, 400):
+    for size in (0, 8, 400):
         allowed = bitstream.most_latents(size)
         for name, width in (("at", allowed // 1024), ("over", allowed // 1024 + 1)):
             assert name == "over" or allowed % 1024 == 0

@@ -27,6 +27,11 @@ LOOKUP_CACHE = 3  # the pixel grid, and a batch between pixels or a time-lapse f
 #: Fewer than 64 rows cannot hold even an 8x8-vertex level; 2**24 rows of two float32 features
 #: are 128 MiB a level, and Adam keeps two more tables like it.
 LOG2_TABLE_SIZES = range(6, 25)
+#: The most levels a saved hash grid may have: twice the 32 that ``fit --levels`` allows.  A
+#: pixel's multiply-adds and table reads are at most a few times the parameters a file stores, so
+#: they follow its size; a level's own work does not: an 84 KB model of 4096 levels took 8.7 s and
+#: 1.75 GB to render 64x64, and its page a 3.46 MB shader.
+MAX_GRID_LEVELS = 64
 
 
 def dense_log2_table_size(vertices: int) -> int:
@@ -198,8 +203,7 @@ class HashGrid(Layer):
     @classmethod
     def shapes(cls, config: dict) -> tuple[dict, int, int]:
         arguments = bound_arguments(cls, config)
-        # Listing the sizes of a level costs a step each: a few thousand levels stay instant (fit uses 32 at most).
-        levels = check_count(arguments["levels"], "levels", high=4096)
+        levels = check_count(arguments["levels"], "levels", high=MAX_GRID_LEVELS)
         features = check_count(arguments["features"], "features")
         log2_table_size = check_count(arguments["log2_table_size"], "log2_table_size", LOG2_TABLE_SIZES[0],
                                       LOG2_TABLE_SIZES[-1])

@@ -23,7 +23,7 @@ from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..version import __version__
 from .format_data import FORMAT_SCRIPT, format_script
 from .packing import pack
-from .plan import ROW_TEXELS, Plan, ViewerError, build_plan, texture_shape
+from .plan import MAX_TEXTURE_ROWS, ROW_TEXELS, Plan, ViewerError, build_plan, check_texture, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras
 from .shader import fragment_shader, template
 
@@ -103,6 +103,12 @@ def file_payload(picture) -> dict:
     (:func:`_decoder`).  The page decodes the file and draws it as ``view --app`` draws a file
     dropped on it (``static/picture.js``).  The file is decoded here first, so that a damaged one
     is refused before any page is written (:class:`~ironlearn.codec.CodecError`)."""
+    header = picture.header
+    coded = [any(grid[3] for grid in header.grids[k * header.channels:(k + 1) * header.channels])
+             for k in range(header.levels)]
+    # A cell a texel for each level that codes anything, one for an empty one (picture.js's picturePlan).
+    check_texture(sum(h * w if any_coded else 1 for (h, w), any_coded in zip(header.grid_shapes, coded)),
+                  f"{os.path.basename(picture.path)}: its latents")
     picture.decoded  # decoded for its checks alone: a page is written only for a file that Python reads
     name = os.path.basename(picture.path)
     return {"title": f"{name}: ironlearn viewer", **_NO_MODEL, "version": __version__, "codec": _decoder(),
@@ -120,14 +126,16 @@ def app_payload() -> dict:
 def _decoder() -> dict:
     """What a page needs to decode and draw a file beyond its scripts (the format's numbers are
     ``format.js``'s): the range decoder compiled to WebAssembly (``static/rangedecoder.wasm``),
-    the weight texture's row and the shader templates."""
+    the weight texture's row and most rows, and the shader templates."""
     wasm = (resources.files(__package__) / "static" / "rangedecoder.wasm").read_bytes()
     return {"rangeDecoder": base64.b64encode(wasm).decode("ascii"), "rowTexels": ROW_TEXELS,
+            "maxTextureRows": MAX_TEXTURE_ROWS,
             "templates": {name: template(name).template for name in PICTURE_TEMPLATES}, "version": __version__}
 
 
 def _drawing(plan: Plan) -> dict:
     """The payload's part that draws: the plan's operations, packed numbers and shader."""
+    check_texture(plan.texels, "the model's weights")
     return {
         "ops": plan.ops,
         "output": plan.output,

@@ -56,6 +56,9 @@ from ..errors import WordedError
 
 TEXEL = 4  # floats per RGBA32F texel
 ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
+#: The most rows a page's weight texture may have: most GPUs' MAX_TEXTURE_SIZE (WebGL2 guarantees
+#: only 2048).  A taller one failed only once the page had built it (4.4 GB, a 35 s freeze).
+MAX_TEXTURE_ROWS = 16384
 DRAWABLE = ("Linear", "ReLU", "Tanh", "Sigmoid", "Sine", "FourierFeatures", "HashGrid")
 ACTIVATION_OPS = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Sine": "sine"}
 
@@ -277,6 +280,15 @@ def _grid_levels(grid, packer, index):
             raise ViewerError(f"layer {index} (HashGrid) has a table of {level['size']} rows; "
                               "the viewer needs a power of two")
     return levels
+
+
+def check_texture(texels: int, what: str) -> None:
+    """Refuse (:class:`ViewerError`) a page whose weight texture would hold ``texels``, more
+    rows than :data:`MAX_TEXTURE_ROWS`; ``what`` names what needs them."""
+    rows = math.ceil(texels / ROW_TEXELS)
+    if rows > MAX_TEXTURE_ROWS:
+        raise ViewerError(f"{what} would need a {ROW_TEXELS}x{rows} texture on the page, more than the "
+                          f"{MAX_TEXTURE_ROWS} rows most GPUs hold; draw it to a PNG with `ironlearn render` instead")
 
 
 def texture_shape(plan: Plan) -> tuple[int, int]:

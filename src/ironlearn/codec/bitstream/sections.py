@@ -33,12 +33,15 @@ from .header import Header, read_fields, refuse, write_header
 #: ``2**-CODER_PRECISION``, and a decoder holds ``CODER_STATE_BITS`` bits beyond the words it read.
 CODER_PRECISION, CODER_STATE_BITS = 24, 64
 #: The latents a file may code for each bit of its latents section, beyond the first
-#: ``FREE_LATENTS``.  The coder's floor alone lets a near-certain zero cost 2e-7 bits, so that 352
-#: bytes could declare 268 million latents (8192x8192 RGB) and cost gigabytes and tens of seconds
-#: to decode; what ``compress`` writes codes well under this a bit, even for a flat picture with one
-#: dot (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted'), and it
-#: empties a grid rather than write a file over this.
-LATENTS_PER_BIT, FREE_LATENTS = 256, 1 << 20
+#: ``FREE_LATENTS``: what decoding costs (about 0.15 us and 12 bytes a latent) follows the file's
+#: size.  The coder's floor alone lets a near-certain zero cost 2e-7 bits, so that 352 bytes could
+#: declare 268 million latents (8192x8192 RGB); at 256 a bit (formats 3 to 6 until issue 64), a
+#: 99.8 KB file coded 201 million and took 45 s and 2.4 GB to draw at 64x64.  Now the costliest
+#: file under 100 KB codes 17 million: 3.6 s and 257 MB.  Photographs code 4 to 15 latents a bit
+#: at 0.003 to 0.1 bpp, and any picture of 4 million latents or fewer (1 MP RGB, 3 MP gray) is
+#: free; a flat picture with one dot at 0.02 bpp codes 100 a bit, and ``compress`` empties its
+#: sparsest grids rather than write a file over the bound (measured: docs/reliability.md).
+LATENTS_PER_BIT, FREE_LATENTS = 16, 1 << 22
 
 
 def _constriction():

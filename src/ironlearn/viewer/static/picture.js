@@ -211,6 +211,14 @@ IL.mlpRepr = function (header, tensors) {
 // already unpacked.
 IL.pictureData = function (picture, codec, name) {
   const { header, tensors } = picture;
+  // page.file_payload's check, before the texture is built: a cell a texel for a level that codes
+  // anything, one for an empty one (a taller texture froze the page, then failed).
+  const texels = header.gridShapes.reduce((n, [r, c], k) => n + (picture.latents[k] === null ? 1 : r * c), 0);
+  const textureRows = Math.ceil(texels / codec.rowTexels);
+  if (codec.maxTextureRows && textureRows > codec.maxTextureRows) {
+    throw new IL.FileRefused(`its latents would need a ${codec.rowTexels}x${textureRows} texture on the page, more than the `
+      + `${codec.maxTextureRows} rows most GPUs hold; draw it to a PNG with \`ironlearn render\` instead`);
+  }
   const plan = IL.picturePlan(picture);
   const shapes = header.gridShapes.map(([rows, columns]) => `${columns}x${rows}`).join(", ");
   const filtered = header.filteredLevels;
