@@ -62,7 +62,8 @@ class Recorder(History):
 def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0, slowdown: float | None = None) -> dict:
     """The numbers ``metrics.json`` holds; ``score`` compared the whole render with the picture.
     A timed run also says how much of its training time it spent stalled (``train.timed``), and
-    how many times the pace its calibration measured its steps took (``slowdown``)."""
+    how many times the pace its calibration measured its steps took (``slowdown``); a run on the
+    CPU, the share of its steps' time they had a core (``cpu_share``, under 1 on a busy machine)."""
     result = {
         "psnr_db": round(score.psnr, 3),
         "steps": trainer.step,
@@ -83,6 +84,8 @@ def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0, slo
         result["stalled_seconds"] = round(stalled_seconds, 3)
         if slowdown is not None:
             result["slowdown"] = round(slowdown, 2)
+    if backend.device == "cpu" and trainer.cpu_share is not None:
+        result["cpu_share"] = round(trainer.cpu_share, 3)
     if plan.mode == "binary":
         result["accuracy"] = round(score.accuracy, 6)
     result.update(backend.memory_stats())
@@ -93,20 +96,27 @@ def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0, slo
 STALL_NOTICE_SHARE = 0.1
 #: A run whose steps took this many times the pace measured at its start says so when it ends.
 SLOWDOWN_NOTICE = 1.5
+#: A run on the CPU whose steps had a core less than this share of their time says so when it
+#: ends: the machine was busy (alone, a fit's thread runs 95-100% of its steps' time).
+BUSY_NOTICE = 0.8
 
 
 def describe_result(result: dict) -> str:
     """One line for a finished fit: PSNR of the final model over every pixel (and accuracy), steps,
-    training time, and the time stalled when it was more than a tenth of it."""
+    training time, the time stalled when it was more than a tenth of it, and whether the machine
+    was busy (its steps slower than measured at the start, or without a core much of their time)."""
     extra = f", accuracy {result['accuracy']:.2%}" if "accuracy" in result else ""
     stalled = result.get("stalled_seconds", 0.0)
     if stalled > STALL_NOTICE_SHARE * result["seconds"]:
         extra_time = f" ({stalled:.1f} s of it stalled: the machine paused the fit or was busy)"
     else:
         extra_time = ""
-    if result.get("slowdown", 1.0) >= SLOWDOWN_NOTICE:
-        extra_time += (f" (its steps took {result['slowdown']:.1f}x the time measured at its start: it got "
-                       "that much less of the machine, which was busy with other work)")
+    slower, busy = result.get("slowdown", 1.0) >= SLOWDOWN_NOTICE, result.get("cpu_share", 1.0) < BUSY_NOTICE
+    if slower or busy:
+        said = [f"its steps took {result['slowdown']:.1f}x the time measured at its start"] if slower else []
+        said.append(f"the machine was busy with other work: its steps had a core {result['cpu_share']:.0%} of their "
+                    "time" if busy else "it got that much less of the machine, which was busy with other work")
+        extra_time += f" ({'; '.join(said)})"
     return (f"PSNR {result['psnr_db']:.2f} dB (final model, every pixel){extra} after {result['steps']:,} steps, "
             f"{result['seconds']:.1f} s of training{extra_time}")
 

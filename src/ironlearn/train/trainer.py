@@ -113,6 +113,10 @@ class Trainer:
         self.max_loss = max_loss
         self.train_seconds = 0.0  # time spent in steps (and in callbacks, with count_callbacks)
         self.last_step_seconds = 0.0  # the last step's own time, its callbacks' left out
+        #: This session's steps: their own wall time, and how much of it the calling thread ran on
+        #: a core (its CPU time).  Their ratio tells a busy machine from a slow step: a step that
+        #: waited for a core does not run (``cpu_share``).
+        self.steps_seconds, self.steps_cpu_seconds = 0.0, 0.0
         self.count_callbacks = bool(count_callbacks)
         self.clock = clock  # None: time.perf_counter, looked up at each read
         self.held = tuple(held)
@@ -211,10 +215,12 @@ class Trainer:
                         time_budget is None or self.train_seconds - started_at < time_budget):
                     if self.threads is not None:
                         self.threads.threads()
-                    t0 = clock()
+                    t0, cpu = clock(), time.thread_time()
                     self.train_step()
                     t1 = clock()
+                    self.steps_cpu_seconds += time.thread_time() - cpu
                     self.last_step_seconds = t1 - t0
+                    self.steps_seconds += t1 - t0
                     if self.threads is not None:
                         self.threads.record(t1 - t0)
                     self.train_seconds += t1 - t0
@@ -236,6 +242,13 @@ class Trainer:
                 for callback in self.callbacks:
                     callback.end(self, error)
         return self
+
+    @property
+    def cpu_share(self) -> float | None:
+        """The share of this session's step time the calling thread ran on a core (None before a
+        step): about 1 alone on the CPU, under 1 when other work held the cores.  (A GPU's steps
+        wait for the device, and mean nothing here.)"""
+        return self.steps_cpu_seconds / self.steps_seconds if self.steps_seconds > 0 else None
 
     def request_stop(self) -> None:
         """Finish the current step, run the end callbacks and return from :meth:`run`
