@@ -13,8 +13,13 @@ at this port; any other Host, or none, gets 403.
 A client that opens connections and sends nothing (or a request's head, or a POST whose body never
 comes) holds a thread of the server while it waits.  So a connection is dropped when one read or
 write takes over :data:`REQUEST_SECONDS`, at most :data:`WORKERS` are served at once, and past that
-a new connection takes the place of the one open longest: hundreds of idle connections neither use
-up the process's threads nor keep a fresh page out.
+a new connection takes the place of the oldest one that is still *asking*: one whose answer has not
+begun (idle, slow to send its request, or keeping its connection open for another).  A connection
+the server is answering is never dropped for a new one: 40 clients that connect, send nothing and
+connect again each time they are dropped dropped a user's download of the page (the oldest
+connection) mid-page before; now they take each other's places, and a new connection waits only
+when every worker is answering.  Hundreds of idle connections neither use up the process's threads
+nor keep a fresh page out.
 """
 
 from __future__ import annotations
@@ -74,31 +79,54 @@ def refused_host(handler: BaseHTTPRequestHandler) -> bool:
     return True
 
 
+class _Tracked:
+    """Mixed into a :class:`QuietServer`'s handler: tells the server when a connection's answer
+    begins (its status line) and when the connection asks again (kept open for another request)."""
+
+    def send_response_only(self, code, message=None):
+        self.server.answering(self.request)
+        super().send_response_only(code, message)
+
+    def handle_one_request(self):
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.asking(self.request)
+
+
+#: What a :class:`QuietServer` knows of each connection it serves.
+ASKING, ANSWERING, DROPPED = "asking", "answering", "dropped"
+
+
 class QuietServer(ThreadingHTTPServer):
     """A thread per connection, at most :data:`WORKERS` at once, each connection dropped after
-    :data:`REQUEST_SECONDS` stalled in a read or write (the module's docstring says why); no
-    traceback for a client that hangs up or stalls."""
+    :data:`REQUEST_SECONDS` stalled in a read or write; past the cap a new connection takes the
+    place of the oldest one whose answer has not begun, never of one being answered (the module's
+    docstring says why); no traceback for a client that hangs up or stalls."""
 
     # Connections the system holds until they are accepted: past socketserver's 5, the next one of
     # a burst would wait a second (the system drops its opening packet; the client sends it again).
     request_queue_size = 128
 
     def __init__(self, address, handler):
-        super().__init__(address, handler)
-        self._slots = threading.BoundedSemaphore(WORKERS)
-        self._open = {}  # the connections being served, oldest first (a dict keeps its order)
-        self._open_lock = threading.Lock()
+        super().__init__(address, type(handler.__name__, (_Tracked, handler), {}))
+        self._open = {}  # each connection being served -> ASKING, ANSWERING or DROPPED; oldest first
+        self._changed = threading.Condition()  # a connection served, or asking again, or stopping
+        self._stopping = False
 
     def process_request(self, request, client_address):
-        if not self._slots.acquire(blocking=False):
-            self._drop_oldest()
-            self._slots.acquire()  # as soon as the dropped connection's thread has ended
+        with self._changed:
+            while len(self._open) >= WORKERS:
+                if self._stopping:
+                    self.shutdown_request(request)
+                    return
+                self._drop_one_asking()
+                self._changed.wait()  # its thread ends at once; or an answer ends, or one asks again
+            self._open[request] = ASKING
         request.settimeout(REQUEST_SECONDS)
-        with self._open_lock:
-            self._open[request] = None
         try:
             super().process_request(request, client_address)
-        except BaseException:  # no thread started: it would never give its slot back
+        except BaseException:  # no thread started: it would never give its place back
             self._served(request)
             raise
 
@@ -108,21 +136,43 @@ class QuietServer(ThreadingHTTPServer):
         finally:
             self._served(request)
 
-    def _served(self, request) -> None:
-        with self._open_lock:
-            self._open.pop(request, None)
-        self._slots.release()
+    def answering(self, request) -> None:
+        """``request``'s answer has begun: it is not dropped for a new connection from now on."""
+        self._mark(request, ASKING, ANSWERING)
 
-    def _drop_oldest(self) -> None:
-        """Hang up the connection open longest, so that its thread's read or write ends at once: a
-        flood of idle connections costs a fresh one no wait."""
-        with self._open_lock:
-            oldest = next(iter(self._open), None)
-            try:
-                if oldest is not None:
-                    oldest.shutdown(socket.SHUT_RDWR)
-            except OSError:  # its thread has just closed it
-                pass
+    def asking(self, request) -> None:
+        """``request`` has been answered and waits for another request (or is closing)."""
+        self._mark(request, ANSWERING, ASKING)
+
+    def shutdown(self):
+        with self._changed:  # a new connection waiting for a place waits no more
+            self._stopping = True
+            self._changed.notify_all()
+        super().shutdown()
+
+    def _mark(self, request, was: str, now: str) -> None:
+        with self._changed:
+            if self._open.get(request) == was:
+                self._open[request] = now
+                self._changed.notify_all()
+
+    def _served(self, request) -> None:
+        with self._changed:
+            self._open.pop(request, None)
+            self._changed.notify_all()
+
+    def _drop_one_asking(self) -> None:
+        """Hang up the oldest connection whose answer has not begun (its lock held), so that its
+        thread's read ends at once: a flood of idle connections costs a fresh one no wait, and
+        costs a download under way nothing."""
+        asking = next((connection for connection, state in self._open.items() if state == ASKING), None)
+        if asking is None:
+            return
+        self._open[asking] = DROPPED
+        try:
+            asking.shutdown(socket.SHUT_RDWR)
+        except OSError:  # its thread has just closed it
+            pass
 
     def handle_error(self, request, client_address):
         # A browser that hangs up (a closed tab, a cancelled load) or a client that stalls past
