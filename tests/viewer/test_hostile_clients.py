@@ -197,6 +197,38 @@ def test_forty_clients_that_reconnect_when_dropped_do_not_cut_a_download(tmp_pat
     assert capfd.readouterr().err == ""
 
 
+def test_a_new_connection_waits_while_every_worker_is_answering(tmp_path, monkeypatch, capfd):
+    """With every worker mid-page (two here), a new request waits for one to finish instead of
+    cutting the oldest download; the server still stops at once while it waits."""
+    monkeypatch.setattr(serve, "WORKERS", 2)
+    page = os.urandom(32 << 20)  # larger than the sockets' buffers: the server is mid-page on each
+    (tmp_path / "viewer.html").write_bytes(page)
+    server = make_server(tmp_path / "viewer.html", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_port
+    request = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    readers = [socket.create_connection(("127.0.0.1", port), timeout=patience(30)) for _ in range(2)]
+    for reader in readers:
+        reader.sendall(request)
+        assert reader.recv(1) == b"H"  # its answer has begun (HTTP/1.0 200 ...)
+    late = socket.create_connection(("127.0.0.1", port), timeout=patience(30))
+    late.sendall(request)
+    bodies = []
+    for client in readers + [late]:
+        answer = b""
+        while chunk := client.recv(1 << 20):
+            answer += chunk
+        client.close()
+        bodies.append(answer.partition(b"\r\n\r\n")[2])
+    assert [len(body) for body in bodies] == [len(page)] * 3 and bodies[0] == bodies[1] == bodies[2] == page
+    for _ in range(3):  # every worker answering again, and a new connection waiting: shutdown ends it
+        stalled = socket.create_connection(("127.0.0.1", port), timeout=patience(30))
+        stalled.sendall(request)
+    server.shutdown()
+    server.server_close()
+    assert capfd.readouterr().err == ""
+
+
 def hung_up_after(port, raw: bytes) -> float:
     """Seconds until the server hangs up on a client that sent ``raw`` and then nothing."""
     began = time.monotonic()

@@ -14,12 +14,12 @@ A client that opens connections and sends nothing (or a request's head, or a POS
 comes) holds a thread of the server while it waits.  So a connection is dropped when one read or
 write takes over :data:`REQUEST_SECONDS`, at most :data:`WORKERS` are served at once, and past that
 a new connection takes the place of the oldest one that is still *asking*: one whose answer has not
-begun (idle, slow to send its request, or keeping its connection open for another).  A connection
-the server is answering is never dropped for a new one: 40 clients that connect, send nothing and
-connect again each time they are dropped dropped a user's download of the page (the oldest
-connection) mid-page before; now they take each other's places, and a new connection waits only
-when every worker is answering.  Hundreds of idle connections neither use up the process's threads
-nor keep a fresh page out.
+begun (idle, slow to send its request, or kept open for another).  A connection being answered is
+never dropped for a new one, so clients that connect, send nothing and connect again each time
+they are dropped take each other's places and never cut a download of the page, however large
+(they did when the oldest connection went first); a new connection waits only while every worker
+is answering.  Hundreds of idle connections neither use up the process's threads nor keep a fresh
+page out.
 """
 
 from __future__ import annotations
