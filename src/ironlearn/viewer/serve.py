@@ -30,6 +30,7 @@ import shutil
 import socket
 import sys
 import threading
+import urllib.parse
 import webbrowser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -181,8 +182,15 @@ class QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def _handler(page_path: str):
-    name = "/" + os.path.basename(page_path)
+def page_address(page_path) -> str:
+    """The path of the page's URL: ``/`` and its file name, percent-encoded from the name's bytes,
+    as a browser sends it back (a space, a ``#``, or a name that is not UTF-8)."""
+    return "/" + urllib.parse.quote(os.fsencode(os.path.basename(page_path)))
+
+
+def _handler(page_path: str, log):
+    addresses = (b"/", b"/" + os.fsencode(os.path.basename(page_path)))
+    told = threading.Event()  # the terminal has been told that the page is gone, since it last was there
 
     class PageHandler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (the http.server name)
@@ -194,12 +202,18 @@ def _handler(page_path: str):
         def _answer(self, with_body: bool):
             if refused_host(self):
                 return
-            if self.path.split("?")[0] not in ("/", name):
+            if urllib.parse.unquote_to_bytes(self.path.split("?")[0]) not in addresses:
                 self.send_error(HTTPStatus.NOT_FOUND, "only the viewer page is served here")
                 return
             # Opened per request, so a rewritten page is served fresh (os.replace leaves this open
             # file whole), and sent in pieces: a slow reader of a large page holds one piece.
-            with open(page_path, "rb") as file:
+            try:
+                file = open(page_path, "rb")
+            except OSError as exc:
+                self._gone(exc)
+                return
+            told.clear()
+            with file:
                 self.send_response(HTTPStatus.OK)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(os.fstat(file.fileno()).st_size))
@@ -208,22 +222,33 @@ def _handler(page_path: str):
                 if with_body:
                     shutil.copyfileobj(file, self.wfile, SEND_PIECE)
 
+        def _gone(self, exc: OSError):
+            """A 404 that says so, and one line on the terminal while the page stays away (a
+            browser that asks again and again adds none)."""
+            self.send_error(HTTPStatus.NOT_FOUND, "the page is no longer where ironlearn view wrote it",
+                            f"{os.path.basename(page_path)} was moved or deleted; run ironlearn view again to write it")
+            if not told.is_set():
+                told.set()
+                log(f"the page {page_path} cannot be read ({exc.strerror or exc}): it was moved or deleted; "
+                    "requests get 404 until it is back (run ironlearn view again to write it)")
+
         def log_message(self, format, *args):  # one line per request would bury the URL
             pass
 
     return PageHandler
 
 
-def make_server(page_path, port: int | None = None) -> ThreadingHTTPServer:
+def make_server(page_path, port: int | None = None, *, log=None) -> ThreadingHTTPServer:
     """A server of the page at ``page_path`` on 127.0.0.1:``port``; without a port, on 8000 or
     (when taken) any free port.  Call its ``serve_forever`` to answer, ``shutdown`` to stop.
+    ``log`` (None: nothing) is told, once, when the page is no longer there to serve.
 
     Raises
     ------
     ViewerError
         The port is taken or cannot be bound.
     """
-    return bind(_handler(os.path.abspath(os.fspath(page_path))), port)
+    return bind(_handler(os.path.abspath(os.fspath(page_path)), log or (lambda message: None)), port)
 
 
 def bind(handler, port: int | None = None) -> QuietServer:
@@ -266,8 +291,8 @@ def serve(page_path, port: int | None = None, *, open_browser: bool = True, log=
         The port is taken or cannot be bound.
     """
     page_path = os.path.abspath(os.fspath(page_path))
-    server = make_server(page_path, port)
-    url = f"http://127.0.0.1:{server.server_port}/{os.path.basename(page_path)}"
+    server = make_server(page_path, port, log=log)
+    url = f"http://127.0.0.1:{server.server_port}{page_address(page_path)}"
     thread = threading.Thread(target=server.serve_forever, name="ironlearn-view", daemon=True)
     thread.start()
     announce(url, open_browser, log, "the viewer", "; Ctrl-C stops the server")
