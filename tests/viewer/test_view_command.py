@@ -125,6 +125,28 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys, model_file, case):
     assert not (tmp_path / "viewer.html").exists() or case in ("not html", "bad port", "port without serve")
 
 
+def test_a_file_name_that_is_not_utf8_reaches_the_page_readable(tmp_path, model_file):
+    """``view`` of a compressed file named caf\\xe9.ilc (Latin-1, not UTF-8: Python holds the byte
+    as a surrogate) raised UnicodeEncodeError writing the page's title; so did a model whose
+    training picture had such a name.  Each undecodable byte is shown as U+FFFD."""
+    from helpers import waves
+    from ironlearn import codec
+
+    packed = os.path.join(os.fsencode(tmp_path), b"caf\xe9.ilc")
+    with open(packed, "wb") as file:
+        file.write(codec.encode(waves(12, 16, 1), bpp=2.0, seconds=0.2))
+    done = subprocess.run([sys.executable, "-m", "ironlearn", "view", packed], capture_output=True)
+    page = tmp_path / os.fsdecode(b"caf\xe9.html")
+    assert done.returncode == 0 and b"Traceback" not in done.stderr and page.exists(), done.stderr
+    assert "<title>caf\ufffd.ilc: ironlearn viewer</title>" in page.read_text(encoding="utf-8")
+    assert data_of(page)["file"]["name"] == "caf\ufffd.ilc"
+
+    rewrite_meta(model_file, lambda meta, arrays: meta["settings"].update(input=os.fsdecode(b"/gone/caf\xe9.png")))
+    done = subprocess.run([sys.executable, "-m", "ironlearn", "view", model_file, "--with-picture"], capture_output=True)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert "<title>caf\ufffd.png: ironlearn viewer</title>" in (tmp_path / "viewer.html").read_text(encoding="utf-8")
+
+
 def _serving(*args) -> subprocess.Popen:
     """``ironlearn view ARGS --serve --port 0`` in a child process, its URL the first line of its
     stdout; SIGINT stops it."""
