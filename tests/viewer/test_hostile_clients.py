@@ -134,21 +134,29 @@ class Pesterer:
     def _pester(self, trickles: bool):
         head = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nX-Slow: ".encode() + b"x" * 4096
         while not self._stop.is_set():
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as client:
-                sent = 0
-                while not self._stop.is_set():
-                    try:
-                        if not client.recv(1024):
-                            break
-                    except TimeoutError:
-                        if trickles and sent < len(head):
-                            client.sendall(head[sent:sent + 1])
-                            sent += 1
-                        continue
-                    except OSError:  # reset
-                        break
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as client:
+                    dropped = self._hold(client, head if trickles else b"")
+            except TimeoutError:  # not accepted in time: connect again
+                continue
+            except OSError:  # a reset
+                dropped = True
             with self._lock:
-                self.drops += 1
+                self.drops += dropped
+
+    def _hold(self, client, head: bytes) -> bool:
+        """Send ``head`` a byte each 0.2 s (never its end) until the server hangs up (True) or the
+        test ends (False)."""
+        sent = 0
+        while not self._stop.is_set():
+            try:
+                if not client.recv(1024):
+                    return True
+            except TimeoutError:
+                if sent < len(head):
+                    client.sendall(head[sent:sent + 1])
+                    sent += 1
+        return False
 
     def wait_for(self, drops: int, seconds: float) -> int:
         """Wait until the server has dropped ``drops`` of them (or ``seconds`` pass); how many it has."""
