@@ -187,6 +187,45 @@ def test_another_file_replaces_the_picture(browser, files, tmp_path):
         page.close()
 
 
+#: Workers that note when they are ended; the first one's answer is held back until ``window.held()``.
+HOLD_FIRST_WORKER = """(() => {
+  const Made = window.Worker;
+  window.workers = [];
+  window.Worker = class extends Made {
+    constructor(...args) { super(...args); this.terminated = false; window.workers.push(this); }
+    terminate() { this.terminated = true; super.terminate(); }
+    set onmessage(handler) {
+      const first = window.workers[0] === this;
+      super.onmessage = first ? (event) => { window.held = () => handler(event); } : handler;
+    }
+  };
+})()"""
+
+
+def test_a_later_file_takes_the_place_of_one_still_being_read(browser, files):
+    """A slow file dropped before a fast one replaced it when it finished, and its worker ran on.
+    The first file's answer is held back here until the second is drawn: the first one's worker is
+    ended when the second comes, and its answer, if it came, would change nothing."""
+    app, paths = files
+    page = browser.new_page()
+    try:
+        page.add_init_script(HOLD_FIRST_WORKER)
+        page.goto(app.as_uri())
+        page.wait_for_function("window.ironlearnViewer && window.ironlearnViewer.waiting")
+        page.set_input_files("#file", str(paths["photo"]))
+        page.wait_for_function("window.workers.length === 1")  # the first file is being decoded
+        page.set_input_files("#file", str(paths["gray"]))
+        page.wait_for_function(f"{READY} && window.ironlearnViewer.data.picture.mode === 'gray'", timeout=60_000)
+        page.wait_for_function("Boolean(window.held) || window.workers[0].terminated", timeout=60_000)
+        assert page.evaluate("window.workers.map((worker) => worker.terminated)") == [True, True]
+        page.evaluate("() => window.held && window.held()")
+        page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # what the answer would set off
+        shown = page.evaluate("(({ data, ready, error }) => [data.title, ready, error])(window.ironlearnViewer)")
+    finally:
+        page.close()
+    assert shown == ["gray.ilc: ironlearn viewer", True, None]
+
+
 def test_a_file_too_large_to_be_one_is_refused_unread(browser, files, tmp_path):
     app, _ = files
     huge = tmp_path / "huge.ilc"

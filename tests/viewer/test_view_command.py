@@ -125,29 +125,88 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys, model_file, case):
     assert not (tmp_path / "viewer.html").exists() or case in ("not html", "bad port", "port without serve")
 
 
-def test_serve_answers_until_ctrl_c(tmp_path, model_file):
+def test_a_file_name_that_is_not_utf8_reaches_the_page_readable(tmp_path, model_file):
+    """``view`` of a compressed file named caf\\xe9.ilc (Latin-1, not UTF-8: Python holds the byte
+    as a surrogate) raised UnicodeEncodeError writing the page's title; so did a model whose
+    training picture had such a name.  Each undecodable byte is shown as U+FFFD."""
+    from helpers import waves
+    from ironlearn import codec
+
+    packed = os.path.join(os.fsencode(tmp_path), b"caf\xe9.ilc")
+    with open(packed, "wb") as file:
+        file.write(codec.encode(waves(12, 16, 1), bpp=2.0, seconds=0.2))
+    done = subprocess.run([sys.executable, "-m", "ironlearn", "view", packed], capture_output=True)
+    page = tmp_path / os.fsdecode(b"caf\xe9.html")
+    assert done.returncode == 0 and b"Traceback" not in done.stderr and page.exists(), done.stderr
+    assert "<title>caf\ufffd.ilc: ironlearn viewer</title>" in page.read_text(encoding="utf-8")
+    assert data_of(page)["file"]["name"] == "caf\ufffd.ilc"
+
+    rewrite_meta(model_file, lambda meta, arrays: meta["settings"].update(input=os.fsdecode(b"/gone/caf\xe9.png")))
+    done = subprocess.run([sys.executable, "-m", "ironlearn", "view", model_file, "--with-picture"], capture_output=True)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert "<title>caf\ufffd.png: ironlearn viewer</title>" in (tmp_path / "viewer.html").read_text(encoding="utf-8")
+
+
+def _serving(*args) -> subprocess.Popen:
+    """``ironlearn view ARGS --serve --port 0`` in a child process, its URL the first line of its
+    stdout; SIGINT stops it."""
     env = {**os.environ, "DISPLAY": "", "WAYLAND_DISPLAY": ""}
     # A suite started in the background (`make test &`) ignores SIGINT, and a child inherits an
     # ignored signal (it waited out its timeout): a handler set in Python is reset to the default
     # in the child, as a terminal's would be.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        process = subprocess.Popen([sys.executable, "-m", "ironlearn", "view", str(model_file), "--serve", "--port", "0"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        return subprocess.Popen([sys.executable, "-m", "ironlearn", "view", *args, "--serve", "--port", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _stopped(process) -> str:
+    """Ctrl-C to a :func:`_serving` process; its stderr."""
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=patience(20))
+    assert process.returncode == 0
+    return err.decode("utf-8", "replace")
+
+
+def test_serve_answers_until_ctrl_c(tmp_path, model_file):
+    process = _serving(str(model_file))
     try:
-        url = process.stdout.readline().strip()
+        url = process.stdout.readline().decode().strip()
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/viewer\.html", url), url
         with urllib.request.urlopen(url, timeout=10) as response:
             assert response.status == 200 and b"ironlearn-data" in response.read()
         with pytest.raises(urllib.error.HTTPError):  # only the page, never the folder around it
             urllib.request.urlopen(url.replace("viewer.html", "model.npz"), timeout=10)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=patience(20))
+        err = _stopped(process)
     finally:
         process.kill()
-    assert process.returncode == 0 and "Traceback" not in err and "stopped serving" in err
+    assert "Traceback" not in err and "stopped serving" in err
+
+
+def test_a_page_of_any_name_is_served_and_a_moved_one_gets_a_404_and_one_line(tmp_path, model_file):
+    """A page name that is not UTF-8 (or holds a space or a #) went into the URL as it was: printed
+    undecodable, never matched.  A page moved away while served printed a traceback for each
+    request, which got no answer."""
+    page = os.path.join(os.fsencode(tmp_path), b"\xff my #1.html")
+    process = _serving(str(model_file), "-o", page)
+    try:
+        url = process.stdout.readline().decode("ascii").strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/%FF%20my%20%231\.html", url), url
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200 and b"ironlearn-data" in response.read()
+        os.rename(page, tmp_path / "moved.html")
+        for _ in range(3):
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(url, timeout=10)
+            body = answer.value.read()
+            assert answer.value.code == 404 and b"moved or deleted" in body and len(body) < 1000
+        err = _stopped(process)
+    finally:
+        process.kill()
+    gone = [line for line in err.splitlines() if "moved or deleted" in line]
+    assert "Traceback" not in err and len(gone) == 1 and "run ironlearn view again" in gone[0], err
 
 
 def test_a_large_models_page_says_what_it_will_cost_before_it_is_written(tmp_path, capsys, model_file, monkeypatch):

@@ -41,6 +41,16 @@ _NO_MODEL = {"model": None, "preset": None, "picture": {"width": None, "height":
              "original": None, "timelapse": None, "lossPlot": None, "history": None, "notes": []}
 
 
+#: A lone surrogate: how Python holds each byte of a file name that is not UTF-8 (``os.fsdecode``).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def readable(text: str) -> str:
+    """``text`` as a page can hold it: each lone surrogate (a byte of a file name that is not
+    UTF-8, ``caf\\xe9.ilc``) becomes U+FFFD, which UTF-8 can write and a browser shows."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def _static(name: str) -> str:
     return (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")
 
@@ -110,7 +120,7 @@ def file_payload(picture) -> dict:
     check_texture(sum(h * w if any_coded else 1 for (h, w), any_coded in zip(header.grid_shapes, coded)),
                   f"{os.path.basename(picture.path)}: its latents")
     picture.decoded  # decoded for its checks alone: a page is written only for a file that Python reads
-    name = os.path.basename(picture.path)
+    name = readable(os.path.basename(picture.path))
     return {"title": f"{name}: ironlearn viewer", **_NO_MODEL, "version": __version__, "codec": _decoder(),
             "file": {"name": name, "data": base64.b64encode(picture.data).decode("ascii")}}
 
@@ -162,7 +172,7 @@ def render_page(data: dict, scripts=None) -> str:
         scripts = PICTURE_SCRIPTS if "codec" in data else SCRIPTS
     # "<" escaped inside the JSON so no string in it can close the <script> block.
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
-    values = {"@title": html.escape(data["title"]), "/*@style*/": _static("viewer.css"), "/*@data*/": blob,
+    values = {"@title": html.escape(readable(data["title"])), "/*@style*/": _static("viewer.css"), "/*@data*/": blob,
               "/*@script*/": "\n".join(f'<script data-file="{name}">\n{_script(name)}</script>' for name in scripts)}
     page = _static("viewer.html")
     for marker in values:

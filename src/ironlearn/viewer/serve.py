@@ -13,8 +13,13 @@ at this port; any other Host, or none, gets 403.
 A client that opens connections and sends nothing (or a request's head, or a POST whose body never
 comes) holds a thread of the server while it waits.  So a connection is dropped when one read or
 write takes over :data:`REQUEST_SECONDS`, at most :data:`WORKERS` are served at once, and past that
-a new connection takes the place of the one open longest: hundreds of idle connections neither use
-up the process's threads nor keep a fresh page out.
+a new connection takes the place of the oldest one that is still *asking*: one whose answer has not
+begun (idle, slow to send its request, or kept open for another).  A connection being answered is
+never dropped for a new one, so clients that connect, send nothing and connect again each time
+they are dropped take each other's places and never cut a download of the page, however large
+(they did when the oldest connection went first); a new connection waits only while every worker
+is answering.  Hundreds of idle connections neither use up the process's threads nor keep a fresh
+page out.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import shutil
 import socket
 import sys
 import threading
+import urllib.parse
 import webbrowser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -74,31 +80,54 @@ def refused_host(handler: BaseHTTPRequestHandler) -> bool:
     return True
 
 
+class _Tracked:
+    """Mixed into a :class:`QuietServer`'s handler: tells the server when a connection's answer
+    begins (its status line) and when the connection asks again (kept open for another request)."""
+
+    def send_response_only(self, code, message=None):
+        self.server.answering(self.request)
+        super().send_response_only(code, message)
+
+    def handle_one_request(self):
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.asking(self.request)
+
+
+#: What a :class:`QuietServer` knows of each connection it serves.
+ASKING, ANSWERING, DROPPED = "asking", "answering", "dropped"
+
+
 class QuietServer(ThreadingHTTPServer):
     """A thread per connection, at most :data:`WORKERS` at once, each connection dropped after
-    :data:`REQUEST_SECONDS` stalled in a read or write (the module's docstring says why); no
-    traceback for a client that hangs up or stalls."""
+    :data:`REQUEST_SECONDS` stalled in a read or write; past the cap a new connection takes the
+    place of the oldest one whose answer has not begun, never of one being answered (the module's
+    docstring says why); no traceback for a client that hangs up or stalls."""
 
     # Connections the system holds until they are accepted: past socketserver's 5, the next one of
     # a burst would wait a second (the system drops its opening packet; the client sends it again).
     request_queue_size = 128
 
     def __init__(self, address, handler):
-        super().__init__(address, handler)
-        self._slots = threading.BoundedSemaphore(WORKERS)
-        self._open = {}  # the connections being served, oldest first (a dict keeps its order)
-        self._open_lock = threading.Lock()
+        super().__init__(address, type(handler.__name__, (_Tracked, handler), {}))
+        self._open = {}  # each connection being served -> ASKING, ANSWERING or DROPPED; oldest first
+        self._changed = threading.Condition()  # a connection served, or asking again, or stopping
+        self._stopping = False
 
     def process_request(self, request, client_address):
-        if not self._slots.acquire(blocking=False):
-            self._drop_oldest()
-            self._slots.acquire()  # as soon as the dropped connection's thread has ended
+        with self._changed:
+            while len(self._open) >= WORKERS:
+                if self._stopping:
+                    self.shutdown_request(request)
+                    return
+                self._drop_one_asking()
+                self._changed.wait()  # its thread ends at once; or an answer ends, or one asks again
+            self._open[request] = ASKING
         request.settimeout(REQUEST_SECONDS)
-        with self._open_lock:
-            self._open[request] = None
         try:
             super().process_request(request, client_address)
-        except BaseException:  # no thread started: it would never give its slot back
+        except BaseException:  # no thread started: it would never give its place back
             self._served(request)
             raise
 
@@ -108,21 +137,43 @@ class QuietServer(ThreadingHTTPServer):
         finally:
             self._served(request)
 
-    def _served(self, request) -> None:
-        with self._open_lock:
-            self._open.pop(request, None)
-        self._slots.release()
+    def answering(self, request) -> None:
+        """``request``'s answer has begun: it is not dropped for a new connection from now on."""
+        self._mark(request, ASKING, ANSWERING)
 
-    def _drop_oldest(self) -> None:
-        """Hang up the connection open longest, so that its thread's read or write ends at once: a
-        flood of idle connections costs a fresh one no wait."""
-        with self._open_lock:
-            oldest = next(iter(self._open), None)
-            try:
-                if oldest is not None:
-                    oldest.shutdown(socket.SHUT_RDWR)
-            except OSError:  # its thread has just closed it
-                pass
+    def asking(self, request) -> None:
+        """``request`` has been answered and waits for another request (or is closing)."""
+        self._mark(request, ANSWERING, ASKING)
+
+    def shutdown(self):
+        with self._changed:  # a new connection waiting for a place waits no more
+            self._stopping = True
+            self._changed.notify_all()
+        super().shutdown()
+
+    def _mark(self, request, was: str, now: str) -> None:
+        with self._changed:
+            if self._open.get(request) == was:
+                self._open[request] = now
+                self._changed.notify_all()
+
+    def _served(self, request) -> None:
+        with self._changed:
+            self._open.pop(request, None)
+            self._changed.notify_all()
+
+    def _drop_one_asking(self) -> None:
+        """Hang up the oldest connection whose answer has not begun (its lock held), so that its
+        thread's read ends at once: a flood of idle connections costs a fresh one no wait, and
+        costs a download under way nothing."""
+        asking = next((connection for connection, state in self._open.items() if state == ASKING), None)
+        if asking is None:
+            return
+        self._open[asking] = DROPPED
+        try:
+            asking.shutdown(socket.SHUT_RDWR)
+        except OSError:  # its thread has just closed it
+            pass
 
     def handle_error(self, request, client_address):
         # A browser that hangs up (a closed tab, a cancelled load) or a client that stalls past
@@ -131,8 +182,15 @@ class QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def _handler(page_path: str):
-    name = "/" + os.path.basename(page_path)
+def page_address(page_path) -> str:
+    """The path of the page's URL: ``/`` and its file name, percent-encoded from the name's bytes,
+    as a browser sends it back (a space, a ``#``, or a name that is not UTF-8)."""
+    return "/" + urllib.parse.quote(os.fsencode(os.path.basename(page_path)))
+
+
+def _handler(page_path: str, log):
+    addresses = (b"/", b"/" + os.fsencode(os.path.basename(page_path)))
+    told = threading.Event()  # the terminal has been told that the page is gone, since it last was there
 
     class PageHandler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (the http.server name)
@@ -144,12 +202,18 @@ def _handler(page_path: str):
         def _answer(self, with_body: bool):
             if refused_host(self):
                 return
-            if self.path.split("?")[0] not in ("/", name):
+            if urllib.parse.unquote_to_bytes(self.path.split("?")[0]) not in addresses:
                 self.send_error(HTTPStatus.NOT_FOUND, "only the viewer page is served here")
                 return
             # Opened per request, so a rewritten page is served fresh (os.replace leaves this open
             # file whole), and sent in pieces: a slow reader of a large page holds one piece.
-            with open(page_path, "rb") as file:
+            try:
+                file = open(page_path, "rb")
+            except OSError as exc:
+                self._gone(exc)
+                return
+            told.clear()
+            with file:
                 self.send_response(HTTPStatus.OK)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(os.fstat(file.fileno()).st_size))
@@ -158,22 +222,33 @@ def _handler(page_path: str):
                 if with_body:
                     shutil.copyfileobj(file, self.wfile, SEND_PIECE)
 
+        def _gone(self, exc: OSError):
+            """A 404 that says so, and one line on the terminal while the page stays away (a
+            browser that asks again and again adds none)."""
+            self.send_error(HTTPStatus.NOT_FOUND, "the page is no longer where ironlearn view wrote it",
+                            f"{os.path.basename(page_path)} was moved or deleted; run ironlearn view again to write it")
+            if not told.is_set():
+                told.set()
+                log(f"the page {page_path} cannot be read ({exc.strerror or exc}): it was moved or deleted; "
+                    "requests get 404 until it is back (run ironlearn view again to write it)")
+
         def log_message(self, format, *args):  # one line per request would bury the URL
             pass
 
     return PageHandler
 
 
-def make_server(page_path, port: int | None = None) -> ThreadingHTTPServer:
+def make_server(page_path, port: int | None = None, *, log=None) -> ThreadingHTTPServer:
     """A server of the page at ``page_path`` on 127.0.0.1:``port``; without a port, on 8000 or
     (when taken) any free port.  Call its ``serve_forever`` to answer, ``shutdown`` to stop.
+    ``log`` (None: nothing) is told, once, when the page is no longer there to serve.
 
     Raises
     ------
     ViewerError
         The port is taken or cannot be bound.
     """
-    return bind(_handler(os.path.abspath(os.fspath(page_path))), port)
+    return bind(_handler(os.path.abspath(os.fspath(page_path)), log or (lambda message: None)), port)
 
 
 def bind(handler, port: int | None = None) -> QuietServer:
@@ -216,8 +291,8 @@ def serve(page_path, port: int | None = None, *, open_browser: bool = True, log=
         The port is taken or cannot be bound.
     """
     page_path = os.path.abspath(os.fspath(page_path))
-    server = make_server(page_path, port)
-    url = f"http://127.0.0.1:{server.server_port}/{os.path.basename(page_path)}"
+    server = make_server(page_path, port, log=log)
+    url = f"http://127.0.0.1:{server.server_port}{page_address(page_path)}"
     thread = threading.Thread(target=server.serve_forever, name="ironlearn-view", daemon=True)
     thread.start()
     announce(url, open_browser, log, "the viewer", "; Ctrl-C stops the server")

@@ -78,10 +78,13 @@ IL.WORKER_SCRIPTS = ["network.js", "unpack.js", "format.js", "ilcfile.js", "ilcd
 
 // IL.readIlc in a worker made of the page's own scripts, so that decoding a file, however long it
 // takes, never freezes the page; in this thread where no worker can start. A refusal comes back as
-// the same IL.FileRefused.
-IL.readIlcOffThread = function (bytes, codec) {
+// the same IL.FileRefused. Aborting `signal` (a later file took this one's place) ends the worker
+// at once and rejects with the signal's reason; a decode in this thread runs on, for the caller to
+// set aside.
+IL.readIlcOffThread = function (bytes, codec, signal) {
   const sources = IL.WORKER_SCRIPTS.map((name) => document.querySelector(`script[data-file="${name}"]`));
   if (typeof Worker === "undefined" || sources.some((script) => !script)) return IL.readIlc(bytes, codec);
+  if (signal && signal.aborted) return Promise.reject(signal.reason);
   const answer = `self.onmessage = async (event) => {
     try {
       self.postMessage({ picture: await IL.readIlc(event.data.bytes, event.data.codec) });
@@ -100,7 +103,13 @@ IL.readIlcOffThread = function (bytes, codec) {
       resolve(IL.readIlc(bytes, codec));
       return;
     }
-    const done = () => { worker.terminate(); URL.revokeObjectURL(url); };
+    const stop = () => { done(); reject(signal.reason); };
+    const done = () => {
+      worker.terminate();
+      URL.revokeObjectURL(url);
+      if (signal) signal.removeEventListener("abort", stop);
+    };
+    if (signal) signal.addEventListener("abort", stop);
     worker.onmessage = ({ data }) => {
       done();
       if (!data.error) resolve(data.picture);
@@ -144,21 +153,29 @@ IL.app = function (data, options, api) {
     api.signal = controller.signal;
     wire();
   };
+  // The file being read: a later one takes its place (its worker ended, what it gives set aside),
+  // so that a slow file dropped first never replaces a fast one dropped after it.
+  let reading = null;
   const read = async (file) => {
+    if (reading) reading.abort();
+    const mine = reading = new AbortController();
     let drawn;
     try {
       if (file.size > IL.ILC.MAX_FILE_BYTES) {  // container.read_file's check: refused before reading
         throw new IL.FileRefused(`it has ${IL.withCommas(file.size)} bytes, over the `
           + `${IL.withCommas(IL.ILC.MAX_FILE_BYTES)} ironlearn reads: it is not a compressed picture; ${IL.ILC.FOREIGN_HINT}`);
       }
-      const picture = await IL.readIlcOffThread(new Uint8Array(await file.arrayBuffer()), data.codec);
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      const picture = await IL.readIlcOffThread(bytes, data.codec, mine.signal);
       drawn = IL.pictureData(picture, data.codec, file.name);
     } catch (error) {
+      if (mine.signal.aborted) return;
       const why = error instanceof IL.FileRefused ? error.message
         : `it cannot be drawn (${error.name}: ${error.message}); is it a file of ironlearn compress?`;
       IL.refuse(api, new IL.FileRefused(`${file.name}: ${why}`));
       return;
     }
+    if (mine.signal.aborted) return;
     fresh();
     document.getElementById("open").hidden = true;
     document.getElementById("another").hidden = false;
