@@ -243,6 +243,28 @@ def test_rate_control_meets_the_target():
         assert 0.8 * target <= result.bpp <= target
 
 
+@pytest.mark.parametrize("off", [-0.8, -0.6])
+@pytest.mark.parametrize("bpp", [0.5, 2.0])
+def test_rate_control_from_a_step_far_off_still_meets_the_target(off, bpp):
+    """A large picture's search starts near its middle megapixel's step; where the middle was
+    smoother than the rest the file landed at the edge of the span searched, 8% over the rate
+    (a constructed 1624x1084 picture; here 2.7 times).  The span now widens where the search
+    leads past its edge.  Not yet: a start as far on the coarse side still lands 35% under and
+    more in the six analyses of a refinement (its secant swings from side to side)."""
+    import math
+
+    from ironlearn.codec.search.analysis import prepare_analysis
+    from ironlearn.codec.search.ratecontrol import Clock, analyse_at_rate, latent_bits
+
+    picture = (_picture(128, 160) / 255).astype(np.float32) @ COLOURS[3].T
+    prepare_analysis(128, 160, 7)
+    bits = bpp * 128 * 160
+    found = analyse_at_rate(picture, 7, bits, Clock(1e6))
+    around = math.log(float(found.steps[0, 0])) + off
+    near = analyse_at_rate(picture, 7, bits, Clock(1e6), around=around)
+    assert 0.97 * bits <= latent_bits(near) <= bits
+
+
 def test_a_target_no_file_can_meet_gets_the_smallest_file_tried():
     """Over-target files used to rank by their error, so --bpp 1e-6 got the largest file tried."""
     from ironlearn.codec.search.encoder import _cost
