@@ -243,6 +243,28 @@ def test_rate_control_meets_the_target():
         assert 0.8 * target <= result.bpp <= target
 
 
+@pytest.mark.parametrize("off", [-0.8, -0.6])
+@pytest.mark.parametrize("bpp", [0.5, 2.0])
+def test_rate_control_from_a_step_far_off_still_meets_the_target(off, bpp):
+    """A large picture's search starts near its middle megapixel's step; where the middle was
+    smoother than the rest the file landed at the edge of the span searched, 8% over the rate
+    (a constructed 1624x1084 picture; here 2.7 times).  The span now widens where the search
+    leads past its edge.  Not yet: a start as far on the coarse side still lands 35% under and
+    more in the six analyses of a refinement (its secant swings from side to side)."""
+    import math
+
+    from ironlearn.codec.search.analysis import prepare_analysis
+    from ironlearn.codec.search.ratecontrol import Clock, analyse_at_rate, latent_bits
+
+    picture = (_picture(128, 160) / 255).astype(np.float32) @ COLOURS[3].T
+    prepare_analysis(128, 160, 7)
+    bits = bpp * 128 * 160
+    found = analyse_at_rate(picture, 7, bits, Clock(1e6))
+    around = math.log(float(found.steps[0, 0])) + off
+    near = analyse_at_rate(picture, 7, bits, Clock(1e6), around=around)
+    assert 0.97 * bits <= latent_bits(near) <= bits
+
+
 def test_a_target_no_file_can_meet_gets_the_smallest_file_tried():
     """Over-target files used to rank by their error, so --bpp 1e-6 got the largest file tried."""
     from ironlearn.codec.search.encoder import _cost
@@ -404,9 +426,10 @@ def test_the_mlp_leaves_the_time_of_the_steps_held_back(monkeypatch):
     assert seconds == pytest.approx(1.5, abs=0.05)
 
 
-def test_an_encode_runs_its_mlp_on_one_blas_thread(monkeypatch):
+def test_an_encode_runs_on_one_blas_thread(monkeypatch):
     """Small products: a second BLAS thread made the MLP's steps slower alone and 40 times as
-    slow beside another busy process; the library's threads are as they were after."""
+    slow beside another busy process, and a large picture's analyses spun against it, their time
+    past estimating; the library's threads are as they were after."""
     from threadpoolctl import threadpool_info
 
     from ironlearn.codec.search import encoder
@@ -414,11 +437,12 @@ def test_an_encode_runs_its_mlp_on_one_blas_thread(monkeypatch):
     def blas():
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
-    before, seen, train = blas(), [], encoder.train
+    before, seen, train, analyse = blas(), [], encoder.train, encoder.analyse_at_rate
     monkeypatch.setattr(encoder, "train", lambda *args, **kwargs: (seen.append(blas()), train(*args, **kwargs))[1])
-    monkeypatch.setattr(encoder, "ONE_THREAD_PIXELS", 0)  # the analyses on the library's threads
+    monkeypatch.setattr(encoder, "analyse_at_rate",
+                        lambda *args, **kwargs: (seen.append(blas()), analyse(*args, **kwargs))[1])
     codec.compress_array(_picture(64, 96), bpp=1.0, seconds=6.0)
-    assert seen == [[1] * len(before)]
+    assert len(seen) >= 2 and all(threads == [1] * len(before) for threads in seen)
     assert blas() == before
 
 
@@ -456,26 +480,6 @@ def test_the_analysis_banded_products_equal_the_dense_ones(pixels, level):
     np.testing.assert_allclose(Banded(fit).left(grids), fit @ grids, atol=1e-9)
     np.testing.assert_allclose(Banded(up).right(grids.transpose(0, 2, 1)[:, :, :up.shape[1]]),
                                grids.transpose(0, 2, 1)[:, :, :up.shape[1]] @ up.T, atol=1e-12)
-
-
-def test_an_encode_that_cannot_end_in_its_time_is_refused_first_with_what_to_do(tmp_path, monkeypatch, capsys):
-    """A 4096x4096 encode said "in at most 30 s" and took 205 s; now its least work is estimated
-    from its middle megapixel, and an encode that cannot end in its time is refused at once."""
-    from ironlearn.codec.search import encoder
-
-    monkeypatch.setattr(encoder, "ONE_THREAD_PIXELS", 0)  # as if the picture were large
-    monkeypatch.setattr(encoder, "least_seconds", lambda picture, levels: 172.4)
-    picture = np.random.default_rng(0).integers(0, 256, (40, 48, 3), dtype=np.uint8)
-    with pytest.raises(codec.TooLong, match=r"about 172 s .* give seconds 180 or more") as refused:
-        codec.compress_array(picture, bpp=0.5, seconds=30)
-    assert refused.value.seconds == 172.4
-    from PIL import Image
-
-    Image.fromarray(picture).save(tmp_path / "p.png")
-    assert main(["compress", str(tmp_path / "p.png"), "-o", str(tmp_path / "p.ilc")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("ironlearn compress: error: a 48x40 picture takes about 172 s")
-    assert "give --seconds 180 or more" in err[-1] and not (tmp_path / "p.ilc").exists()
 
 
 def test_the_mlp_learns_from_rows_spread_over_a_large_picture(monkeypatch):

@@ -206,6 +206,29 @@ def _open(path: str, max_pixels: int = MAX_PIXELS, option: str | None = "max_pix
     return image, notes
 
 
+#: Pillow's modes that decode to one channel (``_decode``); the rest decode to three, or to one
+#: where all three are equal.
+_GRAY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "F")
+
+
+def declared_size(path) -> tuple[int, int, int] | None:
+    """``(width, height, channels)`` as an image file declares them, read from its header without
+    decoding it (for a refusal by size before any work); None for a pixel CSV or a file Pillow
+    does not open (:func:`load_picture` then says what is wrong with it)."""
+    path = os.fspath(path)
+    if path.lower().endswith(CSV_SUFFIXES):
+        return None
+    guard = Image.MAX_IMAGE_PIXELS
+    try:
+        Image.MAX_IMAGE_PIXELS = None  # the size is what is asked for, however large
+        with Image.open(path, formats=_formats()) as image:
+            return (*image.size, 1 if image.mode in _GRAY_MODES else 3)
+    except (OSError, SyntaxError, ValueError):  # UnidentifiedImageError among them
+        return None
+    finally:
+        Image.MAX_IMAGE_PIXELS = guard
+
+
 def _notes(path: str, image: Image.Image) -> list[str]:
     """What is lost or chosen in reading ``image`` (opened, not yet loaded), said once to the user."""
     notes, rawmode = [], image.tile[0][3] if image.tile and isinstance(image.tile[0][3], str) else ""

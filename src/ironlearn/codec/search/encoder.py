@@ -42,6 +42,7 @@ from ..quantise import quantise_weights
 from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MODES
 from .analysis import analyse, prepare_analysis
 from .filters import fit_filters
+from .leastwork import LARGE_PIXELS, TooLong, check_time
 from .ratecontrol import (FILTER_COST, FILTER_SHARE, FINISH_COST, MLP_OVERHEAD_COST, REFINE_ANALYSES, SLOPE_COST,
                           Clock, analyse_at_lambda, analyse_at_rate, latent_bits, slope, trade)
 from .refine import refine
@@ -49,12 +50,13 @@ from .synthesis import MLP_PIXELS, mlp_problem, train
 
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
 DEFAULT_BPP, MAX_BPP = 0.5, 24
-#: Pictures up to this many pixels are encoded on one BLAS thread, and every picture's MLP: on 2
-#: cores, at 768x512, one thread analysed faster than two and the MLP made more steps, and beside a
-#: 2-thread job two threads spun against it, many times slower; at 1536x1024 two threads analyse
-#: faster (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted', and
-#: docs/compression.md, 'Beside another busy process').
-ONE_THREAD_PIXELS = 1 << 20
+#: The whole encode runs on this many BLAS threads, whatever the picture's size.  The MLP's
+#: products are small: a second thread made them slower alone and 40 times as slow beside another
+#: busy process.  A large picture's analyses gain from a second thread on an idle machine, but
+#: beside other work two threads spin against it: on the 2-core VM among other jobs, a 2048x2048
+#: picture's least work took 39 s on two threads and 15 s on one, and two threads' time varied
+#: so much that no estimate of it held (docs/compression.md, 'Large pictures').
+BLAS_THREADS = 1
 #: The weights' rounding, priced in the MLP's training steps (it runs the MLP forward on the same
 #: pixels whatever the picture's size): about this many steps' time at 160x128 and 768x512 alike
 #: (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
@@ -68,15 +70,6 @@ TUNING_SHARE = 0.5
 #: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
 #: files written and checked.
 AFTER_RATE_COST = SLOPE_COST + FILTER_COST + 2 * FINISH_COST
-#: Past :data:`ONE_THREAD_PIXELS`, an encode first times an analysis of the picture's middle
-#: megapixel and refuses, before any other work, when its least work cannot end within its time:
-#: one analysis, one file written and checked, and their preparation, about :data:`LEAST_WORK`
-#: analyses, an analysis growing as the pixels to the power :data:`ANALYSIS_GROWTH` (both measured
-#: up to 16.8 MP on 2 cores: docs/benchmark-log.md, 'Measurements the code's comments quoted').
-#: It refuses when that is more than :data:`OVERRUN` times the time.
-LEAST_WORK, ANALYSIS_GROWTH, OVERRUN = 6.0, 1.3, 1.1
-
-
 @dataclass(frozen=True)
 class Compressed:
     """What :func:`compress_array` made and measured.
@@ -106,12 +99,17 @@ class Compressed:
     mlp_tried: bool = False
 
 
-def _as_unit(values) -> np.ndarray:
+def _as_picture(values) -> np.ndarray:
+    """``values`` as an ``(H, W, C)`` array, not yet converted; ``ValueError`` for another shape."""
     values = np.asarray(values)
     if values.ndim == 2:
         values = values[:, :, None]
     if values.ndim != 3 or values.shape[2] not in MODES:
         raise ValueError(f"need a picture (H, W), (H, W, 1) or (H, W, 3) (got shape {values.shape})")
+    return values
+
+
+def _as_unit(values: np.ndarray) -> np.ndarray:
     if values.dtype == np.uint8:
         return values.astype(np.float32) / 255
     return np.clip(values, 0, 1).astype(np.float32)
@@ -149,7 +147,8 @@ class _Job:
 
 
 def _arguments(values, bpp, lmbda, seconds, levels, seed, progress) -> _Job:
-    """The encode's :class:`_Job`, its clock started; ``ValueError`` for any argument out of bounds."""
+    """The encode's :class:`_Job`, its clock started; ``ValueError`` for any argument out of bounds,
+    :class:`.leastwork.TooLong` for a large picture whose least work cannot end within ``seconds``."""
     if bpp is not None and lmbda is not None:
         raise ValueError("give a rate target (bpp) or a rate-distortion weight (lmbda), not both")
     if bpp is None and lmbda is None:
@@ -161,11 +160,14 @@ def _arguments(values, bpp, lmbda, seconds, levels, seed, progress) -> _Job:
     if not 0 < seconds <= MAX_SECONDS:
         raise ValueError(f"seconds must lie in (0, {MAX_SECONDS}], 30 days (got {seconds})")
     clock = Clock(seconds)
-    target = _as_unit(values)
-    height, width, channels = target.shape
+    values = _as_picture(values)
+    height, width, channels = values.shape
     if max(height, width) > MAX_SIDE or height * width > MAX_PIXELS:
         raise ValueError(f"pictures up to {MAX_SIDE} pixels a side and {MAX_PIXELS} pixels compress "
                          f"(got {width}x{height})")
+    # Before any work on the pixels: a large picture's refusal takes a fixed probe's time.
+    check_time(height, width, channels, seconds)
+    target = _as_unit(values)
     picture = target @ COLOURS[channels].T  # decorrelated colours
     # 8 bits a value, where float32 took 200 MB more at 16.8 MP for the whole encode.
     eight_bits = np.round(target * 255).astype(np.uint8)
@@ -194,12 +196,12 @@ def _plain(job: _Job):
 
 
 def _middle_step(job: _Job, bits: float) -> float | None:
-    """Past :data:`ONE_THREAD_PIXELS`, the log-step at which the picture's middle megapixel takes
+    """Past :data:`.leastwork.LARGE_PIXELS`, the log-step at which the picture's middle megapixel takes
     its share of ``bits``: where rate control on the whole picture starts, and searches near.  An
     analysis of 16.8 MP takes many seconds, so that the search from a fixed first step ran out of
     time at its first guess, far over its target; the middle's search takes a fraction of that a
     step (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted')."""
-    if job.pixels <= ONE_THREAD_PIXELS:
+    if job.pixels <= LARGE_PIXELS:
         return None
     middle = _middle(job.picture)
     share = middle.shape[0] * middle.shape[1] / job.pixels
@@ -247,9 +249,8 @@ def _with_mlp(job: _Job, plain, lam) -> list:
     tuning -= FINISH_COST * clock.analysis  # the tuning writes the file once to count its other sections' bits
     if training <= 0:
         return []
-    with blas_threads(1):  # the MLP's products are small: one thread is faster, alone or not
-        net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS)
-        weights = quantise_weights(net, inputs, residual, lam)
+    net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS)
+    weights = quantise_weights(net, inputs, residual, lam)
     candidates = [(pyramid, (net, weights), steps)]
     if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
         spent_on_weights = sum(laplace_size(q, log_scale) for q, _, log_scale in weights)
@@ -268,8 +269,7 @@ def _tuned(job: _Job, pyramid, network, lam, seconds):
     if job.bpp is not None:
         others = 8 * len(write(pyramid, network)) - latent_bits(pyramid)
         room = job.bpp * job.pixels - others
-    with blas_threads(1):
-        return refine(job.picture, pyramid, lam, until, bits=room, net=network[0], progress=job.progress)
+    return refine(job.picture, pyramid, lam, until, bits=room, net=network[0], progress=job.progress)
 
 
 def _candidates(job: _Job) -> list:
@@ -341,57 +341,18 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     files), not both; neither means ``bpp=0.5``.  ``seconds`` (at most :data:`MAX_SECONDS`)
     bounds the whole encode, wall clock: rate control stops bisecting, and the filters and the
     MLP are left out, where they would not fit in it; only the first analysis and one file
-    written and checked are done whatever it says.  It runs on one BLAS thread up to
-    :data:`ONE_THREAD_PIXELS` pixels, and the MLP always.  ``progress``, if given, is called as
+    written and checked are done whatever it says, and a picture past a megapixel whose least
+    work cannot end within it is refused before any (:func:`.leastwork.check_time`,
+    :class:`.leastwork.TooLong`).  It runs on one BLAS thread (:data:`BLAS_THREADS`).  ``progress``, if given, is called as
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
     about every second while the MLP trains, and every ten steps of the latents' tuning.
     """
     job = _arguments(values, bpp, lmbda, seconds, levels, seed, progress)
-    with blas_threads(1 if job.pixels <= ONE_THREAD_PIXELS else None):
-        if job.pixels > ONE_THREAD_PIXELS:
-            least = least_seconds(job.picture, job.levels)
-            if least > OVERRUN * job.clock.seconds:
-                height, width = job.target.shape[:2]
-                raise TooLong(f"a {width}x{height} picture takes about {least:.0f} s to compress on this machine "
-                              f"(its least work: one analysis, about {least / LEAST_WORK:.0f} s, and one file "
-                              f"written and checked), more than the {job.clock.seconds:.0f} s given; give "
-                              f"{{seconds}} {_round_up(least)} or more, or a smaller picture (half as wide and tall: "
-                              f"about {least / 2 ** (2 * ANALYSIS_GROWTH):.0f} s)", least)
+    with blas_threads(BLAS_THREADS):
         candidates = _candidates(job)
         # What is left writes and checks files: the decorrelated picture (200 MB at 16.8 MP) goes.
         job = dataclasses.replace(job, picture=None)
         return _cheapest(job, candidates)
-
-
-class TooLong(OptionError):
-    """The encode's least work cannot end within its time (``seconds``: about what it needs).
-    Its message names the time as the API's argument, or worded as the command's flag."""
-
-    def __init__(self, template: str, seconds: float):
-        super().__init__(template, "seconds")
-        self.seconds = seconds
-
-
-def _round_up(seconds: float) -> int:
-    """``seconds`` rounded up to two significant digits: a number to type."""
-    scale = 10 ** max(0, len(str(int(seconds))) - 2)
-    return int(-(-seconds // scale) * scale)
-
-
-def least_seconds(picture: np.ndarray, levels: int) -> float:
-    """About how long an encode of ``picture`` (``(H, W, C)``, decorrelated colours) takes at the
-    least, from analyses of its middle megapixel, timed (:data:`LEAST_WORK`)."""
-    height, width = picture.shape[:2]
-    middle = _middle(picture)
-    prepare_analysis(middle.shape[0], middle.shape[1], levels)
-    probe = math.inf
-    # The first is cold, its memory faulted in, and much the slower (measured: docs/benchmark-log.md,
-    # 'Measurements the code's comments quoted').
-    for _ in range(2):
-        started = time.perf_counter()
-        analyse(middle, 2.0 ** -6, levels)
-        probe = min(probe, time.perf_counter() - started)
-    return LEAST_WORK * probe * (height * width / (middle.shape[0] * middle.shape[1])) ** ANALYSIS_GROWTH
 
 
 def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,

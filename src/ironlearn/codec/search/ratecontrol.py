@@ -93,22 +93,41 @@ def distortion(picture, pyramid, band_pixels: int = 1 << 18) -> float:
     return total / picture.size
 
 
-def _next_step(tried, target, low, high) -> float:
+def _secant(tried, target) -> float | None:
     """The secant method's next log-step on log-bits through the last two ``tried`` (a slope of
-    -1 assumed after the first), or the bracket's middle where that leaves ``[low, high]`` (or
-    all but its edges)."""
+    -1 assumed after the first); None where the two are level."""
     (x0, y0), (x1, y1) = tried[-2] if len(tried) > 1 else (tried[-1][0] - 1, tried[-1][1] + 1), tried[-1]
-    step = x1 + (y1 - target) * (x1 - x0) / (y0 - y1) if y0 != y1 else (low + high) / 2
-    if not low + 0.01 * (high - low) <= step <= high - 0.01 * (high - low):
+    return x1 + (y1 - target) * (x1 - x0) / (y0 - y1) if y0 != y1 else None
+
+
+def _next_step(tried, target, low, high) -> float:
+    """:func:`_secant`'s step, or the bracket's middle where that leaves ``[low, high]`` (or all
+    but its edges)."""
+    step = _secant(tried, target)
+    if step is None or not low + 0.01 * (high - low) <= step <= high - 0.01 * (high - low):
         step = (low + high) / 2
     return step
+
+
+def _widened(tried, target, low, high, loose) -> tuple:
+    """``(low, high)``, an edge of the span around a step that no analysis has crossed yet
+    (``loose``: which are) moved past the secant's step where it lies beyond, within
+    :data:`STEP_RANGE`.  A large picture's search starts from its middle megapixel's step, and
+    where the middle is smoother or busier than the rest the step that meets the rate lay
+    outside the span: the file landed at the span's edge, 8% over the rate (or under it)."""
+    step = _secant(tried, target)
+    if step is not None and loose[0] and step < low + 0.01 * (high - low):
+        low = max(math.log(STEP_RANGE[0]), step - 0.1 * REFINE_SPAN)
+    if step is not None and loose[1] and step > high - 0.01 * (high - low):
+        high = min(math.log(STEP_RANGE[1]), step + 0.1 * REFINE_SPAN)
+    return low, high
 
 
 def analyse_at_rate(picture, levels, bits, clock: Clock, reserve: float = 0.0, around: float | None = None,
                     progress=None) -> Pyramid:
     """The pyramid with the finest step whose latents fit in ``bits``, searched on the log-step
-    over :data:`STEP_RANGE` (or :data:`REFINE_SPAN` either side of ``around``) by the secant
-    method (:func:`_next_step`) in at most :data:`RATE_ANALYSES` analyses (:data:`REFINE_ANALYSES`
+    over :data:`STEP_RANGE` (or :data:`REFINE_SPAN` either side of ``around``, widened where the
+    secant leads past an edge: :func:`_widened`) by the secant method (:func:`_next_step`) in at most :data:`RATE_ANALYSES` analyses (:data:`REFINE_ANALYSES`
     around a step); done within :data:`RATE_TOLERANCE` under the target.  It stops early where one
     more analysis and ``reserve`` more would pass the ``clock``'s deadline."""
     low, high, analyses = math.log(STEP_RANGE[0]), math.log(STEP_RANGE[1]), RATE_ANALYSES
@@ -117,6 +136,7 @@ def analyse_at_rate(picture, levels, bits, clock: Clock, reserve: float = 0.0, a
     target = math.log(max(bits, 1.0))
     tried = []  # (log-step, log-bits)
     fits = None  # the pyramid at high, once one has fitted; low: too many bits
+    loose = [around is not None] * 2  # a span's edges, until an analysis crosses them: guesses
     step = around if around is not None else RATE_START
     for done in range(1, analyses + 1):
         if done > 1 and not clock.affords(1 + reserve):
@@ -127,13 +147,14 @@ def analyse_at_rate(picture, levels, bits, clock: Clock, reserve: float = 0.0, a
         if progress is not None:
             progress("rate control", done, analyses, None)
         if spent > bits:
-            low = step
+            low, loose[0] = step, False
         else:
-            high, fits = step, pyramid
+            high, fits, loose[1] = step, pyramid, False
             if spent >= (1 - RATE_TOLERANCE) * bits:
                 break
         pyramid = None  # not held through the next analysis: at 16.8 MP a pyramid is 270 MB
         tried.append((step, math.log(max(spent, 1.0))))
+        low, high = _widened(tried, target, low, high, loose)
         step = _next_step(tried, target, low, high)
     if fits is not None:
         return fits
