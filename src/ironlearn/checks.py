@@ -43,8 +43,9 @@ def is_flag(value) -> bool:
 
 def check_argument(name: str, value, annotation) -> None:
     """Raise TypeError unless ``value`` is of a kind that ``annotation`` (resolved, as
-    ``inspect.signature(..., eval_str=True)`` gives it) admits, and ValueError for a number that is
-    not finite where a number is asked for.
+    ``inspect.signature(..., eval_str=True)`` gives it) admits (a value that a ``Literal`` does not
+    list too: ``progress='no'``), and ValueError for a number that is not finite where a number is
+    asked for.
 
     An annotation is a type or a union of them: ``bool`` takes only True and False, ``int`` only a
     whole number, ``float`` any finite number, ``None`` None, ``Literal[...]`` those values,
@@ -68,19 +69,12 @@ def check_argument(name: str, value, annotation) -> None:
     if not any(test(value) for test, _ in kinds):
         words = [word for _, word in kinds]
         listed = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
-        # A value of a right type but not among the values a Literal lists is a wrong value, not a wrong type.
-        error = ValueError if any(type(allowed) is type(value) for allowed in _literals(members)) else TypeError
-        raise error(f"{name} must be {listed} (got {reprlib.repr(value)}, of type {type(value).__name__})")
+        raise TypeError(f"{name} must be {listed} (got {reprlib.repr(value)}, of type {type(value).__name__})")
     if float in members and is_number(value) and not is_finite(value):
         raise ValueError(f"{name} must be a finite number (got {reprlib.repr(value)})")
 
 
 _NAMES = {str: "text", os.PathLike: "a path"}
-
-
-def _literals(members) -> list:
-    return [value for member in members if typing.get_origin(member) is typing.Literal
-            for value in typing.get_args(member)]
 
 
 def _kinds(member) -> list[tuple]:

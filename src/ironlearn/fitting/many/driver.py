@@ -83,8 +83,7 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
         Bad options, no pictures, an unusable output folder (or a ``summary.csv`` there that
         fit-many did not write), Ray missing or unreachable.
     ManyInterrupted
-        After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the
-        summary).
+        After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the summary).
     """
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]  # one input, not its letters
