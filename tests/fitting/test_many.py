@@ -159,7 +159,7 @@ def test_options_that_cannot_work_are_one_line_usage_errors(tmp_path, capsys, ar
 def test_a_recursive_glob_enters_no_link_to_a_folder(tmp_path, monkeypatch):
     """``fit-many 'dir/**/*.png'`` over a folder holding two links to ``.`` never ended: glob's
     ``**`` followed them, every path through them a new folder.  The work is bounded by counting
-    the folders listed (the old walk passed a thousand at once; this one lists three)."""
+    the folders listed (the old walk passed a thousand at once; this one lists four)."""
     (tmp_path / "loop" / "sub").mkdir(parents=True)
     make_picture(tmp_path / "loop" / "a.png", 16)
     make_picture(tmp_path / "loop" / "sub" / "b.png", 16)
