@@ -26,8 +26,8 @@ from ..drawable import Run
 from ..image.render import render as render_bands
 from ..image.render import render_size
 from ..nn.model import Sequential
-from .about import describe, info
 from ..viewer.serve import check_port
+from .about import describe, info
 from .arguments import checked, checked_size, log_of, named_fit_options
 from .compressing import compress
 from .demo import DEMO_SECONDS, Demo, demo

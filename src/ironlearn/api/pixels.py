@@ -28,7 +28,7 @@ def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixe
     decoding it.  ``csv`` must be a new ``.csv`` file, or with ``force`` one that exists, never the
     picture itself.  Returns the :class:`~ironlearn.image.picture.Picture` written.
     """
-    if max_pixels is not None and max_pixels < 1:  # 0 was taken as no limit given, NaN as no limit at all
+    if max_pixels is not None and max_pixels < 1:  # 0 was read as "none given" (the default limit)
         raise ValueError(f"max_pixels must be at least 1 (got {max_pixels})")
     csv = os.fspath(csv)
     check_output(csv, force, reads=[os.fspath(picture)])
