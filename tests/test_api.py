@@ -262,3 +262,15 @@ def test_a_run_and_the_users_page_are_safe_from_a_string_for_a_flag(run, tmp_pat
         api.fit_many([tmp_path], tmp_path / "out", options=5)  # an AttributeError from deep inside
     with pytest.raises(ValueError, match="max_pixels must be at least 1"):
         api.picture_to_csv(tmp_path / "mine.html", tmp_path / "pic.csv", max_pixels=0)  # 0 was no limit given
+
+
+def test_a_fit_options_flag_is_a_bool_too(tmp_path):
+    """fit_many(options=FitOptions(force='no')) redid every picture: validate() let a string through."""
+    from ironlearn import api
+    from ironlearn.fitting import FitOptions
+
+    make_picture(tmp_path / "a.png", size=16)
+    for flag in ("force", "quiet", "live"):
+        with pytest.raises(TypeError, match=f"{flag} must be True or False \\(got 'no', of type str\\)"):
+            api.fit_many([tmp_path / "a.png"], tmp_path / "out", options=FitOptions(input="", **{flag: "no"}))
+    assert not (tmp_path / "out").exists()
