@@ -200,8 +200,8 @@ NUMBERS = parameters(lambda p: re.search(r"\b(float|int)\b", str(p.annotation)) 
 
 
 def call(name, tmp_path, **arguments):
-    """``name``'s function with its required arguments given (each an existing file of the user's, or
-    a FitOptions) and ``arguments``."""
+    """``name``'s function with its required arguments and ``out`` given (each an existing file of the
+    user's, or a FitOptions: never a default name in the current folder) and ``arguments``."""
     from ironlearn.fitting import FitOptions
 
     mine = tmp_path / "mine.html"
@@ -209,7 +209,7 @@ def call(name, tmp_path, **arguments):
                 "pictures": [mine], "options": FitOptions(input=str(mine)), "log": lambda line: None}
     function = public_functions()[name]
     given = {p.name: required[p.name] for p in inspect.signature(function).parameters.values()
-             if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+             if (p.default is p.empty or p.name == "out") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     return function(**given, **arguments)
 
 
