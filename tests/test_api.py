@@ -6,6 +6,9 @@ Found by trying the API as a newcomer: these used to run with a string for ``ste
 deep inside NumPy.
 """
 
+import inspect
+import re
+
 import numpy as np
 import pytest
 
@@ -175,3 +178,99 @@ def test_errors_that_are_no_option_errors_name_options_too():
     taken = ViewerError("cannot serve on 127.0.0.1:8000; choose another {port}", "port")
     assert str(taken).endswith("choose another port")
     assert str(CheckpointError("a plain {message}")) == "a plain {message}"
+
+
+# -- every public function checks its arguments at its entry ---------------------------------------
+def public_functions():
+    from ironlearn import api
+
+    return {name: getattr(api, name) for name in api.__all__ if inspect.isfunction(getattr(api, name))}
+
+
+def parameters(kind):
+    """``(function name, parameter)`` of every public function's parameters that ``kind`` picks."""
+    return [(name, parameter.name) for name, function in public_functions().items()
+            for parameter in inspect.signature(function).parameters.values() if kind(parameter)]
+
+
+#: Every on/off option: a bool default, or an annotation that names bool.
+FLAGS = parameters(lambda p: isinstance(p.default, bool) or "bool" in str(p.annotation))
+#: Every number: an annotation that names float or int.
+NUMBERS = parameters(lambda p: re.search(r"\b(float|int)\b", str(p.annotation)) is not None)
+
+
+def call(name, tmp_path, **arguments):
+    """``name``'s function with its required arguments and ``out`` given (each an existing file of the
+    user's, or a FitOptions: never a default name in the current folder) and ``arguments``."""
+    from ironlearn.fitting import FitOptions
+
+    mine = tmp_path / "mine.html"
+    required = {"picture": mine, "out": mine, "source": mine, "csv": mine, "path": mine, "model": mine,
+                "pictures": [mine], "options": FitOptions(input=str(mine)), "log": lambda line: None}
+    function = public_functions()[name]
+    given = {p.name: required[p.name] for p in inspect.signature(function).parameters.values()
+             if (p.default is p.empty or p.name == "out") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return function(**given, **arguments)
+
+
+def test_every_public_function_checks_its_arguments():
+    assert all(getattr(function, "checks_arguments", False) for function in public_functions().values())
+    assert {("view", "force"), ("view", "with_picture"), ("render_file", "force"), ("demo", "quiet"),
+            ("compress", "progress"), ("fit", "open_browser")} <= set(FLAGS)
+    assert {("picture_to_csv", "max_pixels"), ("compress", "seconds"), ("render", "scale"),
+            ("fit_many", "gpus_per_fit"), ("view", "port")} <= set(NUMBERS)
+
+
+@pytest.mark.parametrize("value", ["no", 0, None])
+@pytest.mark.parametrize("name, flag", FLAGS, ids=[f"{name}-{flag}" for name, flag in FLAGS])
+def test_every_flag_takes_only_a_bool_and_touches_no_file_otherwise(tmp_path, name, flag, value):
+    """view(out='mine.html', force='no') replaced the user's page, with_picture='no' embedded the
+    picture, render_file(force='no') replaced a PNG: a string is true.  Each on/off option of each
+    public function refuses anything but True or False (None where it means "the default")."""
+    (tmp_path / "mine.html").write_bytes(b"the user's own")
+    default = inspect.signature(public_functions()[name]).parameters[flag].default
+    if value is None and default is None:
+        return  # with_picture=None, quiet=None: the default's own value
+    with pytest.raises(TypeError, match=f"^{flag} must be True(,| or) False"):
+        call(name, tmp_path, **{flag: value})
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.html"]
+    assert (tmp_path / "mine.html").read_bytes() == b"the user's own"
+
+
+@pytest.mark.parametrize("value, error", [(float("nan"), (ValueError, TypeError)), (float("inf"), (ValueError, TypeError)),
+                                          ("1", TypeError), (True, TypeError)], ids=["nan", "inf", "text", "bool"])
+@pytest.mark.parametrize("name, number", NUMBERS, ids=[f"{name}-{number}" for name, number in NUMBERS])
+def test_every_number_is_a_finite_one_of_its_type(tmp_path, name, number, value, error):
+    """max_pixels=float('nan') turned the size limit off, lmbda=inf compressed; a NaN or an
+    infinity is a ValueError for a number, a TypeError for a whole number, and text a TypeError."""
+    (tmp_path / "mine.html").write_bytes(b"the user's own")
+    with pytest.raises(error, match=f"^{number} must be"):
+        call(name, tmp_path, **{number: value})
+    assert (tmp_path / "mine.html").read_bytes() == b"the user's own"
+
+
+def test_a_run_and_the_users_page_are_safe_from_a_string_for_a_flag(run, tmp_path):
+    """The issue's own calls, on a real run: nothing written, the page as it was."""
+    from ironlearn import api
+
+    (tmp_path / "mine.html").write_bytes(b"the user's own")
+    for flags in ({"force": "no"}, {"with_picture": "no"}, {"serve": "no"}):
+        with pytest.raises(TypeError, match=f"{next(iter(flags))} must be True(,| or) False"):
+            api.view(run.folder, out=tmp_path / "mine.html", **flags)
+    assert (tmp_path / "mine.html").read_bytes() == b"the user's own"
+    with pytest.raises(TypeError, match=r"options must be a FitOptions or None \(got 5, of type int\)"):
+        api.fit_many([tmp_path], tmp_path / "out", options=5)  # an AttributeError from deep inside
+    with pytest.raises(ValueError, match="max_pixels must be at least 1"):
+        api.picture_to_csv(tmp_path / "mine.html", tmp_path / "pic.csv", max_pixels=0)  # 0 was no limit given
+
+
+def test_a_fit_options_flag_is_a_bool_too(tmp_path):
+    """fit_many(options=FitOptions(force='no')) redid every picture: validate() let a string through."""
+    from ironlearn import api
+    from ironlearn.fitting import FitOptions
+
+    make_picture(tmp_path / "a.png", size=16)
+    for flag in ("force", "quiet", "live"):
+        with pytest.raises(TypeError, match=f"{flag} must be True or False \\(got 'no', of type str\\)"):
+            api.fit_many([tmp_path / "a.png"], tmp_path / "out", options=FitOptions(input="", **{flag: "no"}))
+    assert not (tmp_path / "out").exists()

@@ -156,6 +156,67 @@ def test_options_that_cannot_work_are_one_line_usage_errors(tmp_path, capsys, ar
     assert not (tmp_path / "out" / "a").exists()
 
 
+def test_a_recursive_glob_enters_no_link_to_a_folder(tmp_path, monkeypatch):
+    """``fit-many 'dir/**/*.png'`` over a folder holding two links to ``.`` never ended: glob's
+    ``**`` followed them, every path through them a new folder.  The work is bounded by counting
+    the folders listed (the old walk passed a thousand at once; this one lists four)."""
+    (tmp_path / "loop" / "sub").mkdir(parents=True)
+    make_picture(tmp_path / "loop" / "a.png", 16)
+    make_picture(tmp_path / "loop" / "sub" / "b.png", 16)
+    for link in ("l1", "l2"):
+        (tmp_path / "loop" / link).symlink_to(".")
+    listed, scandir = [], os.scandir
+
+    def counted(path="."):
+        listed.append(path)
+        if len(listed) > 1000:
+            raise AssertionError(f"walked more than 1000 folders ({path})")
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counted)
+    monkeypatch.chdir(tmp_path)
+    assert [(s.name, s.path) for s in expand(["loop/**/*.png"])] == [("a", "loop/a.png"), ("b", "loop/sub/b.png")]
+    assert [s.name for s in expand(["loop/**"])] == ["a", "b"]  # ** alone: every folder's pictures
+    assert [s.path for s in expand([str(tmp_path / "**" / "b.png")])] == [str(tmp_path / "loop" / "sub" / "b.png")]
+    assert len(listed) < 30, listed
+
+
+def test_a_stop_before_any_fit_began_claims_no_checkpoint(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during that endless glob said "interrupted; the last checkpoint written is kept": none was."""
+    from ironlearn.fitting.many import driver
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    make_picture(tmp_path / "a.png", 16)
+    make_picture(tmp_path / "b.png", 16)
+    pictures = [tmp_path / "a.png", tmp_path / "b.png"]
+    monkeypatch.setattr(driver, "expand", stopped)
+    code, _, err = run_cli(capsys, "fit-many", *pictures, "--out", tmp_path / "out", *QUICK)
+    assert code == ExitCode.INTERRUPTED and err.count("\n") == 1, err
+    assert "before any fit began: no checkpoint was written" in err and "kept" not in err
+    monkeypatch.undo()
+    prepare = driver.prepare
+    monkeypatch.setattr(driver, "prepare", lambda source, *args, **kwargs: (
+        stopped() if source.name == "b" else prepare(source, *args, **kwargs)))  # one picture found, none started
+    code, _, err = run_cli(capsys, "fit-many", *pictures, "--out", tmp_path / "out", *QUICK)
+    assert code == ExitCode.INTERRUPTED and "checkpoint" not in err and "1 not started" in err, err
+
+
+def test_a_file_name_that_is_not_utf8_is_summarised_and_found_again(tmp_path, capsys):
+    """``caf\\xe9.png`` (Latin-1, from an older system) ended fit-many in a UnicodeEncodeError's
+    traceback as summary.csv was written; its name goes into the summary as the file's own bytes."""
+    pictures = tmp_path / "pics"
+    pictures.mkdir()
+    make_picture(pictures / "a.png", 16)
+    os.rename(pictures / "a.png", os.fsencode(pictures) + b"/caf\xe9.png")
+    for fitted in ("1 of 1", "0 of 1"):  # the rerun reads the summary back and finds the picture done
+        code, out, err = run_cli(capsys, "fit-many", pictures, "--out", tmp_path / "out", *QUICK)
+        assert code == ExitCode.OK and "Traceback" not in err and f"fitting {fitted} pictures" in out + err, err
+    assert b"\ncaf\xe9,../pics/caf\xe9.png," in (tmp_path / "out" / "summary.csv").read_bytes()
+    assert os.path.isdir(os.fsencode(tmp_path / "out") + b"/caf\xe9")
+
+
 def test_a_summary_saved_again_by_a_spreadsheet_is_still_fit_manys_own(tmp_path):
     """Excel's "CSV UTF-8" puts a byte order mark first: the summary used to be refused as a user's file."""
     make_picture(tmp_path / "a.png", 16)

@@ -26,8 +26,9 @@ from ..drawable import Run
 from ..image.render import render as render_bands
 from ..image.render import render_size
 from ..nn.model import Sequential
+from ..viewer.serve import check_port
 from .about import describe, info
-from .arguments import check_flags, checked_size, log_of, named_fit_options, silent
+from .arguments import checked, checked_size, log_of, named_fit_options
 from .compressing import compress
 from .demo import DEMO_SECONDS, Demo, demo
 from .drawing import decompress_file, render_file
@@ -36,9 +37,16 @@ from .many import fit_many
 from .pages import APP_PAGE, view, view_app
 from .pixels import MODES, csv_to_picture, picture_to_csv
 
+#: The public functions and what they take and give; each function checks its arguments at its entry
+#: (:func:`~ironlearn.api.arguments.checked`), and tests/test_api.py tries each of them.
+__all__ = ["APP_PAGE", "DEFAULT_BPP", "DEMO_SECONDS", "DEVICES", "MODES", "Demo", "Run", "compress", "csv_to_picture",
+           "decompress", "decompress_file", "describe", "demo", "fit", "fit_many", "fit_run", "info", "load",
+           "picture_to_csv", "render", "render_file", "view", "view_app"]
 
-def fit(picture, out: str | None = None, *, progress: bool = False, live: bool = False, port: int | None = None,
-        open_browser: bool = True, **options) -> Run:
+
+@checked(port=check_port)
+def fit(picture, out: str | os.PathLike | None = None, *, progress: bool = False, live: bool = False,
+        port: int | None = None, open_browser: bool = True, **options) -> Run:
     """Fit a network to ``picture`` (an image file or pixel CSV), as ``ironlearn fit`` does.
 
     Parameters
@@ -69,12 +77,12 @@ def fit(picture, out: str | None = None, *, progress: bool = False, live: bool =
     UsageError, InputError, CheckpointError, BackendError
         Bad options or files, with the command's one-line messages.
     """
-    check_flags(progress=progress, live=live, open_browser=open_browser)
     fit_options = named_fit_options("fit", picture, out, progress=progress, live=live, **options)
     fit_run(fit_options, log=log_of(progress), port=port, open_browser=open_browser)
     return load(fit_options.run_folder)
 
 
+@checked
 def load(path) -> Run | codec.Decoded:
     """What ``path`` holds: a fitted model or a compressed picture.
 
@@ -104,6 +112,7 @@ def load(path) -> Run | codec.Decoded:
     return picture.decoded if isinstance(picture, drawable.CompressedFile) else picture
 
 
+@checked
 def render(model, size=None, *, scale: float | None = None, view=None, device: str = "cpu") -> np.ndarray:
     """Redraw ``model`` (a :class:`Run`, a :class:`~ironlearn.nn.Sequential`, a compressed
     picture's :class:`~ironlearn.codec.Decoded`, or a path that :func:`load` reads) as an array.
@@ -152,6 +161,7 @@ def render(model, size=None, *, scale: float | None = None, view=None, device: s
     return render_bands(network.to(backend), width, height, backend, view=view)
 
 
+@checked
 def decompress(source, size=None, *, scale: float | None = None, view=None) -> np.ndarray:
     """A compressed file (a path, or its bytes) redrawn at its own size, at ``size`` (N for the
     longest side, or ``(W, H)``) or at ``scale`` times it: ``(H, W, C)`` float32 in [0, 1].

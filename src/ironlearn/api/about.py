@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 
 from .. import drawable
+from .arguments import checked
 
 
+@checked
 def info(source) -> dict:
     """The metadata of the run folder, model file or compressed file at ``source``: everything a
     model's file records, or a compressed file's format, size, rate and sections (what ``ironlearn
@@ -15,6 +17,7 @@ def info(source) -> dict:
     return drawable.open(source).meta
 
 
+@checked
 def describe(source) -> str:
     """What ``source`` holds, in the lines ``ironlearn info`` prints: a model's layers,
     parameters, steps, training time, picture and PSNR, or a compressed file's picture, size and

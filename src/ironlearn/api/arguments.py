@@ -1,39 +1,60 @@
-"""What every job of the API checks first, and where its lines go: on/off arguments that must be
-bools, a fit's options by their Python names, a size, scale and view as the command checks them,
-and ``progress`` turned into a log."""
+"""What every job of the API checks first, and where its lines go: each argument against its
+annotation (:func:`checked`, on every public function), a fit's options by their Python names, a
+size, scale and view as the command checks them, and ``progress`` turned into a log."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import os
 import sys
 
-import numpy as np
-
-from ..checks import is_finite, is_whole
+from ..checks import check_argument, is_finite, is_whole
 from ..errors import UsageError
 from ..fitting import OPTIONS, FitOptions
+from ..fitting.options import FLAGS
 from ..image.coords import check_view
 
 #: The names fit() takes: the command's options (FitOptions) and the model's (``width``, ...).
 FIT_NAMES = ({f.name for f in dataclasses.fields(FitOptions)} - {"input", "out", "model_options", "quiet"}) | set(OPTIONS)
-#: fit()'s on/off options: the command's flags (``resume``, ``force``, ``quiet``).
-FIT_FLAGS = {f.name for f in dataclasses.fields(FitOptions) if f.type == "bool"}
 
 
-def check_flags(**flags) -> None:
-    """TypeError for an on/off argument that is not a bool: ``force='False'`` is a true string, and
-    replaced a run."""
-    for name, value in flags.items():
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False (got {value!r})")
+def checked(function=None, **own):
+    """Make a public function check the arguments it is given at its entry, before it reads or
+    writes any file: each against its parameter's annotation, as
+    :func:`~ironlearn.checks.check_argument` reads it (``force: bool`` takes only True or False,
+    ``scale: float | None`` a finite number or None, ``options: FitOptions | None`` one of those);
+    ``own`` names parameters that a function of their own checks instead (``port=check_port``).
+
+    ``force='no'`` is a true string: ``view(out='mine.html', force='no')`` replaced the user's page,
+    ``with_picture='no'`` embedded the picture.  A parameter added later is checked too, by the
+    annotation it is given (``tests/test_api.py`` tries every flag of every public function).
+    """
+    if function is None:
+        return functools.partial(checked, **own)
+    signature = inspect.signature(function, eval_str=True)
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    checks = {name: own.get(name, functools.partial(check_argument, name, annotation=parameter.annotation))
+              for name, parameter in signature.parameters.items()
+              if parameter.kind not in variadic and (name in own or parameter.annotation is not parameter.empty)}
+
+    @functools.wraps(function)
+    def entry(*args, **kwargs):
+        for name, value in signature.bind(*args, **kwargs).arguments.items():  # defaults are ours: not checked
+            if name in checks:
+                checks[name](value)
+        return function(*args, **kwargs)
+    entry.checks_arguments = True
+    return entry
 
 
 def named_fit_options(caller: str, picture, out, *, progress: bool, live: bool = False, **options) -> FitOptions:
     """:class:`FitOptions` from the options ``caller`` (``fit``, ``fit_many``) was given by their
     Python names, the model's own (``width``, ...) among them; UsageError for a name it does not
     take, TypeError for an on/off option that is not a bool."""
-    check_flags(progress=progress, live=live, **{name: options[name] for name in FIT_FLAGS & set(options)})
+    for name in set(FLAGS) & set(options):
+        check_argument(name, options[name], bool)
     model_options = {name: options.pop(name) for name in list(options) if name in OPTIONS}
     if isinstance(options.get("size"), list):
         options["size"] = tuple(options["size"])  # (W, H), as the command's WxH gives it
@@ -77,5 +98,4 @@ def log_of(progress):
     nowhere for False."""
     if callable(progress):
         return progress
-    check_flags(progress=progress)
     return _on_stderr if progress else silent

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -15,14 +16,16 @@ from ..errors import OptionError, UsageError
 from ..files import check_output, write_bytes
 from ..image.io import MODES, declared_size, load_picture, to_mode
 from ..limits import MAX_SECONDS
-from .arguments import check_flags, log_of
+from .arguments import checked, log_of
 
 #: Seconds between the lines that say how far a long encode has got: large pictures take minutes.
 PROGRESS_SECONDS = 10
 
 
+@checked
 def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
-             mode: str | None = None, force: bool = False, progress=False, started: float | None = None):
+             mode: str | None = None, force: bool = False, progress: bool | Callable = False,
+             started: float | None = None):
     """Compress a picture (a path, or an array as :func:`ironlearn.codec.compress_array` takes)
     into a small file that decodes at any size, as ``ironlearn compress`` does; writes it to
     ``out`` (atomically) when given: a new file, or with ``force`` one that exists, never the
@@ -46,7 +49,6 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     ValueError for an array that is empty, not finite or of another type: before any work.
     """
     started = time.perf_counter() if started is None else started
-    check_flags(force=force)
     log = log_of(progress)
     is_path = isinstance(picture, (str, os.PathLike))
     if out is not None:

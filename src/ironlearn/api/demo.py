@@ -4,6 +4,7 @@ rendered 4x, replacing an earlier demo there but nothing else unless forced."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from importlib import resources
 from typing import NamedTuple
 
@@ -16,7 +17,7 @@ from ..image.io import load_picture
 from ..image.render import render_png
 from ..train import CheckpointError, load_checkpoint
 from ..train.checkpoint import read_meta
-from .arguments import check_flags, log_of
+from .arguments import checked, log_of
 
 DEMO_SECONDS = 20.0  # every pixel of the drawing is right within 5 s; the rest makes a longer time-lapse
 #: The demo's 4x render, beside the run's own outputs.
@@ -32,8 +33,10 @@ class Demo(NamedTuple):
     timelapse: str
 
 
-def demo(out: str = "ironlearn-demo", *, time_budget: float = DEMO_SECONDS, steps: int | None = None,
-         device: str | None = None, quiet: bool | None = None, force: bool = False, progress=False) -> Demo:
+@checked
+def demo(out: str | os.PathLike = "ironlearn-demo", *, time_budget: float = DEMO_SECONDS,
+         steps: int | None = None, device: str | None = None, quiet: bool | None = None, force: bool = False,
+         progress: bool | Callable = False) -> Demo:
     """Fit the bundled 200x200 line drawing (binary) into ``out`` and render it 4x there, as
     ``ironlearn demo`` does: ``time_budget`` seconds of training, or ``steps``.
 
@@ -41,7 +44,6 @@ def demo(out: str = "ironlearn-demo", *, time_budget: float = DEMO_SECONDS, step
     ``progress`` True prints the fit's progress on stderr, a function gets its lines instead;
     ``quiet`` (default: without progress) leaves out its notices and notes.
     """
-    check_flags(force=force)
     log = log_of(progress)
     with resources.as_file(resources.files("ironlearn") / "data" / "sample.png") as sample:
         force = force or _holds_a_demo(out, sample)

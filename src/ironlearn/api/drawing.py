@@ -4,6 +4,8 @@ whatever the size: ``ironlearn render`` and ``ironlearn decompress``, composed o
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Literal
 
 from .. import codec, drawable
 from ..checks import is_whole
@@ -12,11 +14,16 @@ from ..files import check_output
 from ..image.picture import megapixels
 from ..image.render import region_size, save_bands
 from ..limits import MAX_RENDER_PIXELS
-from .arguments import checked_size, silent
+from .arguments import checked, checked_size, silent
+
+#: How a long render shows its progress: a bar (True or "bar"), plain lines, or not at all.
+Progress = bool | Literal["bar", "lines"]
 
 
+@checked
 def render_file(source, out, size=None, *, scale: float | None = None, view=None, device: str | None = None,
-                max_pixels: int | None = None, force: bool = False, progress=False, log=silent) -> tuple[int, int]:
+                max_pixels: int | None = None, force: bool = False, progress: Progress = False,
+                log: Callable = silent) -> tuple[int, int]:
     """Redraw the model or compressed picture at ``source`` (what :func:`ironlearn.load` reads)
     into the PNG ``out``, as ``ironlearn render`` does: ``size``, ``scale`` and ``view`` as
     :func:`ironlearn.render` takes them; ``device`` where a model runs (default: the GPU when
@@ -41,8 +48,9 @@ def render_file(source, out, size=None, *, scale: float | None = None, view=None
     return width, height
 
 
+@checked
 def decompress_file(source, out, size=None, *, scale: float | None = None, view=None, force: bool = False,
-                    progress=False) -> tuple[int, int]:
+                    progress: Progress = False) -> tuple[int, int]:
     """Redraw the compressed file at ``source`` into the PNG ``out``, as ``ironlearn
     decompress`` does: at its own size, at ``size`` or ``scale``, or the region ``view``, as
     :func:`ironlearn.decompress` takes them; ``progress`` as :func:`render_file` takes it.

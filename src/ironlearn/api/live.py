@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import Note, OptionError
 from ..fitting import FitOptions, Interrupted
 from ..fitting import fit as fit_job
 from ..fitting.run import check_start
 from ..viewer.live import LiveServer
 from ..viewer.serve import announce, check_port
+from .arguments import checked
 
 
-def fit_run(options: FitOptions, *, log, port: int | None = None, open_browser: bool = True, done=None,
-            linger: bool | None = None, name_of=None) -> dict:
+@checked(port=check_port)
+def fit_run(options: FitOptions, *, log: Callable, port: int | None = None, open_browser: bool = True,
+            done: Callable | None = None, linger: bool | None = None, name_of: Callable | None = None) -> dict:
     """Fit as ``options`` says and return the metrics written to ``metrics.json``; with
     ``options.live``, beside a page on 127.0.0.1:``port`` that shows the fit learning and then
     the final model.

@@ -3,14 +3,17 @@ by their Python names or as one :class:`~ironlearn.fitting.FitOptions`, applied 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import UsageError
 from ..fitting import FitOptions
 from ..fitting.many import fit_many as fit_all
-from .arguments import log_of, named_fit_options
+from .arguments import checked, log_of, named_fit_options
 
 
+@checked
 def fit_many(pictures, out, *, workers: int | None = None, engine: str = "local", address: str | None = None,
-             cpus_per_fit: float | None = None, gpus_per_fit: float = 0.0, progress=False,
+             cpus_per_fit: float | None = None, gpus_per_fit: float = 0.0, progress: bool | Callable = False,
              options: FitOptions | None = None, **fit_options) -> list[dict]:
     """Fit every picture that ``pictures`` name (files, folders' images and pixel CSVs, globs), each
     into its own run folder ``out/<name>/``, as ``ironlearn fit-many`` does; ``out/summary.csv``

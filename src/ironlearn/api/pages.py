@@ -5,12 +5,14 @@ port checked before anything is written, then written and, when asked, served)."
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from .. import drawable
 from ..errors import OptionError, UsageError
 from ..files import check_output, is_generated_page
 from ..viewer import make_server, serve as serve_page, write_app, write_viewer
-from .arguments import silent
+from ..viewer.serve import check_port
+from .arguments import checked, silent
 
 #: The page of the app (the page for any compressed file) when no ``out`` names one.
 APP_PAGE = "ironlearn-viewer.html"
@@ -19,8 +21,9 @@ APP_PAGE = "ironlearn-viewer.html"
 LARGE_MODEL_BYTES = 20 << 20
 
 
+@checked(port=check_port)
 def view(source, out=None, *, with_picture: bool | None = None, serve: bool = False, port: int | None = None,
-         open_browser: bool = True, force: bool = False, log=silent) -> str:
+         open_browser: bool = True, force: bool = False, log: Callable = silent) -> str:
     """Write the page that redraws the run folder, model file or compressed file at ``source``
     (one self-contained HTML file), as ``ironlearn view`` does, and return its path.
 
@@ -56,8 +59,9 @@ def view(source, out=None, *, with_picture: bool | None = None, serve: bool = Fa
     return output
 
 
+@checked(port=check_port)
 def view_app(out=None, *, serve: bool = False, port: int | None = None, open_browser: bool = True,
-             force: bool = False, log=silent) -> str:
+             force: bool = False, log: Callable = silent) -> str:
     """Write the page that opens any compressed file dropped on it or picked (``ironlearn view
     --app``; default :data:`APP_PAGE` here), serve it when asked as :func:`view` does, and
     return its path."""

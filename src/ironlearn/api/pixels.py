@@ -12,11 +12,12 @@ from ..files import check_output
 from ..image.io import (CSV_SUFFIXES, MAX_PIXELS, MODES, image_format, load_picture, read_pixel_levels, save_image,
                         write_pixel_csv)
 from ..image.picture import Picture
-from .arguments import check_flags
+from .arguments import checked
 
 __all__ = ["MODES", "csv_to_picture", "picture_to_csv"]
 
 
+@checked
 def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixels: int | None = None,
                    force: bool = False) -> Picture:
     """Write ``picture`` (an image file) to ``csv`` as ``ironlearn encode`` does: one row a pixel,
@@ -28,24 +29,25 @@ def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixe
     a number given reads any file up to it).  ``csv`` must be a new ``.csv`` file, or with
     ``force`` one that exists, never the picture itself.  Returns the :class:`~ironlearn.image.picture.Picture` written.
     """
-    check_flags(force=force)
+    if max_pixels is not None and max_pixels < 1:  # 0 was read as "none given" (the default limit)
+        raise ValueError(f"max_pixels must be at least 1 (got {max_pixels})")
     csv = os.fspath(csv)
     check_output(csv, force, reads=[os.fspath(picture)])
     if not csv.lower().endswith(CSV_SUFFIXES):
         raise UsageError(f"{csv}: encode writes a pixel CSV; give a name ending in .csv")
-    loaded = load_picture(picture, mode=mode, size=size, max_pixels=max_pixels or MAX_PIXELS,
+    loaded = load_picture(picture, mode=mode, size=size, max_pixels=MAX_PIXELS if max_pixels is None else max_pixels,
                           plausible=max_pixels is None)
     write_pixel_csv(csv, loaded)
     return loaded
 
 
+@checked
 def csv_to_picture(csv, picture, *, force: bool = False) -> tuple[np.ndarray, str]:
     """Write the pixel CSV ``csv`` (``x,y,pixel_value`` or ``x,y,r,g,b``) to the image ``picture``
     as ``ironlearn decode`` does, in the format its name ends in (.png, .bmp, ...): a new file, or
     with ``force`` one that exists.  Returns the pixels, ``(H, W, C)`` uint8 (255 white), and the
     CSV's mode (binary, gray or rgb).
     """
-    check_flags(force=force)
     picture = os.fspath(picture)
     check_output(picture, force, reads=[os.fspath(csv)])
     if not image_format(picture):

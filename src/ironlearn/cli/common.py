@@ -12,8 +12,11 @@ from ..fitting.outputs import describe_result
 
 
 def say(message: str) -> None:
-    """``message`` on stderr; a :class:`~ironlearn.errors.Note` worded with the command's flags."""
-    print(message.worded(flag) if isinstance(message, Note) else message, file=sys.stderr, flush=True)
+    """``message`` on stderr; a :class:`~ironlearn.errors.Note` worded with the command's flags.
+    A file name that is not UTF-8 (``caf\\xe9.png``: a str with a surrogate) is written as ``\\udce9``
+    whatever stream stderr is, as Python's own stderr writes it, never a UnicodeEncodeError."""
+    text = message.worded(flag) if isinstance(message, Note) else str(message)
+    print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr, flush=True)
 
 
 def progress_style() -> str:

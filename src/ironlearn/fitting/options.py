@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checks import is_finite, is_number, is_whole
+from ..checks import check_argument, is_finite, is_number, is_whole
 from ..image.sampling import FILTERS
 from ..errors import OptionError, UsageError
 from ..limits import MAX_SECONDS
@@ -65,6 +65,10 @@ class FitOptions:
     def run_folder(self) -> str:
         """``out``, or ``runs/<input name>``."""
         return self.out or os.path.join("runs", os.path.splitext(os.path.basename(self.input))[0])
+
+
+#: FitOptions' on/off options: each is True or False, never a string (``force='no'`` is true).
+FLAGS = tuple(f.name for f in dataclasses.fields(FitOptions) if f.type == "bool")
 
 
 def flag(name: str) -> str:
@@ -125,7 +129,10 @@ def plain_numbers(options: FitOptions) -> FitOptions:
 
 
 def validate(options: FitOptions) -> None:
-    """Raise :class:`UsageError` for options that are wrong on their own (no file is read)."""
+    """Raise :class:`UsageError` for options that are wrong on their own (no file is read), and
+    TypeError for an on/off option that is not a bool (a FitOptions built in Python)."""
+    for name in FLAGS:
+        check_argument(name, getattr(options, name), bool)
     unknown = [name for name in options.model_options if name not in OPTIONS]
     if unknown:
         raise UsageError(f"unknown model option {unknown[0]!r}: use one of {', '.join(OPTIONS)}")

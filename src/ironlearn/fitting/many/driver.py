@@ -11,7 +11,7 @@ import time
 
 from ...backend import cuda_module
 from ...errors import OptionError
-from ...signals import handling
+from ...signals import Terminated, handling
 from .. import folder
 from ..options import FitOptions, UsageError, validate
 from ..outputs import describe_result
@@ -32,9 +32,13 @@ class ManyInterrupted(Exception):
         counts = {status: sum(r["status"] == status for r in rows) for status in (DONE, FAILED, INTERRUPTED)}
         waiting = len(rows) - sum(counts.values())
         what = "interrupted" if self.signal == signal.SIGINT else f"stopped by {self.signal.name}"
-        super().__init__(f"{what}: {counts[DONE]} done, {counts[FAILED]} failed, {counts[INTERRUPTED]} stopped "
-                         f"(with their checkpoints where training had begun), {waiting} not started; run the same "
-                         "command again to continue")
+        if not rows:  # stopped while the pictures were still being found: nothing ran, nothing was saved
+            super().__init__(f"{what} before any fit began: no checkpoint was written; run the same command "
+                             "again to start")
+            return
+        saved = " (with their checkpoints where training had begun)" if counts[INTERRUPTED] else ""
+        super().__init__(f"{what}: {counts[DONE]} done, {counts[FAILED]} failed, {counts[INTERRUPTED]} stopped{saved}, "
+                         f"{waiting} not started; run the same command again to continue")
 
 
 def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | None = None, engine: str = "local",
@@ -79,8 +83,7 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
         Bad options, no pictures, an unusable output folder (or a ``summary.csv`` there that
         fit-many did not write), Ray missing or unreachable.
     ManyInterrupted
-        After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the
-        summary).
+        After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the summary).
     """
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]  # one input, not its letters
@@ -88,9 +91,10 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     if engine == "local" and template.device == "cuda":
         cuda_module()  # BackendError before anything starts (workers are fresh processes: no CUDA shared)
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
-    earlier = summary.earlier(os.path.join(out, SUMMARY))  # first: a user's file there stops the command
-    sources = expand(inputs, summary.recorded_names(earlier, out), skip=[os.path.join(out, SUMMARY)])
-    folder.create(out)
+    with _before_fitting({}):  # a glob over a large tree takes a while
+        earlier = summary.earlier(os.path.join(out, SUMMARY))  # first: a user's file there stops the command
+        sources = expand(inputs, summary.recorded_names(earlier, out), skip=[os.path.join(out, SUMMARY)])
+        folder.create(out)
     show_bar = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
     with folder.RunLock(out):  # one fit-many per output folder
         try:
@@ -139,20 +143,21 @@ def _fit_all(sources, out, earlier, template, runner, log, show_bar: bool) -> li
     # The pictures earlier runs fitted here stay listed, so that their names stay theirs.
     kept = {entry["picture"]: entry for entry in earlier}
     rows, tasks = {}, []
-    for source in sources:
-        prepared = prepare(source, out, template, force=template.force)
-        if isinstance(prepared, Task):
-            tasks.append(prepared)
-        rows[source.name] = summary.row(source.name, summary.input_cell(source.path, out),
-                                        prepared if isinstance(prepared, Outcome) else None)
 
     def save() -> None:
         summary.write(path, {**kept, **rows}.values())
 
-    save()
+    with _before_fitting(rows):
+        for source in sources:
+            prepared = prepare(source, out, template, force=template.force)
+            if isinstance(prepared, Task):
+                tasks.append(prepared)
+            rows[source.name] = summary.row(source.name, summary.input_cell(source.path, out),
+                                            prepared if isinstance(prepared, Outcome) else None)
+        save()
+        if tasks:
+            runner.start()  # only now: a Ray cluster is not joined when every picture is done
     skipped, resumed = len(sources) - len(tasks), sum(t.options.resume for t in tasks)
-    if tasks:
-        runner.start()  # only now: a Ray cluster is not joined when every picture is done
     log(f"fitting {len(tasks)} of {len(sources)} pictures into {out}/ ({skipped} done before, {resumed} resuming)"
         + (f" with {runner.describe()}" if tasks else ""))
     bar = _bar(len(sources), skipped) if show_bar else None
@@ -212,6 +217,18 @@ def _beside(bar, log):
         with bar.external_write_mode(file=sys.stderr):
             log(message)
     return say
+
+
+@contextlib.contextmanager
+def _before_fitting(rows: dict):
+    """Ctrl-C or SIGTERM before any fit starts (while a glob walks a large tree, or Ray starts) as
+    :class:`ManyInterrupted` with the ``rows`` made so far: its words claim no checkpoint, where the
+    command's for a bare Ctrl-C said the last one written was kept."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        raise ManyInterrupted(list(rows.values()), signal.SIGTERM if isinstance(exc, Terminated) else
+                              signal.SIGINT) from None
 
 
 class _Stop:

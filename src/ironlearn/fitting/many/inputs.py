@@ -60,7 +60,7 @@ def _expand(text: str, suffixes) -> list[str]:
     if not any(c in text for c in GLOB_CHARACTERS):
         raise UsageError(f"{text}: no such file or folder (a typo? nothing has started)")
     found = []
-    for match in sorted(glob.glob(text, recursive=True)):
+    for match in sorted(_glob(text)):
         if os.path.isdir(match):
             found += _listing(match, suffixes)
         elif _is_picture(match, suffixes):
@@ -68,6 +68,34 @@ def _expand(text: str, suffixes) -> list[str]:
     if not found:
         raise UsageError(f"{text} matches no pictures (images or .csv pixel files)")
     return found
+
+
+def _glob(pattern: str) -> list[str]:
+    """What ``pattern`` matches, as ``glob.glob(pattern, recursive=True)`` gives it, except that
+    ``**`` never enters a link to a folder: two links to ``.`` made its walk endless (each path
+    through them a new one), where ``**`` here walks each folder once."""
+    if os.altsep:
+        pattern = pattern.replace(os.altsep, os.sep)
+    parts = pattern.split(os.sep)
+    if "**" not in parts:
+        return glob.glob(pattern)
+    first = parts.index("**")
+    head, tail = os.sep.join(parts[:first]) or (os.sep if first else ""), os.sep.join(parts[first + 1:])
+    found = []
+    for base in glob.glob(head) if head else [""]:
+        for folder in _folders(base):
+            found += [folder] if not tail else _glob(os.path.join(glob.escape(folder), tail))
+    return found
+
+
+def _folders(base: str):
+    """``base`` and every folder under it but hidden ones (as ``**`` skips them), entering no link
+    to a folder: what ``**`` matches there."""
+    root = base or os.curdir
+    for top, subfolders, _ in os.walk(root):  # os.walk follows no link below its top unless told to
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        below = os.path.relpath(top, root)
+        yield base if below == os.curdir else os.path.join(base, below)
 
 
 def unique_names(paths: list[str], recorded: dict | None = None) -> list[str]:

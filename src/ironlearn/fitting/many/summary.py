@@ -17,6 +17,10 @@ COLUMNS = ("picture", "input", "width", "height", "mode", "model", "params", "st
 #: The header rows fit-many writes, and wrote before summaries recorded each picture's input.
 HEADERS = (",".join(COLUMNS), ",".join(c for c in COLUMNS if c != "input"))
 PENDING = "pending"  # not started (yet, or before a Ctrl-C)
+#: How the summary's text meets bytes: a file name that is not UTF-8 (``caf\xe9.png`` from an older
+#: system) is a str with surrogates on POSIX, written back as the same bytes and read back as the
+#: same str, so the rerun finds the file it names.
+ENCODING, ERRORS = "utf-8", "surrogateescape"
 _FROM_METRICS = ("width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db", "accuracy")
 
 
@@ -62,12 +66,12 @@ def write(path, rows) -> None:
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    write_bytes(path, buffer.getvalue().encode())
+    write_bytes(path, buffer.getvalue().encode(ENCODING, ERRORS))
 
 
 def read(path) -> list[dict]:
     """The rows of a summary.csv, as text (empty cells as "")."""
-    with open(path, newline="", encoding="utf-8-sig") as file:
+    with open(path, newline="", encoding="utf-8-sig", errors=ERRORS) as file:
         return list(csv.DictReader(file))
 
 
@@ -82,7 +86,7 @@ def earlier(path) -> list[dict]:
     if not os.path.lexists(path):
         return []
     try:
-        with open(path, newline="", encoding="utf-8-sig") as file:
+        with open(path, newline="", encoding="utf-8-sig", errors=ERRORS) as file:
             if file.readline().rstrip("\r\n") in HEADERS:
                 file.seek(0)
                 return list(csv.DictReader(file))
