@@ -328,12 +328,15 @@ def test_disk_full_keeps_the_previous_checkpoint(run_folder, tmp_path, capsys, m
 
 # -- divergence -------------------------------------------------------------------------------
 def poison_steps(monkeypatch, bad):
-    """Make the loss NaN at the steps for which ``bad(step, attempt)`` is true."""
+    """Make the loss NaN at the steps for which ``bad(step, attempt)`` is true, in the run's trainer
+    (not in the throwaway one that times steps first, whose loss nothing reads)."""
     real_step = Trainer.train_step
     seen = {"attempts": 0, "last": -1}
 
     def step(self):
         real_step(self)
+        if not self.check_every:  # calibration's, or the thread measurement's
+            return
         if self.step <= seen["last"]:
             seen["attempts"] += 1  # the trainer rolled back
         seen["last"] = self.step
