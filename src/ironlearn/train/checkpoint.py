@@ -316,9 +316,8 @@ def _check_meta(path: str, meta, members: dict) -> None:
     except ValueError as exc:
         raise _edited(path, f"its architecture cannot be built ({exc})") from None
     stored = {name[6:]: member.shape for name, member in members.items() if name.startswith("model/")}
-    if "model_in" in meta and not stored:
-        expected = stored  # a finished run's: the model file's arrays are checked as it is loaded
-    if stored != expected:  # before the widths: an edited layer is named by the array it no longer fits
+    # A finished run's checkpoint holds no arrays: the model file's are checked as it is loaded.
+    if stored != expected and not ("model_in" in meta and not stored):  # before the widths: an edited layer is named by the array it no longer fits
         raise _edited(path, f"arrays do not fit the saved architecture ({_difference(expected, stored)})")
     try:
         channels = Sequential.out_features(architecture, IN_FEATURES)
