@@ -248,3 +248,21 @@ class WorkClock:
             net.forward = lambda x: (self.work(), forward(x))[1]
             return net
         return timed_build
+
+
+def stop_after(monkeypatch, steps: int) -> None:
+    """Make a fit in this process stop as Ctrl-C stops it once its trainer reaches ``steps``: it
+    saves its full checkpoint and exits 130, a run that has not reached its end."""
+    import signal
+
+    from ironlearn.train import Checkpointer, Trainer
+
+    real_step = Trainer.train_step
+
+    def step(self):
+        real_step(self)
+        # The fit's own trainer, not the throwaway steps that measure its pace or thread count.
+        if self.step == steps and any(isinstance(c, Checkpointer) for c in self.callbacks):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(Trainer, "train_step", step)

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import FAST, make_picture, rewrite_meta, run_cli
+from helpers import FAST, make_picture, rewrite_meta, run_cli, stop_after
+from ironlearn import npz
 from ironlearn.train import Trainer, load_checkpoint
 
 SPOKEN = ["--device", "cpu", "--progress", "none", "--width", "16", "--depth", "1"]  # notes, but no progress
@@ -187,8 +188,14 @@ def test_damaged_checkpoint_on_resume(run_folder, tmp_path, capsys):
     assert "start over with --force" in err  # it used to say "give a model.npz", which --resume cannot take
 
 
-def test_a_resume_says_when_it_cannot_continue_the_history_or_time_lapse(run_folder, tmp_path, capsys):
+def test_a_resume_says_when_it_cannot_continue_the_history_or_time_lapse(tmp_path, capsys, monkeypatch):
     """Both are rebuilt from the resume's step; they used to be dropped without a word."""
+    run_folder = tmp_path / "run"
+    with monkeypatch.context() as patch:  # stopped before its end: its frames.npz is kept for a resume
+        stop_after(patch, 20)
+        code, _, err = run_cli(capsys, "fit", make_picture(tmp_path / "disc.png"), "--out", run_folder,
+                               "--steps", 40, *FAST)
+    assert code == 130, err
     (run_folder / "history.csv").write_text("not,a\nhistory\n")
     (run_folder / "frames.npz").write_bytes((run_folder / "frames.npz").read_bytes()[:300])
     code, _, err = run_cli(capsys, "fit", tmp_path / "disc.png", "--out", run_folder, "--resume", "--steps", 40,
@@ -198,6 +205,36 @@ def test_a_resume_says_when_it_cannot_continue_the_history_or_time_lapse(run_fol
     assert "note: frames.npz could not be read; the time-lapse starts again at step 20" in err
     steps = [int(row.split(",")[0]) for row in (run_folder / "history.csv").read_text().splitlines()[1:]]
     assert steps and min(steps) >= 20 and max(steps) == 40
+
+
+def test_a_finished_run_keeps_its_model_once(run_folder, tmp_path, capsys):
+    """A run that reached its end keeps one copy of its model, model.npz: its checkpoint holds the
+    step and settings alone (no arrays: no model, no Adam moments) and frames.npz is gone.  A resume
+    with more steps continues from model.npz, says that Adam's moments start again, and leaves the
+    time-lapse as it was."""
+    checkpoint_path, gif = run_folder / "checkpoint.npz", (run_folder / "timelapse.gif").read_bytes()
+    with npz.open_npz(checkpoint_path, deflated=False) as archive:
+        assert set(archive.members) == {"meta"}
+    assert not (run_folder / "frames.npz").exists() and checkpoint_path.stat().st_size < 5000
+    model = load_checkpoint(run_folder / "model.npz").model.named_parameters()
+    for name, value in load_checkpoint(checkpoint_path).model.named_parameters().items():
+        np.testing.assert_array_equal(value, model[name], err_msg=name)
+    code, _, err = run_cli(capsys, "fit", tmp_path / "disc.png", "--out", run_folder, "--resume", "--steps", 40,
+                           *[a for a in FAST if a != "--quiet"], "--progress", "none")
+    assert code == 0, err
+    assert "Adam's moments start again from zero at step 20" in err and "timelapse.gif stays" in err
+    assert load_checkpoint(run_folder / "model.npz").step == 40 and load_checkpoint(checkpoint_path).step == 40
+    assert (run_folder / "timelapse.gif").read_bytes() == gif
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda run: (run / "model.npz").unlink(), "keeps its model in"),
+    (lambda run: rewrite_meta(run / "model.npz", lambda meta, arrays: meta.update(step=7)), "step 7, not 20"),
+])
+def test_a_finished_runs_checkpoint_without_its_model_is_one_line(run_folder, tmp_path, capsys, change, message):
+    change(run_folder)
+    expect_clean_failure(capsys, tmp_path, ["fit", tmp_path / "disc.png", "--out", run_folder, "--resume",
+                                            "--steps", 40], message)
 
 
 def test_resume_from_another_image(run_folder, tmp_path, capsys):

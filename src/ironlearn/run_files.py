@@ -3,11 +3,11 @@ read (``fitting.folder`` checks and locks the folder).
 
 | file | what it holds |
 | --- | --- |
-| ``checkpoint.npz`` | the latest state, written atomically; ``--resume`` continues from it |
+| ``checkpoint.npz`` | the latest state, written atomically; ``--resume`` continues from it (a finished run's holds its step and settings alone: its model is ``model.npz``'s) |
 | ``model.npz`` | the final model with its architecture and metrics (for ``render``, ``info``, ``view``) |
 | ``reconstruction.png`` | the model redrawn at the training size |
 | ``timelapse.gif`` | the network learning, from static to the final picture |
-| ``frames.npz`` | the time-lapse frames so far, kept beside the checkpoint so a resume continues them |
+| ``frames.npz`` | the time-lapse frames so far, kept beside the checkpoint so a resume continues them (removed once the run reaches its end) |
 | ``loss.png``, ``history.csv`` | loss and PSNR against step |
 | ``metrics.json`` | PSNR, steps, seconds, parameters, ... |
 | ``.lock`` | held while a fit runs in the folder, removed when it ends (an advisory lock: a killed process leaves none) |

@@ -26,6 +26,8 @@ from ironlearn.train.checkpoint import read_meta
 
 QUICK = ["--steps", "10", "--width", "8", "--depth", "1", "--device", "cpu", "--quiet"]
 SIZES = {"a": (16, False), "b": (20, True), "c": (24, False), "d": (32, True)}  # name: (side, colour)
+#: What a finished run's folder holds: every file fit writes, frames.npz gone (timelapse.gif shows them).
+FINISHED = set(run_folder.FILES) - {run_folder.FRAMES}
 
 
 def quick_options(**changes) -> FitOptions:
@@ -313,7 +315,7 @@ def test_local_engine_fits_every_picture_and_reports_the_broken_one(local_run, c
     for row in rows[:2] + rows[3:]:
         side, colour = SIZES[row["picture"]]
         folder = out / row["picture"]
-        assert set(run_folder.FILES) <= set(os.listdir(folder)), row
+        assert FINISHED <= set(os.listdir(folder)), row
         assert not [n for n in os.listdir(folder) if n.endswith(".tmp")]
         metrics = json.loads((folder / "metrics.json").read_text())
         assert (row["width"], row["height"], row["mode"]) == (str(side), str(side), "rgb" if colour else "gray")
@@ -519,14 +521,15 @@ def test_the_ray_task_fits_in_a_temporary_folder_and_sends_the_files_back(tmp_pa
     source = Source("a", str(make_picture(tmp_path / "a.png", 16)))
     task = prepare(source, str(out), quick_options(), force=False)
     outcome, files = fit_shipped(ship(task))
-    assert outcome.status == "done" and set(files) == set(run_folder.FILES)
+    assert outcome.status == "done" and set(files) == FINISHED
     assert not out.exists() and os.listdir(worker_tmp) == []
     land(task, files)
     assert json.loads((out / "a" / "metrics.json").read_text()) == outcome.metrics
-    assert sorted(os.listdir(out / "a")) == sorted(run_folder.FILES)
+    assert set(os.listdir(out / "a")) == FINISHED
 
     longer = prepare(source, str(out), quick_options(steps=20), force=False)
-    assert longer.options.resume and set(ship(longer).files) == {"checkpoint.npz", "frames.npz", "history.csv"}
+    # A finished run keeps no frames.npz, and its checkpoint keeps its model in model.npz.
+    assert longer.options.resume and set(ship(longer).files) == {"checkpoint.npz", "model.npz", "history.csv"}
     outcome, files = fit_shipped(ship(longer))
     assert outcome.status == "done" and outcome.metrics["steps"] == 20 and os.listdir(worker_tmp) == []
 
@@ -564,7 +567,7 @@ def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path
     assert [r["status"] for r in rows] == ["done", "done", "failed", "done", "done"]
     for row in rows:
         if row["status"] == "done":  # written by the driver alone: a fit in this folder would have left .lock
-            assert sorted(os.listdir(out / row["picture"])) == sorted(run_folder.FILES)
+            assert set(os.listdir(out / row["picture"])) == FINISHED
 
 
 @one_ray_at_a_time

@@ -102,6 +102,26 @@ def test_a_state_from_before_the_first_step_loads():
     assert opt.step_count == 0 and opt.slots == {"m": {}, "v": {}}
 
 
+def test_moments_that_start_again_late_take_a_fresh_adams_steps():
+    """A finished run's checkpoint drops Adam's moments; resumed at step 500, Adam starts them from
+    zero there, bias correction included: its steps are a fresh Adam's, not up to 6x larger, and the
+    schedule still reads the run's own step.  The state it saves says so, and loads back."""
+    grad = np.array([0.5, -2.0], np.float32)
+    fresh_params, late_params = {"p": np.ones(2, np.float32)}, {"p": np.ones(2, np.float32)}
+    fresh, late = Adam(fresh_params, lr=0.1), Adam(late_params, lr=lambda step: 0.1 if step >= 500 else 9.0)
+    late.load_state_dict({"step": 500, "slots_since": 500})
+    for _ in range(3):
+        fresh.step({"p": grad})
+        late.step({"p": grad})
+    np.testing.assert_array_equal(late_params["p"], fresh_params["p"])
+    assert late.state_dict()["slots_since"] == 500 and late.step_count == 503
+    again = Adam({"p": late_params["p"].copy()}, lr=0.1)
+    again.load_state_dict(late.state_dict())
+    assert again.slots_since == 500
+    with pytest.raises(ValueError, match="slots_since"):
+        Adam(fresh_params).load_state_dict({"step": 3, "slots_since": 4})
+
+
 def test_plain_sgd_keeps_no_slots_and_refuses_momentum_state():
     params = {"p": np.zeros(2, np.float32)}
     plain = SGD(params, lr=0.1)

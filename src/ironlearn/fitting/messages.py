@@ -66,3 +66,12 @@ def nothing_left_message(plan: RunPlan) -> Note:
 
 def resume_command(plan: RunPlan) -> str:
     return f"ironlearn fit {shlex.quote(plan.input)} --out {shlex.quote(plan.out)} --resume"
+
+
+def moments_restart_message(step: int, timelapse: bool) -> str:
+    """The line of a resume of a finished run, whose checkpoint kept no optimizer state (nor the
+    frames of its ``timelapse``, when it had one)."""
+    frames = f"; its timelapse.gif stays that of the first {step:,} steps" if timelapse else ""
+    return (f"note: the run had finished, and a finished run keeps no optimizer state: Adam's moments start again "
+            f"from zero at step {step:,} (the learning-rate schedule goes on), so the curve is not quite that of "
+            f"one longer run{frames}")

@@ -33,8 +33,8 @@ from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
 from .plan import RunPlan, check_saved, make_plan, resume_options
-from .messages import describe_progress, kept_start_message, nothing_left_message, progress_style, resume_command, \
-    start_message
+from .messages import describe_progress, kept_start_message, moments_restart_message, nothing_left_message, \
+    progress_style, resume_command, start_message
 from .start import held_parameters, kept_start, keeps_the_start, start_from_picture
 
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
@@ -174,15 +174,36 @@ def _run(plan: RunPlan, picture, saved, backend, log, live) -> dict:
         log(nothing_left_message(job.plan))
     else:
         if not plan.quiet:
+            if finished(saved) and saved.step > 0:
+                log(moments_restart_message(saved.step, timelapse=not plan.starts_as_picture))
             log(start_message(job))
         train(job, log)
     if not plan.quiet:
-        outputs = "reconstruction, model" + ("" if plan.starts_as_picture else ", time-lapse") + \
+        outputs = "reconstruction, model" + ("" if plan.starts_as_picture or finished(saved) else ", time-lapse") + \
             ("" if kept_start(job.plan) else ", plot")
         log(f"writing the outputs to {plan.out}/ ({outputs})")
     result = write_outputs(job, picture)
+    finish(job)
     folder.clean(plan.out)
     return result
+
+
+def finish(job: Job) -> None:
+    """Shrink the checkpoint of a run that has reached its end to its settings and step: model.npz,
+    written (atomically) before, holds the same model, and the optimizer's moments (twice the
+    model) are dropped, to start again from zero should the run be resumed with more steps.  A
+    run that stops before its end (Ctrl-C, a kill, divergence) never comes here: its checkpoint
+    keeps everything."""
+    trainer = job.trainer
+    checkpoint.save(os.path.join(job.plan.out, folder.CHECKPOINT), trainer.model, trainer.optimizer,
+                    seed=trainer.seed, settings=job.settings(trainer), model_in=folder.MODEL)
+    with contextlib.suppress(FileNotFoundError):  # the time-lapse's frames: timelapse.gif shows them
+        os.unlink(os.path.join(job.plan.out, folder.FRAMES))
+
+
+def finished(saved) -> bool:
+    """Whether ``saved`` (a checkpoint, or None) is that of a run that reached its end (:func:`finish`)."""
+    return saved is not None and "model_in" in saved.meta
 
 
 # -- build -------------------------------------------------------------------------------------
@@ -248,7 +269,8 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
                       max_loss=MAX_LOSS, backend=backend, count_callbacks=True, held=held_parameters(plan, model),
                       blas_threads=threads)
     trainer.train_seconds = plan.prior_seconds
-    recorder, snapshots = _records(plan, model, backend, log or (lambda message: None))
+    timelapse = not plan.starts_as_picture and not finished(saved)
+    recorder, snapshots = _records(plan, model, backend, log or (lambda message: None), timelapse)
     checkpointer = Checkpointer(
         os.path.join(plan.out, folder.CHECKPOINT), trigger=_save_trigger(plan),
         settings=lambda trainer: job.settings(trainer),
@@ -259,7 +281,7 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     rollback.remember(trainer)  # the state the run starts from, until the checkpointer writes one
     job = Job(plan, backend, trainer, recorder, snapshots, rollback, stalled_seconds=plan.prior_stalled,
               calibrated_pace=calibrated_pace)
-    trainer.callbacks = [recorder, *([] if plan.starts_as_picture else [snapshots]), checkpointer, rollback]
+    trainer.callbacks = [recorder, *([snapshots] if timelapse else []), checkpointer, rollback]
     backend.release_unused()  # the setup's one-off arrays: the pool holds the training's alone
     return job
 
@@ -331,16 +353,17 @@ def _save_trigger(plan: RunPlan) -> Every:
     return Every(plan.checkpoint_interval, CHECKPOINT_SECONDS, since=plan.prior_seconds)
 
 
-def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
+def _records(plan: RunPlan, model, backend, log, timelapse: bool) -> tuple[Recorder, Snapshots]:
     """The history and the time-lapse, continued from the run folder on a resume (each starts
     again at the resume's step, with a note, when its file there is damaged).  A model that
     starts as the picture has no learning to show: its time-lapse captures nothing, and a note
-    says how to watch one learn."""
+    says how to watch one learn.  Nor does a resume of a finished run, which kept no frames
+    (:func:`finish`): its timelapse.gif stays that of the steps before."""
     recorder = Recorder(plan.history_interval, exact=plan.every_pixel)
     records = [(recorder, folder.HISTORY, "loss history")]
-    if plan.starts_as_picture:
+    if not timelapse:
         snapshots = Snapshots([], plan.width, plan.height, backend)
-        if not kept_start(plan):  # else the line that says it does not train says so
+        if plan.starts_as_picture and not kept_start(plan):  # else the line that says it does not train says so
             log(Note("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
                      "give {start} random to watch a network learn", "start"))
     else:
@@ -349,7 +372,7 @@ def _records(plan: RunPlan, model, backend, log) -> tuple[Recorder, Snapshots]:
     for record, name, what in records if plan.resume else ():
         if not record.restore(os.path.join(plan.out, name), plan.start_step):
             log(f"note: {name} could not be read; the {what} starts again at step {plan.start_step:,}")
-    if not snapshots.frames and not plan.starts_as_picture:
+    if not snapshots.frames and timelapse:
         snapshots.capture(model, plan.start_step)
     return recorder, snapshots
 

@@ -29,7 +29,10 @@ class Optimizer:
 
     Slots (momentum, moments) are created with ``zeros_like`` on first use and
     saved by :meth:`state_dict` with the step, so a resumed run continues the
-    same trajectory and the same learning-rate curve.
+    same trajectory and the same learning-rate curve.  A state saved without its
+    slots (a finished run's, to keep its folder small) starts them again from zero
+    at its step: ``slots_since`` is that step, from which Adam counts its bias
+    correction afresh, while the schedule goes on from the step.
     """
 
     slot_names: tuple = ()  # the arrays this optimizer keeps per parameter
@@ -41,6 +44,7 @@ class Optimizer:
         self.params = params
         self.schedule = lr if callable(lr) else constant(lr)
         self.step_count = 0
+        self.slots_since = 0  # the step the slots began at: 0, or where a state without them was loaded
         self.slots = {slot: {} for slot in self.slot_names}
         self._scratch = {}
 
@@ -111,8 +115,10 @@ class Optimizer:
     def state_dict(self, copy: bool = True) -> dict:
         """``{"step": int, "<slot>.<param name>": array, ...}``, the arrays copied (on their device),
         or with ``copy=False`` the optimizer's own (to write out at once: for a 12.6 MP picture's
-        spline level, Adam's two moments are 300 MB)."""
+        spline level, Adam's two moments are 300 MB).  ``slots_since`` is there when it is not 0."""
         state = {"step": self.step_count}
+        if self.slots_since:
+            state["slots_since"] = self.slots_since
         for slot, table in self.slots.items():
             state.update({f"{slot}.{name}": value.copy() if copy else value for name, value in table.items()})
         return state
@@ -122,18 +128,21 @@ class Optimizer:
 
         Loading is strict: ``step`` is required; every other key must be
         ``<slot>.<param name>`` for one of this optimizer's slots and parameters,
-        with the parameter's shape; and slots come all or nothing.  A state taken
-        before the first step holds none (slots are created on first use); any
-        later state holds every slot of every parameter, since one step updates
-        them all.  Anything else raises ``ValueError`` naming the first offending key,
-        and leaves the optimizer as it was.
+        with the parameter's shape, or ``slots_since`` (at most ``step``); and slots
+        come all or nothing.  A state taken before the first step holds none (slots
+        are created on first use), and so does one whose ``slots_since`` is its step
+        (saved without them); any other holds every slot of every parameter, since
+        one step updates them all.  Anything else raises ``ValueError`` naming the
+        first offending key, and leaves the optimizer as it was.
         """
         if "step" not in state:
             raise ValueError("optimizer state has no 'step'")
-        step = int(state["step"])
+        step, since = int(state["step"]), int(state.get("slots_since", 0))
+        if not 0 <= since <= step:
+            raise ValueError(f"optimizer state's slots_since {since} does not lie in [0, its step {step}]")
         slots = {slot: {} for slot in self.slot_names}
         for key, value in state.items():
-            if key == "step":
+            if key in ("step", "slots_since"):
                 continue
             slot, _, name = key.partition(".")
             if slot not in slots or name not in self.params:
@@ -145,12 +154,12 @@ class Optimizer:
             buffer[...] = asarray_like(param, value)
             slots[slot][name] = buffer
         missing = [f"{slot}.{name}" for slot in self.slot_names for name in self.params if name not in slots[slot]]
-        fresh = step == 0 and not any(slots.values())
+        fresh = step == since and not any(slots.values())
         if missing and not fresh:
             more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
             raise ValueError(f"optimizer state at step {step} has no {missing[0]!r}{more}; a state taken "
                              "after the first step holds every slot of every parameter")
-        self.step_count, self.slots = step, slots
+        self.step_count, self.slots_since, self.slots = step, since, slots
 
     def config(self) -> dict:
         return {"type": type(self).__name__}
@@ -213,7 +222,9 @@ class SGD(Optimizer):
 
 class Adam(Optimizer):
     """Adam (Kingma & Ba, 2015), with the bias correction folded into the step size:
-    ``p -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps * sqrt(1 - b2^t))``."""
+    ``p -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps * sqrt(1 - b2^t))``, ``t`` the
+    steps since the moments began (``slots_since``: moments that start again from zero late in a
+    run, uncorrected, would take steps of up to 6x the learning rate for hundreds of steps)."""
 
     slot_names = ("m", "v")
 
@@ -229,8 +240,9 @@ class Adam(Optimizer):
         """``(b1, b2, step_size, eps_hat)`` of this step for :func:`~ironlearn.kernels.adam_update`:
         the bias correction folded into the step size and epsilon."""
         b1, b2 = self.betas
-        correction = math.sqrt(1.0 - b2 ** self.step_count)
-        return b1, b2, lr * correction / (1.0 - b1 ** self.step_count), self.eps * correction
+        t = self.step_count - self.slots_since
+        correction = math.sqrt(1.0 - b2 ** t)
+        return b1, b2, lr * correction / (1.0 - b1 ** t), self.eps * correction
 
     def _update_together(self, grads: dict, lr) -> list:
         # On a GPU, the dense gradients in one launch (fused.adam_update_many), not one each.

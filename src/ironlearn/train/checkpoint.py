@@ -8,6 +8,10 @@ Layout of the archive:
   and schedule settings, step, random state (the seed: batch order is a pure
   function of seed and step) and whatever the caller adds under ``settings``.
 
+A finished run's checkpoint holds no arrays (format 2): its model is the model file
+beside it (``model_in``, written first), and its optimizer's moments are dropped, to
+start again from zero at its step (``slots_since``) if the run is ever trained further.
+
 Files are written atomically: a temporary file in the same folder, flushed and
 synced, then ``os.replace``; a crash mid-write leaves the previous file intact.
 
@@ -36,7 +40,9 @@ from ..optim import schedules
 from ..optim.optimizers import OPTIMIZERS
 
 FORMAT = "ironlearn"
-FORMAT_VERSION = 1
+#: 2: a checkpoint may keep its model in the model file beside it, and its optimizer's moments may
+#: start at a later step than 0 (what format 1 readers would misread); other files are written as 1.
+FORMAT_VERSION = 2
 #: A model draws a picture: it maps (x, y) to 1 channel (gray) or 3 (rgb).
 IN_FEATURES, CHANNELS = 2, (1, 3)
 
@@ -47,10 +53,13 @@ class CheckpointError(WordedError, ValueError):
 
 
 def save(path, model, optimizer=None, *, step: int | None = None, seed: int | None = None,
-         settings: dict | None = None) -> None:
+         settings: dict | None = None, model_in: str | None = None) -> None:
     """Write ``model`` (and ``optimizer``, when given) to ``path`` atomically.
 
-    ``step`` defaults to the optimizer's step count (0 without one).
+    ``step`` defaults to the optimizer's step count (0 without one).  ``model_in``, the name of a
+    model file in ``path``'s folder that :func:`save` wrote with ``model`` at this step, makes a
+    checkpoint of no arrays: the model is read from there, and the optimizer's moments are
+    dropped (they start again from zero, should the run train on).
 
     Raises
     ------
@@ -64,11 +73,11 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
         raise CheckpointError(f"refusing to save {path}: the learning-rate schedule {optimizer.schedule!r} cannot be "
                               "saved, so a resumed run could not continue it; build it with "
                               "ironlearn.optim.constant, cosine or warmup_cosine")
-    arrays = {f"model/{name}": to_host(value) for name, value in model.named_arrays().items()}
+    arrays = {} if model_in else {f"model/{name}": to_host(value) for name, value in model.named_arrays().items()}
     bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
     if bad:
         raise CheckpointError(f"refusing to save {path}: {bad[0][6:]} holds NaN or inf values")
-    meta = {"format": FORMAT, "version": FORMAT_VERSION, "architecture": model.config(),
+    meta = {"format": FORMAT, "version": 1, "architecture": model.config(),
             "parameters": model.num_parameters, "step": step or 0, "seed": seed, "settings": settings or {}}
     if optimizer is not None:
         state = optimizer.state_dict(copy=False)  # written before the next step changes it
@@ -76,7 +85,15 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
         meta["step"] = optimizer_step if step is None else step
         meta["optimizer"] = optimizer.config()
         meta["schedule"] = optimizer.schedule.config()
-        arrays.update({f"optim/{key}": to_host(value) for key, value in state.items()})
+        since = meta["step"] if model_in else state.pop("slots_since", 0)
+        if since:
+            meta["slots_since"] = since
+        if not model_in:
+            arrays.update({f"optim/{key}": to_host(value) for key, value in state.items()})
+    if model_in:
+        meta["model_in"] = model_in
+    if model_in or meta.get("slots_since"):
+        meta["version"] = FORMAT_VERSION
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
         atomic_write(path, lambda file: np.savez(file, **arrays))
@@ -130,7 +147,8 @@ class Checkpoint:
                                   "edited or damaged: use another copy, or fit again without {resume}",
                                   resume="resume=True") from None
         try:
-            optimizer.load_state_dict({"step": self.step, **self.optimizer_state})
+            optimizer.load_state_dict({"step": self.step, "slots_since": self.meta.get("slots_since", 0),
+                                       **self.optimizer_state})
         except ValueError as exc:
             raise CheckpointError(f"the saved optimizer state does not fit these parameters ({exc})") from None
         return optimizer
@@ -151,6 +169,8 @@ def load(path) -> Checkpoint:
         meta = _read_meta(path, archive)
         _check_meta(path, meta, archive.members)
         arrays = {name: archive.read(name) for name in archive.members if name != "meta"}
+    if "model_in" in meta:
+        return Checkpoint(model=_model_beside(path, meta), meta=meta)
     state = {name[6:]: value for name, value in arrays.items() if name.startswith("model/")}
     bad = [name for name, value in state.items() if not np.isfinite(value).all()]
     if bad:  # save() refuses these; only an edited file holds them, and it would draw black
@@ -160,6 +180,24 @@ def load(path) -> Checkpoint:
     model.load_state_dict(state, strict=True)
     optimizer_state = {k[6:]: v for k, v in arrays.items() if k.startswith("optim/")}
     return Checkpoint(model=model, meta=meta, optimizer_state=optimizer_state)
+
+
+def _model_beside(path: str, meta: dict) -> Sequential:
+    """The model of the finished run's checkpoint ``path``, from the model file it names (``model_in``),
+    once that file is seen to hold the model this checkpoint was saved with."""
+    model_path = os.path.join(os.path.dirname(path), meta["model_in"])
+    if not os.path.isfile(model_path):
+        raise CheckpointError(f"{path} is a finished run's and keeps its model in {model_path}, which is missing; "
+                              f"put {meta['model_in']} back beside it, or fit again")
+    if "model_in" in read_meta(model_path):  # before load(), which would follow it on
+        raise CheckpointError(f"{path} keeps its model in {model_path}, which keeps its own elsewhere; put back "
+                              f"the run's own {meta['model_in']}, or fit again")
+    saved = load(model_path)
+    if saved.step != meta["step"] or saved.meta["architecture"] != meta["architecture"]:
+        raise CheckpointError(f"{path} keeps its model in {model_path}, which holds another model (step "
+                              f"{saved.step:,}, not {meta['step']:,}); put back the run's own {meta['model_in']}, "
+                              "or fit again")
+    return saved.model
 
 
 def read_meta(path) -> dict:
@@ -258,6 +296,11 @@ def _check_meta(path: str, meta, members: dict) -> None:
                                                  and all(_is_count(n, 1) for n in size)),
          "two whole numbers >= 1 (width, height)"),
         ("optimizer", meta.get("optimizer"), isinstance(meta.get("optimizer", {}), dict), "a mapping"),
+        ("slots_since", meta.get("slots_since"), _is_count(meta.get("slots_since", 0), 0)
+         and (not _is_count(meta.get("step", 0), 0) or meta.get("slots_since", 0) <= meta.get("step", 0)),
+         "a whole number from 0 to the step"),
+        ("model_in", meta.get("model_in"), "model_in" not in meta or _is_file_name(meta["model_in"], path),
+         "the name of a model file beside it"),
         ("schedule", meta.get("schedule"), isinstance(meta.get("schedule", {}), dict), "a mapping"),
     ]
     if isinstance(settings, dict):
@@ -273,7 +316,8 @@ def _check_meta(path: str, meta, members: dict) -> None:
     except ValueError as exc:
         raise _edited(path, f"its architecture cannot be built ({exc})") from None
     stored = {name[6:]: member.shape for name, member in members.items() if name.startswith("model/")}
-    if stored != expected:  # before the widths: an edited layer is named by the array it no longer fits
+    # A finished run's checkpoint holds no arrays: the model file's are checked as it is loaded.
+    if stored != expected and not ("model_in" in meta and not stored):  # before the widths: an edited layer is named by the array it no longer fits
         raise _edited(path, f"arrays do not fit the saved architecture ({_difference(expected, stored)})")
     try:
         channels = Sequential.out_features(architecture, IN_FEATURES)
@@ -282,6 +326,12 @@ def _check_meta(path: str, meta, members: dict) -> None:
     if channels not in CHANNELS:
         raise CheckpointError(f"{path}: its model maps {IN_FEATURES} inputs to {channels} outputs, not to a "
                               "picture's 1 (gray) or 3 (rgb) channels; ironlearn cannot draw it")
+
+
+def _is_file_name(name, path: str) -> bool:
+    """Whether ``name`` names another ``.npz`` file in the folder of ``path`` (no folder in it)."""
+    return (isinstance(name, str) and name.endswith(".npz") and os.path.basename(name) == name
+            and name not in (".npz", os.path.basename(path)))
 
 
 def _edited(path: str, what: str) -> CheckpointError:

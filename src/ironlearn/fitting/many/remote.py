@@ -27,8 +27,11 @@ from .local import thread_environment
 from .task import FAILED, INTERRUPTED, Outcome, Task, one_line, run_task
 
 MISSING = "the ray engine needs Ray, which is not installed; install it with pip install 'ironlearn[ray]'"
-RESUME_FILES = (folder.CHECKPOINT, folder.FRAMES, folder.HISTORY)  # what a resume reads from the run folder
-LAST = (folder.MODEL, folder.METRICS)  # written last: together they mark a run as done
+#: What a resume reads from the run folder: a finished run's checkpoint keeps its model in model.npz.
+RESUME_FILES = (folder.CHECKPOINT, folder.MODEL, folder.FRAMES, folder.HISTORY)
+#: Written last, in this order: a finished run's checkpoint needs the model.npz it names, and the
+#: three together mark a run as done.
+LAST = (folder.MODEL, folder.CHECKPOINT, folder.METRICS)
 POLL_SECONDS = 0.2
 _DEATHS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError")  # ray.exceptions that mean a lost worker
 
@@ -110,8 +113,8 @@ def check_run_folder(task: Task) -> None:
 
 
 def land(task: Task, files: dict) -> None:
-    """Write the files a task sent back into its run folder, each atomically, model.npz and
-    metrics.json last; a new (not resumed) run's folder is left with its files only."""
+    """Write the files a task sent back into its run folder, each atomically, model.npz,
+    checkpoint.npz and metrics.json last; a new (not resumed) run's folder is left with its files only."""
     out = task.options.run_folder
     os.makedirs(out, exist_ok=True)
     if not task.options.resume:
