@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers import FAST, run_cli, run_measured
+from helpers import FAST, make_picture, run_cli, run_measured, stop_after
 from ironlearn.image.io import Picture, write_pixel_csv
 
 MB = 1 << 20
@@ -46,21 +46,34 @@ def crafted_frames(path, shape, data_bytes: int, chunk=16 * MB):
 
 
 # -- .npz archives: sizes checked before anything is read ------------------------------------------
-def test_a_crafted_time_lapse_is_refused_before_it_is_read(run_folder, tmp_path):
+@pytest.fixture
+def stopped_run(tmp_path, capsys, monkeypatch):
+    """A fit stopped at step 20 of 40 as Ctrl-C stops it: its folder keeps its time-lapse frames
+    (a finished run's folder drops them)."""
+    picture = make_picture(tmp_path / "disc.png")
+    with monkeypatch.context() as patch:
+        stop_after(patch, 20)
+        code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", 40, *FAST)
+    assert code == 130, err
+    return tmp_path / "run"
+
+
+def test_a_crafted_time_lapse_is_refused_before_it_is_read(stopped_run, tmp_path):
     """A frames.npz declaring 500 frames of 2048x2048 rgb (6.3 GB; here 384 MB of it present, in
     400 KB) is refused from its header: the resume notes that the time-lapse starts again, and
     stays at its usual memory (it filled the 384 MB, and a 6.1 MB file's 6.2 GB, first)."""
-    crafted_frames(run_folder / "frames.npz", (500, 2048, 2048, 3), 384 * MB)
+    crafted_frames(stopped_run / "frames.npz", (500, 2048, 2048, 3), 384 * MB)
     picture = tmp_path / "disc.png"
     before = digest(picture)
-    done, peak = run_measured("fit", picture, "--out", run_folder, "--resume", "--steps", 30,
+    done, peak = run_measured("fit", picture, "--out", stopped_run, "--resume", "--steps", 30,
                               *[a for a in FAST if a != "--quiet"], "--progress", "none")
     assert done.returncode == 0, done.stderr
     assert "note: frames.npz could not be read; the time-lapse starts again at step 20" in done.stderr
     assert "Traceback" not in done.stderr and digest(picture) == before
     assert peak < 250 * MB, f"peak {peak / MB:.0f} MB"
-    with np.load(run_folder / "frames.npz") as archive:  # the run's own, written again
-        assert archive["frames"].shape[1:] == (32, 32) and archive["steps"].max() == 30
+    assert not (stopped_run / "frames.npz").exists()  # the finished run's frames are in its GIF, made again
+    with Image.open(stopped_run / "timelapse.gif") as gif:
+        assert gif.size[0] == 32 and gif.n_frames > 1  # the frames, and a strip below them
 
 
 def test_a_crafted_model_file_is_refused_in_one_line(run_folder, tmp_path):
