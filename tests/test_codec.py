@@ -73,7 +73,8 @@ def test_progress_reports_rate_control_then_the_mlp_then_the_latents():
     codec.compress_array(_picture(), bpp=1.0, seconds=2.0, progress=lambda *args: seen.append(args))
     control = [done for what, done, total, psnr in seen if what == "rate control"]
     trained = ("MLP step", "latents step")
-    assert control[:14] == list(range(1, 15)) and all(psnr is None for what, *_, psnr in seen if what not in trained)
+    assert control[0] == 1 and all(now in (before + 1, 1) for before, now in zip(control, control[1:]))  # a search each
+    assert all(psnr is None for what, *_, psnr in seen if what not in trained)
     assert all(psnr > 0 for what, *_, psnr in seen if what in trained)
     order = [what for what, *_ in seen]
     assert "latents step" in order  # the latents are tuned last, through the MLP
@@ -243,26 +244,27 @@ def test_rate_control_meets_the_target():
         assert 0.8 * target <= result.bpp <= target
 
 
-@pytest.mark.parametrize("off", [-0.8, -0.6])
-@pytest.mark.parametrize("bpp", [0.5, 2.0])
+@pytest.mark.parametrize("off", [-0.8, -0.6, 0.6, 0.8])
+@pytest.mark.parametrize("bpp", [0.25, 0.5, 2.0])
 def test_rate_control_from_a_step_far_off_still_meets_the_target(off, bpp):
-    """A large picture's search starts near its middle megapixel's step; where the middle was
-    smoother than the rest the file landed at the edge of the span searched, 8% over the rate
-    (a constructed 1624x1084 picture; here 2.7 times).  The span now widens where the search
-    leads past its edge.  Not yet: a start as far on the coarse side still lands 35% under and
-    more in the six analyses of a refinement (its secant swings from side to side)."""
+    """A large picture's search starts near its middle megapixel's step, and the search after the
+    MLP near the first one's.  Where the middle was smoother than the rest (the start too fine)
+    the file landed 8% over the rate; where it was busier (too coarse) the secant swung from side
+    to side and landed 35-90% under in the six analyses of such a search.  The search is now
+    bracketed (Illinois), and lands within 0.9-1.0 of the rate from either side."""
     import math
 
     from ironlearn.codec.search.analysis import prepare_analysis
     from ironlearn.codec.search.ratecontrol import Clock, analyse_at_rate, latent_bits
 
-    picture = (_picture(128, 160) / 255).astype(np.float32) @ COLOURS[3].T
-    prepare_analysis(128, 160, 7)
-    bits = bpp * 128 * 160
+    height, width = 256, 320  # at 128x160 and 0.25 bpp, a 640-byte file, the rate jumps 10% in 0.002 log-steps
+    picture = (_picture(height, width) / 255).astype(np.float32) @ COLOURS[3].T
+    prepare_analysis(height, width, 7)
+    bits = bpp * height * width
     found = analyse_at_rate(picture, 7, bits, Clock(1e6))
     around = math.log(float(found.steps[0, 0])) + off
     near = analyse_at_rate(picture, 7, bits, Clock(1e6), around=around)
-    assert 0.97 * bits <= latent_bits(near) <= bits
+    assert 0.9 * bits <= latent_bits(found) <= bits and 0.9 * bits <= latent_bits(near) <= bits
 
 
 def test_a_target_no_file_can_meet_gets_the_smallest_file_tried():

@@ -21,8 +21,8 @@ def add_parser(commands) -> None:
     compress_p.add_argument("-o", "--output", required=True, metavar="FILE", help="compressed file to write")
     rate = compress_p.add_mutually_exclusive_group()
     rate.add_argument("--bpp", type=positive_float, metavar="B",
-                      help="target bits per pixel of the whole file (default 0.5; the file lands within 3%% "
-                           "under it)")
+                      help="target bits per pixel of the whole file (default 0.5; the file lands at 0.9 to 1.0 "
+                           "of it, never over, when the picture and the time can reach it)")
     rate.add_argument("--lmbda", type=positive_float, metavar="L",
                       help="rate-distortion weight instead of a target: mean squared error (pixels in 0..1) "
                            "plus L times bits per pixel; higher, smaller files (useful from about 1e-5 to 1e-2)")
