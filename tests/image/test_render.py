@@ -76,3 +76,25 @@ def test_a_long_render_into_a_log_says_how_far_it_is_in_plain_lines(tmp_path, mo
 def test_time_lapse_frames_keep_the_aspect_at_up_to_512_px(width, height, frame, backend):
     # Sized, not rendered: a 2560x1600 photograph's frames were 192x120.
     assert Snapshots([], width, height, backend).size == frame
+
+
+def test_a_timed_fits_frames_keep_to_their_time(tmp_path, backend):
+    """Frames are renders of every pixel of their size: given a time for the frames planned, the
+    first frame's render sizes them all (the aspect kept), and a resume keeps the size its frames
+    were made at."""
+    from ironlearn.image.timelapse import MIN_FRAME_SIDE
+
+    model = siren(2, 3, width=16, depth=1, rng=np.random.default_rng(0)).to(backend)
+    roomy = Snapshots(range(10), 400, 200, backend, seconds=1e6)
+    roomy.capture(model, 0)
+    assert roomy.size == (400, 200) and roomy.frames[0].shape == (200, 400, 3)
+    tight = Snapshots(range(10), 400, 200, backend, seconds=1e-9)  # no time: the smallest frames
+    tight.capture(model, 0)
+    tight.capture(model, 5)
+    assert tight.size == (MIN_FRAME_SIDE, MIN_FRAME_SIDE // 2)
+    assert [f.shape for f in tight.frames] == [(32, 64, 3)] * 2
+    tight.save(tmp_path / "frames.npz")
+    resumed = Snapshots(range(10), 400, 200, backend, seconds=1e6)
+    assert resumed.restore(tmp_path / "frames.npz", 5) and resumed.size == (64, 32)
+    resumed.capture(model, 9)
+    assert resumed.frames[-1].shape == (32, 64, 3)

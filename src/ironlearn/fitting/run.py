@@ -38,6 +38,8 @@ from .messages import describe_progress, kept_start_message, moments_restart_mes
 from .start import held_parameters, kept_start, keeps_the_start, start_from_picture
 
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
+#: The share of a timed fit's budget its time-lapse frames may take (made smaller to keep to it).
+FRAME_SHARE = 0.05
 CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
 #: The most of the training time the default checkpoints may take (``--checkpoint-every`` is kept
 #: as given): a large picture's level and Adam's moments take seconds a save (measured:
@@ -367,7 +369,9 @@ def _records(plan: RunPlan, model, backend, log, timelapse: bool) -> tuple[Recor
             log(Note("note: no time-lapse: the model starts as the picture, so there is no learning to show; "
                      "give {start} random to watch a network learn", "start"))
     else:
-        snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend)
+        # A timed fit's frames count against its budget: they keep to a share of it.
+        seconds = FRAME_SHARE * plan.remaining_seconds if plan.timed else None
+        snapshots = Snapshots(plan.frame_steps, plan.width, plan.height, backend, seconds=seconds)
         records.append((snapshots, folder.FRAMES, "time-lapse"))
     for record, name, what in records if plan.resume else ():
         if not record.restore(os.path.join(plan.out, name), plan.start_step):

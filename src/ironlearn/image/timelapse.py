@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import time
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -17,6 +19,8 @@ MAX_FRAMES = 100
 #: The longest side of a time-lapse frame, in pixels (a smaller picture keeps its own size; the
 #: aspect is kept): at 192 a 2560 px photograph came out too small to see what it learns.
 FRAME_SIDE = 512
+#: The shortest a frame's longest side is made to keep the frames within their time.
+MIN_FRAME_SIDE = 64
 
 
 def frame_steps(total: int, frames: int = MAX_FRAMES, every: int | None = None) -> list[int]:
@@ -36,23 +40,45 @@ class Snapshots(Callback):
     When more than ``max_frames`` frames gather (a run resumed and extended, say), every
     other one after the first is dropped, so a run of any length keeps at most
     ``max_frames``, from the untrained network's static to the final picture.
+
+    Given ``seconds``, the frames planned take about that long at most, as the first one's render
+    shows: past it, every frame is made smaller (all alike, down to :data:`MIN_FRAME_SIDE`).  A
+    frame renders every pixel of its size, and a timed fit's frames count against its budget: a
+    5 s SIREN fit of a 256 px picture spent more than half of it on frames of 256 px.
     """
 
-    def __init__(self, at_steps, width: int, height: int, backend, max_frames: int = MAX_FRAMES):
+    def __init__(self, at_steps, width: int, height: int, backend, max_frames: int = MAX_FRAMES,
+                 seconds: float | None = None):
         super().__init__(1)  # checks the step against a set: no device work unless it captures
         self.at = set(at_steps)
         self.size = scaled_size(width, height, FRAME_SIDE, enlarge=False)
-        self.backend, self.max_frames = backend, max_frames
+        self.backend, self.max_frames, self.seconds = backend, max_frames, seconds
         self.frames: list[np.ndarray] = []
         self.steps: list[int] = []
 
     def capture(self, model, step: int) -> None:
         if self.steps and self.steps[-1] == step:
             return
-        self.frames.append(to_uint8(render(model, *self.size, self.backend)))
+        started = time.perf_counter()
+        frame = to_uint8(render(model, *self.size, self.backend))  # on the host: the render is done
+        if not self.frames and self.seconds is not None and self._shrunk(time.perf_counter() - started):
+            frame = to_uint8(render(model, *self.size, self.backend))
+        self.frames.append(frame)
         self.steps.append(step)
         if len(self.frames) > self.max_frames:
             self.frames, self.steps = self.frames[::2], self.steps[::2]
+
+    def _shrunk(self, seconds_a_frame: float) -> bool:
+        """Size the frames so that the planned ones take :attr:`seconds` at most, from the first
+        frame's time; whether they became smaller.  Decided once: a GIF's frames share a size."""
+        budget, self.seconds = self.seconds, None
+        planned = max(1, len(self.at)) * seconds_a_frame
+        if planned <= budget:
+            return False
+        side = max(MIN_FRAME_SIDE, round(max(self.size) * math.sqrt(budget / planned)))
+        size = scaled_size(*self.size, side, enlarge=False)
+        shrunk, self.size = size != self.size, size
+        return shrunk
 
     def forget_after(self, step: int) -> None:
         """Drop frames taken after ``step`` (a run rolled back to it)."""
@@ -94,17 +120,21 @@ class Snapshots(Callback):
             return False
         keep = steps <= upto_step
         self.frames, self.steps = list(frames[keep]), [int(s) for s in steps[keep]]
+        if self.frames:  # the run's frames were made smaller for their time: the rest match them
+            self.size, self.seconds = self.frames[0].shape[1::-1], None
         return True
 
     def _fits(self, members: dict) -> bool:
         """Whether ``members`` (:class:`ironlearn.npz.Member` by name) are frames :meth:`save` wrote
-        for this run: uint8 ``(n, h, w)`` or ``(n, h, w, 3)``, n <= ``max_frames``, and n steps."""
+        for this run: uint8 ``(n, h, w)`` or ``(n, h, w, 3)`` within this run's frame size (made
+        smaller for their time, they may be), n <= ``max_frames``, and n steps."""
         frames, steps = members.get("frames"), members.get("steps")
-        if frames is None or steps is None or not frames.shape:
+        if frames is None or steps is None or len(frames.shape) not in (3, 4):
             return False
-        height_width = self.size[::-1]
-        return (frames.dtype == np.uint8 and frames.shape[1:] in (height_width, (*height_width, 3))
-                and frames.shape[0] <= self.max_frames and steps.dtype.kind in "iu" and steps.shape == frames.shape[:1])
+        (height, width), channels = frames.shape[1:3], frames.shape[3:]
+        return (frames.dtype == np.uint8 and channels in ((), (3,)) and 0 < width <= self.size[0]
+                and 0 < height <= self.size[1] and frames.shape[0] <= self.max_frames
+                and steps.dtype.kind in "iu" and steps.shape == frames.shape[:1])
 
     def write_gif(self, path, frame_ms: int = 80, hold_ms: int = 1500) -> None:
         """The time-lapse as a GIF (:func:`write_gif`); nothing when there are no frames."""
