@@ -264,8 +264,11 @@ def test_a_fit_on_a_busy_machine_says_so_in_its_closing_line(tmp_path, capsys):
     from ironlearn.fitting.outputs import BUSY_NOTICE
 
     picture = make_picture(tmp_path / "disc.png")
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * os.cpu_count())]
+    spin = "print('spinning', flush=True)\nwhile True: pass"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE) for _ in range(2 * os.cpu_count())]
     try:
+        for spinner in spinners:  # all of them busy before the fit starts
+            spinner.stdout.readline()
         code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--time-budget", 1,
                                "--progress", "none", *QUICK[1:])
     finally:

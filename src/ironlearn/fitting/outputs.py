@@ -63,7 +63,8 @@ def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0, slo
     """The numbers ``metrics.json`` holds; ``score`` compared the whole render with the picture.
     A timed run also says how much of its training time it spent stalled (``train.timed``), and
     how many times the pace its calibration measured its steps took (``slowdown``); a run on the
-    CPU, the share of its steps' time they had a core (``cpu_share``, under 1 on a busy machine)."""
+    CPU, the share of the time it was ready to run that it had a core (``cpu_share``, under 1 on
+    a busy machine; Linux only)."""
     result = {
         "psnr_db": round(score.psnr, 3),
         "steps": trainer.step,
@@ -96,8 +97,8 @@ def run_metrics(plan, trainer, score, backend, stalled_seconds: float = 0.0, slo
 STALL_NOTICE_SHARE = 0.1
 #: A run whose steps took this many times the pace measured at its start says so when it ends.
 SLOWDOWN_NOTICE = 1.5
-#: A run on the CPU whose steps had a core less than this share of their time says so when it
-#: ends: the machine was busy (alone, a fit's thread runs 95-100% of its steps' time).
+#: A run on the CPU that had a core less than this share of the time it was ready to run says so
+#: when it ends: the machine was busy (alone, a fit has one 95-100% of that time).
 BUSY_NOTICE = 0.8
 
 
@@ -114,8 +115,9 @@ def describe_result(result: dict) -> str:
     slower, busy = result.get("slowdown", 1.0) >= SLOWDOWN_NOTICE, result.get("cpu_share", 1.0) < BUSY_NOTICE
     if slower or busy:
         said = [f"its steps took {result['slowdown']:.1f}x the time measured at its start"] if slower else []
-        said.append(f"the machine was busy with other work: its steps had a core {result['cpu_share']:.0%} of their "
-                    "time" if busy else "it got that much less of the machine, which was busy with other work")
+        said.append(f"the machine was busy with other work: the fit had a core {result['cpu_share']:.0%} of the "
+                    "time it was ready to run" if busy else "it got that much less of the machine, which was busy "
+                    "with other work")
         extra_time += f" ({'; '.join(said)})"
     return (f"PSNR {result['psnr_db']:.2f} dB (final model, every pixel){extra} after {result['steps']:,} steps, "
             f"{result['seconds']:.1f} s of training{extra_time}")

@@ -113,10 +113,9 @@ class Trainer:
         self.max_loss = max_loss
         self.train_seconds = 0.0  # time spent in steps (and in callbacks, with count_callbacks)
         self.last_step_seconds = 0.0  # the last step's own time, its callbacks' left out
-        #: This session's steps: their own wall time, and how much of it the calling thread ran on
-        #: a core (its CPU time).  Their ratio tells a busy machine from a slow step: a step that
-        #: waited for a core does not run (``cpu_share``).
-        self.steps_seconds, self.steps_cpu_seconds = 0.0, 0.0
+        #: This session's training, as the system's scheduler saw the calling thread: nanoseconds
+        #: on a core, and waiting for one while ready to run (``cpu_share``; Linux only).
+        self.ran_ns, self.waited_ns = 0, 0
         self.count_callbacks = bool(count_callbacks)
         self.clock = clock  # None: time.perf_counter, looked up at each read
         self.held = tuple(held)
@@ -209,18 +208,17 @@ class Trainer:
         # Overflow shows up as a non-finite loss, which is checked and reported below;
         # NumPy's own warnings would only repeat it less clearly.
         clock = self.clock or time.perf_counter
+        scheduled = _scheduled()
         with np.errstate(over="ignore", invalid="ignore"):
             try:
                 while (steps is None or self.step < steps) and not self._stop_requested and (
                         time_budget is None or self.train_seconds - started_at < time_budget):
                     if self.threads is not None:
                         self.threads.threads()
-                    t0, cpu = clock(), time.thread_time()
+                    t0 = clock()
                     self.train_step()
                     t1 = clock()
-                    self.steps_cpu_seconds += time.thread_time() - cpu
                     self.last_step_seconds = t1 - t0
-                    self.steps_seconds += t1 - t0
                     if self.threads is not None:
                         self.threads.record(t1 - t0)
                     self.train_seconds += t1 - t0
@@ -237,6 +235,9 @@ class Trainer:
                 error = exc
                 raise
             finally:
+                if scheduled is not None and (now := _scheduled()) is not None:
+                    self.ran_ns += now[0] - scheduled[0]
+                    self.waited_ns += now[1] - scheduled[1]
                 if self.threads is not None:
                     self.threads.restore()
                 for callback in self.callbacks:
@@ -245,12 +246,25 @@ class Trainer:
 
     @property
     def cpu_share(self) -> float | None:
-        """The share of this session's step time the calling thread ran on a core (None before a
-        step): about 1 alone on the CPU, under 1 when other work held the cores.  (A GPU's steps
-        wait for the device, and mean nothing here.)"""
-        return self.steps_cpu_seconds / self.steps_seconds if self.steps_seconds > 0 else None
+        """Of the time this session's training was ready to run, the share it had a core (None
+        before a step, or off Linux): about 1 alone, under 1 when other work held the cores.
+        Waiting for a disk or a GPU is not counted: it is not ready to run."""
+        total = self.ran_ns + self.waited_ns
+        return self.ran_ns / total if total > 0 else None
 
     def request_stop(self) -> None:
         """Finish the current step, run the end callbacks and return from :meth:`run`
         (safe to call from a signal handler: the step in flight completes first)."""
         self._stop_requested = True
+
+
+def _scheduled() -> tuple[int, int] | None:
+    """The calling thread's nanoseconds on a core and waiting for one, as Linux's scheduler counts
+    them (``/proc/thread-self/schedstat``); None where there is no such file.  A step's own CPU
+    time cannot tell: a thread that waits for a core mostly waits between short steps."""
+    try:
+        with open("/proc/thread-self/schedstat") as file:
+            ran, waited = file.read().split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
+        return None
