@@ -125,7 +125,7 @@ def test_the_command_says_what_to_give(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(leastwork, "least_units", lambda *args, **kwargs: 172.4 / 0.02)
     monkeypatch.setattr(leastwork, "probe", lambda: leastwork.Probe(0.02, 0.02))
     picture = np.random.default_rng(0).integers(0, 256, (40, 48, 3), dtype=np.uint8)
-    with pytest.raises(codec.TooLong, match=r"about 172 s .* give seconds 180 or more") as refused:
+    with pytest.raises(codec.TooLong, match=r"about 172 s .* give seconds 230 or more") as refused:
         codec.compress_array(picture, bpp=0.5, seconds=30)
     assert refused.value.seconds == pytest.approx(172.4)
     Image.fromarray(picture).save(tmp_path / "p.png")
@@ -133,4 +133,4 @@ def test_the_command_says_what_to_give(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("ironlearn compress: error: a 48x40 picture takes about 172 s")
     assert "more than the 30 s given" in err[-1]
-    assert "give --seconds 180 or more" in err[-1] and not (tmp_path / "p.ilc").exists()
+    assert "give --seconds 230 or more" in err[-1] and not (tmp_path / "p.ilc").exists()
