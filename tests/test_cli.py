@@ -311,11 +311,12 @@ def test_render_draws_no_progress_bar_into_a_log(fitted, tmp_path, capsys, monke
     assert code == 0 and asked == ["lines"] and "\r" not in err, err  # capsys: stderr is not a terminal
 
 
-@pytest.mark.parametrize("command,kept", [("fit", "the last checkpoint written is kept"),
+@pytest.mark.parametrize("command,kept", [("fit", "any checkpoint written before is kept"),
                                           ("render", "nothing half-written is left"),
                                           ("compress", "nothing half-written is left")])
 def test_an_interrupt_says_what_is_kept_by_the_command_it_stopped(capsys, command, kept):
-    """render, decompress and compress write no checkpoint, and their interrupts no longer say so."""
+    """render, decompress and compress write no checkpoint, and their interrupts no longer say so;
+    a fit interrupted before its first step has written none either, and is not told it has one."""
     import argparse
 
     from ironlearn.cli import ExitCode, run

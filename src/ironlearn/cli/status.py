@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     except KeyboardInterrupt as exc:
         what = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"
-        kept = "the last checkpoint written is kept" if args.command in CHECKPOINTING else \
+        # Training's own interrupt is Interrupted, above: this one came before its first step (a new
+        # fit has written no checkpoint yet) or while the outputs were written.
+        kept = "any checkpoint written before is kept" if args.command in CHECKPOINTING else \
             "a file it had not finished was not written (nothing half-written is left)"
         say(f"{what}; {kept}")
         return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
