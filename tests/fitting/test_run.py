@@ -255,9 +255,10 @@ def test_a_timed_fit_whose_steps_slowed_down_says_so_in_its_closing_line(tmp_pat
 
 
 def test_a_fit_on_a_busy_machine_says_so_in_its_closing_line(tmp_path, capsys):
-    """Beside twice as many busy processes as cores, the fit's steps get a core a third of the
-    time at most: metrics.json holds the share and the closing line says the machine was busy
-    (a fit calibrated beside the same neighbour has no slowdown to show, and said nothing)."""
+    """Beside twice as many busy processes as cores, the fit gets a core a third of the time at
+    most: metrics.json holds the share, the closing line says the machine was busy (a fit
+    calibrated beside the same neighbour has no slowdown to show, and said nothing), and the
+    opening line says its step estimate may be off."""
     import subprocess
     import sys
 
@@ -279,6 +280,8 @@ def test_a_fit_on_a_busy_machine_says_so_in_its_closing_line(tmp_path, capsys):
     share = json.loads((tmp_path / "run" / "metrics.json").read_text())["cpu_share"]
     done = [line for line in err.splitlines() if line.startswith("done:")]
     assert share < BUSY_NOTICE and "the machine was busy" in done[0], (share, err)
+    started = [line for line in err.splitlines() if line.startswith("fitting ")]  # its estimate is hedged
+    assert "the machine is busy" in started[0], err
 
 
 def test_a_fit_of_fixed_steps_takes_every_core_and_is_the_same_bit_for_bit_resumed_or_in_another_thread(tmp_path):

@@ -8,6 +8,7 @@ import sys
 
 from ..errors import Note
 from ..image import metrics
+from .outputs import BUSY_NOTICE
 from .plan import RunPlan
 
 
@@ -37,7 +38,10 @@ def describe_progress(plan: RunPlan):
 def start_message(job: Job) -> str:
     plan = job.plan
     if plan.timed:
-        length = f"{plan.time_budget:g} s (about {plan.steps:,} steps)"
+        busy = job.calibrated_share is not None and job.calibrated_share < BUSY_NOTICE
+        length = f"{plan.time_budget:g} s (about {plan.steps:,} steps" + (
+            f", a rough guess: the machine is busy, and the fit had a core {job.calibrated_share:.0%} of the "
+            "time it measured its pace in)" if busy else ")")
     else:
         length = f"{plan.steps:,} steps" + (f" or {plan.time_budget:g} s" if plan.time_budget else "")
     return (f"fitting {plan.input} ({plan.width}x{plan.height} {plan.mode}) with {plan.model}, "

@@ -28,6 +28,7 @@ from ..optim import Adam, constant
 from ..signals import handling, stop_now
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from ..train.threads import ThreadPolicy
+from ..train.trainer import CoreShare
 from ..train.timed import Replan, calibrate
 from . import folder
 from .options import FitOptions, UsageError, plain_numbers, validate
@@ -221,6 +222,7 @@ class Job:
     rollback: Rollback
     stalled_seconds: float = 0.0  # of the training time, while the process did not run (train.timed)
     calibrated_pace: float | None = None  # seconds a step, as calibration measured it (a timed run's plan)
+    calibrated_share: float | None = None  # the share of a core calibration had (train.trainer.CoreShare)
     step_seconds: float = 0.0  # this session's steps' own time, their callbacks' left out (train.timed)
 
     @property
@@ -260,7 +262,8 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     model = (saved.model if saved is not None else new_model(plan, picture)).to(backend)
     data = training_data(plan, picture, backend)
     plan, threads = thread_policy(plan, model, data, backend)
-    calibrated_pace = calibrate(model, data, threads=threads) if plan.steps is None else None
+    with CoreShare() as calibration:
+        calibrated_pace = calibrate(model, data, threads=threads) if plan.steps is None else None
     if calibrated_pace is not None:
         plan = plan.calibrated(calibrated_pace)
     # A run that keeps its start makes no step, and a schedule needs one: a resume plans its own.
@@ -282,7 +285,7 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     rollback = Rollback(checkpointer=checkpointer)
     rollback.remember(trainer)  # the state the run starts from, until the checkpointer writes one
     job = Job(plan, backend, trainer, recorder, snapshots, rollback, stalled_seconds=plan.prior_stalled,
-              calibrated_pace=calibrated_pace)
+              calibrated_pace=calibrated_pace, calibrated_share=calibration.share if calibrated_pace else None)
     trainer.callbacks = [recorder, *([snapshots] if timelapse else []), checkpointer, rollback]
     backend.release_unused()  # the setup's one-off arrays: the pool holds the training's alone
     return job

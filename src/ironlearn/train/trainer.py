@@ -113,9 +113,8 @@ class Trainer:
         self.max_loss = max_loss
         self.train_seconds = 0.0  # time spent in steps (and in callbacks, with count_callbacks)
         self.last_step_seconds = 0.0  # the last step's own time, its callbacks' left out
-        #: This session's training, as the system's scheduler saw the calling thread: nanoseconds
-        #: on a core, and waiting for one while ready to run (``cpu_share``; Linux only).
-        self.ran_ns, self.waited_ns = 0, 0
+        #: This session's training, as the system's scheduler saw the calling thread (``cpu_share``).
+        self.core = CoreShare()
         self.count_callbacks = bool(count_callbacks)
         self.clock = clock  # None: time.perf_counter, looked up at each read
         self.held = tuple(held)
@@ -208,8 +207,7 @@ class Trainer:
         # Overflow shows up as a non-finite loss, which is checked and reported below;
         # NumPy's own warnings would only repeat it less clearly.
         clock = self.clock or time.perf_counter
-        scheduled = _scheduled()
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"), self.core:
             try:
                 while (steps is None or self.step < steps) and not self._stop_requested and (
                         time_budget is None or self.train_seconds - started_at < time_budget):
@@ -235,9 +233,6 @@ class Trainer:
                 error = exc
                 raise
             finally:
-                if scheduled is not None and (now := _scheduled()) is not None:
-                    self.ran_ns += now[0] - scheduled[0]
-                    self.waited_ns += now[1] - scheduled[1]
                 if self.threads is not None:
                     self.threads.restore()
                 for callback in self.callbacks:
@@ -249,13 +244,37 @@ class Trainer:
         """Of the time this session's training was ready to run, the share it had a core (None
         before a step, or off Linux): about 1 alone, under 1 when other work held the cores.
         Waiting for a disk or a GPU is not counted: it is not ready to run."""
-        total = self.ran_ns + self.waited_ns
-        return self.ran_ns / total if total > 0 else None
+        return self.core.share
 
     def request_stop(self) -> None:
         """Finish the current step, run the end callbacks and return from :meth:`run`
         (safe to call from a signal handler: the step in flight completes first)."""
         self._stop_requested = True
+
+
+class CoreShare:
+    """Of the time the calling thread was ready to run within ``with`` blocks, the share it had a
+    core (:attr:`share`), as Linux's scheduler counts: about 1 alone, under 1 when other work held
+    the cores.  Waiting for a disk or a GPU is not counted: it is not ready to run."""
+
+    def __init__(self):
+        self.ran_ns, self.waited_ns, self._at = 0, 0, None
+
+    def __enter__(self) -> "CoreShare":
+        self._at = _scheduled()
+        return self
+
+    def __exit__(self, *error) -> None:
+        now = _scheduled()
+        if self._at is not None and now is not None:
+            self.ran_ns += now[0] - self._at[0]
+            self.waited_ns += now[1] - self._at[1]
+
+    @property
+    def share(self) -> float | None:
+        """None before a block, or off Linux."""
+        total = self.ran_ns + self.waited_ns
+        return self.ran_ns / total if total > 0 else None
 
 
 def _scheduled() -> tuple[int, int] | None:
