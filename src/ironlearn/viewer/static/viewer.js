@@ -66,6 +66,7 @@ IL.show = function (data, unpacked, options, api) {
     api.mode = made.network instanceof IL.GLNetwork ? "webgl2" : weights ? "cpu" : "frames";
     api.network = made.network;
     api.canvas = made.canvas;
+    IL.watchContext(made.canvas, api);
     const notice = made.reason && `${made.reason}: drawing on the CPU, a tile at a time (slower, same picture)`;
     if (options.bare) IL.bare(made, options, api, notice);
     else IL.interactive(made, data, api, notice);
@@ -204,6 +205,28 @@ IL.app = function (data, options, api) {
   api.waiting = true;
 };
 
+// A WebGL context the browser takes back (a GPU reset, too little memory) leaves a blank canvas that
+// the painter would still call done: the page says so in one line and is not ready, so that nothing
+// (a screenshot waiting on `ready`, a reader) takes the blank canvas for the picture.
+IL.watchContext = function (canvas, api) {
+  canvas.addEventListener("webglcontextlost", () => {
+    api.ready = false;
+    api.contextLost = true;
+    document.documentElement.dataset.ready = "false";
+    api.error = "the browser took back this page's WebGL context (a GPU reset, or too little memory): reload the page";
+    const line = document.getElementById("error");
+    line.textContent = api.error;
+    line.hidden = false;
+  });
+};
+
+// What a painter's end of a picture sets: ready, unless the context was lost on the way.
+IL.markReady = function (api) {
+  if (api.contextLost) return;
+  api.ready = true;
+  document.documentElement.dataset.ready = "true";
+};
+
 // Numbers that do not unpack draw nothing: the page says why, in place of the picture.
 IL.refuse = function (api, error) {
   if (!(error instanceof IL.Damaged || (IL.FileRefused && error instanceof IL.FileRefused))) throw error;
@@ -224,7 +247,7 @@ IL.bare = function ({ network, canvas }, options, api, notice) {
   const painter = new IL.Painter(network, {
     preview: false,
     budgetMs: 250,  // nothing to answer here: fewer frames, fewer copies to the screen
-    onDone: (timing) => { api.timing = timing; api.ready = true; document.documentElement.dataset.ready = "true"; },
+    onDone: (timing) => { api.timing = timing; IL.markReady(api); },
   });
   api.benchmark = (frames = 3) => painter.benchmark(options.view, width, height, frames);
   api.view = options.view;
@@ -268,8 +291,7 @@ IL.stageView = function (network, canvas, data, api) {
   const painter = new IL.Painter(network, {
     onDone: ({ drawMs, width, height }) => {
       timingLabel.textContent = `full redraw ${drawMs.toFixed(0)} ms at ${width}\u00d7${height}`;
-      api.ready = true;
-      document.documentElement.dataset.ready = "true";
+      IL.markReady(api);
     },
   });
   api.benchmark = (frames = 3) => painter.benchmark(view(), canvas.width, canvas.height, frames);
