@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import io
+import json
 import os
 import platform
 import statistics
@@ -292,3 +293,27 @@ def time_steps(step, clock: Clock, warmup: int, steps: int) -> dict:
     return {"cold_ms": round(cold, 3), "warm_median_ms": round(statistics.median(times), 4),
             "warm_p90_ms": round(times[int(0.9 * (len(times) - 1))], 4), "wall_ms_per_step": round(wall, 4),
             "warmup": warmup, "steps": steps}
+
+
+def spread(values, unit: str = "") -> str:
+    """``min X, median Y, max Z`` of ``values`` (signed, two decimals, ``unit`` after each)."""
+    return (f"min {min(values):+.2f}{unit}, median {statistics.median(values):+.2f}{unit}, "
+            f"max {max(values):+.2f}{unit}")
+
+
+def write_results(folder: str, rows: list) -> str:
+    """Every row of a benchmark as ``folder``/results.json (written atomically); returns its path."""
+    from ironlearn.files import atomic_write
+
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "results.json")
+    atomic_write(path, lambda file: file.write(json.dumps(rows, indent=1).encode()))
+    return path
+
+
+def add_set_arguments(parser, name: str, rates) -> None:
+    """``--rates`` (bits a pixel; default ``rates``), ``--out`` (runs/``name``) and ``--wheels``
+    (where sporco's wheel is kept): what the codec's experiments on sporco's photographs take."""
+    parser.add_argument("--rates", nargs="+", type=float, default=list(rates))
+    parser.add_argument("--out", default=os.path.join("runs", name))
+    parser.add_argument("--wheels", default=os.path.join(tempfile.gettempdir(), "ironlearn-wheels"))

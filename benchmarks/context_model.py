@@ -25,7 +25,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import tempfile
 
@@ -33,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from common import machine, sporco_photos  # noqa: E402
+from common import add_set_arguments, machine, spread, sporco_photos, write_results  # noqa: E402
 
 from ironlearn.codec import compress_array, read  # noqa: E402
 from ironlearn.codec.bitstream import entropy  # noqa: E402
@@ -234,12 +233,10 @@ def measure(name: str, data: bytes, bpp: float, variant: str, seed: int = 0) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rates", nargs="+", type=float, default=[0.25, 0.5, 1.0])
+    add_set_arguments(parser, "context", [0.25, 0.5, 1.0])
     parser.add_argument("--variants", nargs="+", default=["mlp8-12", "mlp8-above"], choices=sorted(VARIANTS))
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--out", default=os.path.join("runs", "context"))
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "context-files"))
-    parser.add_argument("--wheels", default=os.path.join(tempfile.gettempdir(), "ironlearn-wheels"))
     args = parser.parse_args()
     rows = []
     print(f"# a learned context model on today's latents: {machine()}")
@@ -253,12 +250,8 @@ def main() -> None:
         for variant in args.variants:
             found = [row for row in rows if row["bpp_target"] == bpp and row["variant"] == variant]
             for key in ("saved_of_latents", "saved_of_file"):
-                values = [row[key] for row in found]
-                print(f"{bpp} bpp, {variant}, {key}: min {min(values):+.2f}%, median "
-                      f"{statistics.median(values):+.2f}%, max {max(values):+.2f}%")
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "results.json"), "w") as file:
-        json.dump(rows, file, indent=1)
+                print(f"{bpp} bpp, {variant}, {key}: {spread([row[key] for row in found], '%')}")
+    write_results(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,13 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from common import machine, sporco_photos  # noqa: E402
+from common import add_set_arguments, machine, spread, sporco_photos, write_results  # noqa: E402
 
 from ironlearn.codec.model.latents import COLOURS  # noqa: E402
 from ironlearn.codec.search.analysis import analyse  # noqa: E402
@@ -64,10 +63,8 @@ def measure(name: str, rgb: np.ndarray, bpp: float, steps: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rates", nargs="+", type=float, default=[0.25, 0.5])
+    add_set_arguments(parser, "refine", [0.25, 0.5])
     parser.add_argument("--steps", nargs="+", type=int, default=[40, 120])
-    parser.add_argument("--out", default=os.path.join("runs", "refine"))
-    parser.add_argument("--wheels", default=os.path.join(tempfile.gettempdir(), "ironlearn-wheels"))
     args = parser.parse_args()
     rows = []
     print(f"# refining the latents: {machine()}")
@@ -80,11 +77,8 @@ def main() -> None:
         for steps in args.steps:
             gains = [row["gain_db"] for row in rows if row["bpp_target"] == bpp and row["steps"] == steps]
             seconds = statistics.median(row["seconds"] for row in rows if row["bpp_target"] == bpp and row["steps"] == steps)
-            print(f"{bpp} bpp, {steps} steps ({seconds:.1f} s median): gain at equal rate min {min(gains):+.3f}, "
-                  f"median {statistics.median(gains):+.3f}, max {max(gains):+.3f} dB")
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "results.json"), "w") as file:
-        json.dump(rows, file, indent=1)
+            print(f"{bpp} bpp, {steps} steps ({seconds:.1f} s median): gain at equal rate {spread(gains, ' dB')}")
+    write_results(args.out, rows)
 
 
 if __name__ == "__main__":
