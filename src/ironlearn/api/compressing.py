@@ -60,7 +60,7 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
                           "give less", "seconds")
     if is_path:
         _check_time(picture, mode, seconds, started)
-        loaded = load_picture(picture, mode=mode, max_pixels=codec.MAX_PIXELS, option=None)
+        loaded = load_picture(picture, mode=mode, max_pixels=codec.MAX_PIXELS, option=None, plausible=True)
         for note in loaded.notes:
             log(f"note: {note}")
         values, name, mode = loaded.values, os.fspath(picture), loaded.mode

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Literal
 
 from .. import codec, drawable
-from ..checks import is_whole
 from ..errors import Note, OptionError, UsageError
 from ..files import check_output
 from ..image.picture import megapixels
@@ -67,7 +66,7 @@ def decompress_file(source, out, size=None, *, scale: float | None = None, view=
 
 def _check_pixels(width: int, height: int, max_pixels: int | None) -> None:
     """Refuse a render of more than ``max_pixels`` (None: :data:`MAX_RENDER_PIXELS`) pixels."""
-    if max_pixels is not None and not (is_whole(max_pixels) and max_pixels >= 1):
+    if max_pixels is not None and max_pixels < 1:  # a whole number: render_file checks its arguments
         raise ValueError(f"max_pixels must be a whole number from 1 (got {max_pixels!r})")
     pixels = width * height
     if pixels <= (max_pixels or MAX_RENDER_PIXELS):

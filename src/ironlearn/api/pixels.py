@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..files import check_output
-from ..image.io import (CSV_SUFFIXES, MAX_PIXELS, MODES, image_format, load_picture, read_pixel_levels, save_image,
+from ..image.io import (CSV_SUFFIXES, MODES, image_format, load_picture, read_pixel_levels, save_image,
                         write_pixel_csv)
 from ..image.picture import Picture
 from .arguments import checked
@@ -35,8 +35,7 @@ def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixe
     check_output(csv, force, reads=[os.fspath(picture)])
     if not csv.lower().endswith(CSV_SUFFIXES):
         raise UsageError(f"{csv}: encode writes a pixel CSV; give a name ending in .csv")
-    loaded = load_picture(picture, mode=mode, size=size, max_pixels=MAX_PIXELS if max_pixels is None else max_pixels,
-                          plausible=max_pixels is None)
+    loaded = load_picture(picture, mode=mode, size=size, max_pixels=max_pixels)
     write_pixel_csv(csv, loaded)
     return loaded
 

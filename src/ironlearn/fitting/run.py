@@ -19,7 +19,7 @@ from ..backend import get_backend
 from ..errors import Note, OptionError
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
-from ..image.io import MAX_PIXELS, load_picture
+from ..image.io import load_picture
 from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, SPLINE_BETWEEN, EveryPixel, PictureSampler, TileSampler
 from ..image.timelapse import Snapshots
 from ..nn import mse
@@ -28,14 +28,14 @@ from ..optim import Adam, constant
 from ..signals import handling, stop_now
 from ..train import Checkpointer, DivergenceError, Every, Progress, Rollback, Trainer, checkpoint
 from ..train.threads import ThreadPolicy
-from ..train.trainer import CoreShare
 from ..train.timed import Replan, calibrate
+from ..train.trainer import CoreShare
 from . import folder
+from .messages import describe_progress, kept_start_message, moments_restart_message, nothing_left_message, \
+    progress_style, resume_command, start_message
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
 from .plan import RunPlan, check_saved, make_plan, resume_options
-from .messages import describe_progress, kept_start_message, moments_restart_message, nothing_left_message, \
-    progress_style, resume_command, start_message
 from .start import held_parameters, kept_start, keeps_the_start, start_from_picture
 
 MAX_RETRIES = 3  # after divergence: roll back and retry with a smaller learning rate this often
@@ -136,8 +136,7 @@ def _fit(options: FitOptions, saved, log, live) -> dict:
         check_kept_start(saved.settings, options)
         options = resume_options(options, saved.settings)
     picture = load_picture(options.input, mode=options.mode, size=options.size,
-                           max_pixels=options.max_pixels or MAX_PIXELS,
-                           plausible=options.max_pixels is None)
+                           max_pixels=options.max_pixels)
     for note in [] if options.quiet else picture.notes:
         log(f"note: {note}")
     plan = make_plan(options, picture, saved and saved.settings, start_step=saved.step if saved else 0)

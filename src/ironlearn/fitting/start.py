@@ -48,8 +48,9 @@ def start_from_picture(model, picture) -> bool:
     identity.  Returns whether the model has that layout (other models are left as built).
 
     The untrained model then passes through every pixel (the clipped ones at the clip, which
-    rounds to the pixel), and between pixels draws a cubic spline of the picture in logit space.  It beats a blurred start (each vertex at its own pixel's
-    logit) and a random one in fit and redraw alike (docs/benchmark-log.md, "Why the defaults").
+    rounds to the pixel), and between pixels draws a cubic spline of the picture in logit space.
+    It beats a blurred start (each vertex at its own pixel's logit) and a random one in fit and
+    redraw alike (docs/benchmark-log.md, "Why the defaults").
     """
     if not pixel_spline_layout(model, picture.width, picture.height, picture.channels):
         return False

@@ -331,21 +331,24 @@ def to_mode(values: np.ndarray, mode: str) -> np.ndarray:
     return gray
 
 
-def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int = MAX_PIXELS,
-                 option: str | None = "max_pixels", max_enlarged: int | None = None, plausible: bool = True) -> Picture:
+def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int | None = None,
+                 option: str | None = "max_pixels", max_enlarged: int | None = None,
+                 plausible: bool | None = None) -> Picture:
     """Read an image or pixel CSV, resized to ``size`` and converted to ``mode``.
 
     ``mode`` None means rgb for colour images, gray otherwise (binary for a
     binary CSV).  ``size`` is N (longest side, aspect kept) or (W, H).  Files that
-    declare more than ``max_pixels`` are refused before they are decoded, with a message that
-    says to raise ``option`` (None: a caller without one).  With ``max_enlarged``, a ``size`` of
+    declare more than ``max_pixels`` (None: :data:`MAX_PIXELS`) are refused before they are
+    decoded, with a message that says to raise ``option`` (None: a caller without one).  With ``max_enlarged``, a ``size`` of
     more pixels than both the file's own and ``max_enlarged`` is refused before any resize (for
     a size read from a file from elsewhere: a model's settings claiming 100 MP made ``view``
-    resize any picture to it, 2.3 GB).  With ``plausible`` (unless the user raised ``max_pixels``
-    knowingly), a file that declares more pixels than it plausibly holds is refused too, before it
-    is decoded (:data:`PIXELS_PER_BYTE`).
+    resize any picture to it, 2.3 GB).  With ``plausible`` (by default, unless ``max_pixels`` is
+    given: a limit the user raised knowingly), a file that declares more pixels than it plausibly
+    holds is refused too, before it is decoded (:data:`PIXELS_PER_BYTE`).
     """
     path = os.fspath(path)
+    plausible = max_pixels is None if plausible is None else plausible
+    max_pixels = MAX_PIXELS if max_pixels is None else max_pixels
     if mode is not None and mode not in MODES:
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     notes = []

@@ -43,6 +43,8 @@ FORMAT = "ironlearn"
 #: 2: a checkpoint may keep its model in the model file beside it, and its optimizer's moments may
 #: start at a later step than 0 (what format 1 readers would misread); other files are written as 1.
 FORMAT_VERSION = 2
+#: What every other file is written as, so that a reader of format 1 still reads it.
+PLAIN_VERSION = 1
 #: A model draws a picture: it maps (x, y) to 1 channel (gray) or 3 (rgb).
 IN_FEATURES, CHANNELS = 2, (1, 3)
 
@@ -77,7 +79,7 @@ def save(path, model, optimizer=None, *, step: int | None = None, seed: int | No
     bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
     if bad:
         raise CheckpointError(f"refusing to save {path}: {bad[0][6:]} holds NaN or inf values")
-    meta = {"format": FORMAT, "version": 1, "architecture": model.config(),
+    meta = {"format": FORMAT, "version": PLAIN_VERSION, "architecture": model.config(),
             "parameters": model.num_parameters, "step": step or 0, "seed": seed, "settings": settings or {}}
     if optimizer is not None:
         state = optimizer.state_dict(copy=False)  # written before the next step changes it
@@ -316,8 +318,8 @@ def _check_meta(path: str, meta, members: dict) -> None:
     except ValueError as exc:
         raise _edited(path, f"its architecture cannot be built ({exc})") from None
     stored = {name[6:]: member.shape for name, member in members.items() if name.startswith("model/")}
-    # A finished run's checkpoint holds no arrays: the model file's are checked as it is loaded.
-    if stored != expected and not ("model_in" in meta and not stored):  # before the widths: an edited layer is named by the array it no longer fits
+    # Before the widths, to name an edited layer by its array; a finished run's are its model file's.
+    if stored != expected and not ("model_in" in meta and not stored):
         raise _edited(path, f"arrays do not fit the saved architecture ({_difference(expected, stored)})")
     try:
         channels = Sequential.out_features(architecture, IN_FEATURES)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections import deque
 
 from ..backend import blas_controller, release_blas
 
@@ -71,7 +72,7 @@ class ThreadPolicy:
         self._seconds = 0.0  # of the steps recorded
         self._next_check = 0.0
         self.measured: dict[int, float] = {}  # threads -> median seconds a step, at the last measurement
-        self._recent: list[float] = []  # the last steps on more threads than one, since the measurement
+        self._recent: deque[float] = deque(maxlen=TRIAL_STEPS)  # the last steps on more threads, since the measurement
         self._applied = None  # the limiter that set the count, to restore at the end
 
     def __repr__(self) -> str:
@@ -103,12 +104,13 @@ class ThreadPolicy:
             if not self._trials:
                 self._choose()
         elif self.auto and self._running == self.chosen != 1:
-            self._recent = [*self._recent, seconds][-TRIAL_STEPS:]
+            self._recent.append(seconds)
             if len(self._recent) == TRIAL_STEPS and statistics.median(self._recent) > SLOWER * self.seconds_per_step:
                 self._next_check = self._seconds  # the next step starts a measurement
 
     def _choose(self) -> None:
-        times, self._times, self._recent = self._times, {}, []
+        times, self._times = self._times, {}
+        self._recent.clear()
         one = statistics.median(times[1])
         self.chosen = self.cores if max(times[self.cores]) < MORE_THREADS_GAIN * one else 1
         self.measured = {n: statistics.median(t) for n, t in times.items()}

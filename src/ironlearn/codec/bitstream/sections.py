@@ -35,7 +35,7 @@ CODER_PRECISION, CODER_STATE_BITS = 24, 64
 #: The latents a file may code for each bit of its latents section, beyond the first
 #: ``FREE_LATENTS``: what decoding costs (about 0.15 us and 12 bytes a latent) follows the file's
 #: size.  The coder's floor alone lets a near-certain zero cost 2e-7 bits, so that 352 bytes could
-#: declare 268 million latents (8192x8192 RGB); at 256 a bit (formats 3 to 6 until issue 64), a
+#: declare 268 million latents (8192x8192 RGB); at 256 a bit (formats 3 to 6, before this bound), a
 #: 99.8 KB file coded 201 million and took 45 s and 2.4 GB to draw at 64x64.  Now the costliest
 #: file under 100 KB codes 17 million: 3.6 s and 257 MB.  Photographs code 4 to 15 latents a bit
 #: at 0.003 to 0.1 bpp, and any picture of 4 million latents or fewer (1 MP RGB, 3 MP gray) is

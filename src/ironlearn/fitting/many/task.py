@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ...backend import BackendError
 from ...errors import WordedError
-from ...image.io import MAX_PIXELS, InputError, load_picture
+from ...image.io import InputError, load_picture
 from ...signals import terminate_cleanly
 from ...train import CheckpointError, DivergenceError
 from ...train.checkpoint import read_meta
@@ -137,8 +137,7 @@ def finished(options: FitOptions) -> dict | None:
             return None  # trained further (and stopped) since the outputs were written
         merged = resume_options(dataclasses.replace(options, resume=True), saved["settings"])
         picture = load_picture(merged.input, mode=merged.mode, size=merged.size,
-                               max_pixels=merged.max_pixels or MAX_PIXELS,
-                               plausible=merged.max_pixels is None)
+                               max_pixels=merged.max_pixels)
         plan = make_plan(merged, picture, saved["settings"], start_step=step)
     except (OSError, ValueError, KeyError, TypeError):  # incl. UsageError, InputError, CheckpointError
         return None  # fit() says what is wrong when it resumes
