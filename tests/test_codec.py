@@ -207,8 +207,9 @@ def test_a_grid_the_fit_saw_too_little_of_gets_no_filter(monkeypatch):
     assert np.any(least_squares(picture, pyramid, until=0.0)["gram"][2, taps:2 * taps])
 
 
-def test_formats_3_to_5_still_decode(monkeypatch):
-    """Format 6 changed only the arithmetic of the scales (codec/portable.py's exp and log, not the
+def test_formats_3_to_6_still_decode(monkeypatch):
+    """Format 7 added the context model's fields at the header's end: a format 6 file is a format
+    7 file without it (the same sections when the file has none).  Format 6 changed only the arithmetic of the scales (codec/portable.py's exp and log, not the
     C library's): a format 5 file is coded with math.exp and math.log.  Format 5 changed only how
     the grids are upsampled (Keys' a = -0.75, not -0.5): a format 4 file is a format 5 file read
     with the old kernel.  Format 4 only added the filters' fields at the header's end: a format 3
@@ -216,6 +217,8 @@ def test_formats_3_to_5_still_decode(monkeypatch):
     picture = _picture(32, 40)
     pyramid = analyse(picture.astype(np.float32) / 255 @ COLOURS[3].T, 0.05, 3)
     data = bitstream.write(pyramid, None)
+    monkeypatch.setattr(container, "VERSION", 6)
+    format_6 = bitstream.write(pyramid, None)
     monkeypatch.setattr(container, "VERSION", 5)
     format_5 = bitstream.write(pyramid, None)  # as ironlearn wrote it then: the C library's arithmetic
     header, sections = container.unpack(format_5)
@@ -225,7 +228,9 @@ def test_formats_3_to_5_still_decode(monkeypatch):
     monkeypatch.setattr(container, "VERSION", 3)
     format_3 = container.pack(header[:-filter_fields], sections)
     monkeypatch.undo()
-    assert (format_3[4], format_4[4], format_5[4], data[4]) == (3, 4, 5, 6)
+    assert (format_3[4], format_4[4], format_5[4], format_6[4], data[4]) == (3, 4, 5, 6, 7)
+    assert len(format_6) == len(data) - 1  # the context model's width, 0
+    np.testing.assert_array_equal(codec.decode(format_6), codec.decode(data))
     for old, new in zip(codec.read(format_5).pyramid.latents, codec.read(data).pyramid.latents):
         np.testing.assert_array_equal(old, new)
     np.testing.assert_array_equal(codec.decode(format_5), codec.decode(data))
@@ -329,8 +334,8 @@ def test_headers_that_pass_their_checksum_but_lie_are_refused():
     header.float32(0.1).float32(0.0).uint(4).uint(3)  # a grid: step, model (a, slope), largest value
     for _ in range(4):
         header.sint(-4).float32(0.0).uint(2)
-    header.sint(-6).float32(0.0).uint(1)  # the level's filter
-    with pytest.raises(codec.CodecError, match="whole words|cannot be decoded"):
+    header.sint(-6).float32(0.0).uint(1).uint(0)  # the level's filter; no context model
+    with pytest.raises(codec.CodecError, match="whole words|cannot be decoded|does not hold"):
         codec.read(container.pack(header.getvalue(), [b"abc", b""]))
     no_layers = container.Writer().uint(4).uint(4).uint(1).uint(1).uint(2).uint(0).getvalue()
     with pytest.raises(codec.CodecError, match="no layers|no width"):

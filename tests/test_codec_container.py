@@ -64,7 +64,7 @@ def test_layout_is_magic_version_header_crc_then_the_section_table_and_payloads(
     assert pack(b"hi", [b"abc", b""]) == (MAGIC + bytes([VERSION]) + b"\x02" + b"hi" + crc(bytes([VERSION]) + b"hi")
                                           + b"\x02" + b"\x03" + crc(b"abc") + b"\x00" + crc(b"")
                                           + b"abc")
-    assert len(MAGIC) == 4 and MAGIC[0] >= 0x80 and VERSION == 6
+    assert len(MAGIC) == 4 and MAGIC[0] >= 0x80 and VERSION == 7
 
 
 def test_overhead_is_a_few_dozen_bytes():

@@ -33,7 +33,7 @@ def _header(height, width, channels=3, levels=7, *, hidden=0, depth=0, magnitude
         header.sint(-8).float32(0.0).uint(0)
     for _ in range(min(levels, 4)):
         header.sint(0).float32(0.0).uint(0)
-    return header.getvalue()
+    return header.uint(0).getvalue()  # no context model
 
 
 def _refused_in_one_line(done, path, before):
@@ -121,7 +121,8 @@ def _near_free(height, width, channels, levels, coded, ones=0) -> bytes:
 
     fields = dict(height=height, width=width, channels=channels, levels=levels, hidden=0, depth=0,
                   grids=tuple((0.5, -12.0, 0, int(k in coded)) for k in range(levels) for _ in range(channels)),
-                  weights=(), filters=((0, 0.0, 0),) * min(levels, 4))
+                  weights=(), filters=((0, 0.0, 0),) * min(levels, 4), context=0, context_shifts=(),
+                  context_weights=(), context_grids=())
     pyramid = Pyramid(height, width, channels, levels)
     if ones:
         grid = np.zeros(pyramid.latents[0].shape, np.int32)

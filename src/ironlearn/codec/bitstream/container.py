@@ -35,13 +35,14 @@ import zlib
 #: The first bytes of every file.  The non-ASCII first byte catches transfers in text mode
 #: (7-bit channels clear its top bit), as PNG's signature does.
 MAGIC = b"\x89ILC"
-#: The format this module writes.  It reads it, format 5 (the same, its scales computed with the
+#: The format this module writes.  It reads it, format 6 (the same without a learned context
+#: model: :mod:`.context`), format 5 (the same, its scales computed with the
 #: C library's exp and log instead of :mod:`.portable`'s), format 4 (format 5 with its grids
 #: upsampled by Keys' a = -0.5 instead of -0.75) and format 3 (format 4 without the grids'
 #: filters); formats 1 (the first codec, whose header had no grid steps) and 2 (one Laplace a
 #: grid, no context model) are refused with a line that says to compress the picture again.
-VERSION = 6
-READABLE = (3, 4, 5, 6)
+VERSION = 7
+READABLE = (3, 4, 5, 6, 7)
 MAX_HEADER_BYTES = 1 << 16
 MAX_SECTIONS = 256
 #: The largest file :func:`pack` writes and :func:`read_file` reads by default (256 MiB).

@@ -8,6 +8,10 @@ The fields, in the order a file holds them (each a number of :mod:`.container`'s
     grids     levels x channels times   step, a, slope, largest value (level-major)
     weights   2 a layer of the MLP      exponent, log-scale, largest value (a weight, then its bias)
     filters   min(levels, 4) times      exponent, log-scale, largest value (format 4 on)
+    context                             the context model's width (0: none; format 7 on)
+    context_shifts    an input a time   its shift (:mod:`.context`; none without a context model)
+    context_weights   2 a layer         exponent, log-scale, largest value
+    context_grids     a grid a time     whether it is coded under the context model (level-major)
 
 A :class:`Field` carries its bounds and the check that needs the fields before it; writing a value
 checks it as reading does, so no file is written that :func:`read_header` would refuse.
@@ -19,7 +23,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable
 
-from . import container, entropy
+from . import container, context, entropy
 from .container import CodecError
 from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MAX_SYMBOL, MODES, level_shape
 
@@ -31,10 +35,14 @@ STEP_EXPONENTS = range(-14, 1)
 #: Where rate control searches the quantisation step (of the coarsest level, in [0, 1] units); a
 #: finer level's step may lie up to ``2**MAX_LEVELS`` below it.
 STEP_RANGE = (2.0 ** -12, 4.0)
-#: The synthesis MLP's multiply-adds a pixel that a decoder accepts (its weights, counted from
-#: the header before anything is built): ``compress`` writes 640 (WIDTH 16, DEPTH 2, 21 inputs),
-#: Cool-chic's networks take about 2,000, and a header's 8 layers of 256 would take 464,000.
+#: The networks' multiply-adds a pixel that a decoder accepts (their weights, counted from the
+#: header before anything is built): the synthesis MLP's, and the context model's for each
+#: latent, of which a pixel has at most ``channels * LATENTS_PER_PIXEL``.  ``compress`` writes
+#: 640 and 3 x 4/3 x 328 (1,952 in all for a colour picture), Cool-chic's networks take about
+#: 2,000, and a header's 8 layers of 256 would take 464,000.
 MAX_MLP_MACS = 2048
+#: The latents a pixel has at most: a level's grid holds one a channel for each 4**level pixels.
+LATENTS_PER_PIXEL = 4 / 3
 #: The MLP's widest and deepest a header may declare (:data:`MAX_MLP_MACS` bounds them together).
 MAX_HIDDEN, MAX_DEPTH = 256, 8
 
@@ -77,17 +85,28 @@ def _mlp(fields: dict) -> None:
                      f"over the {MAX_MLP_MACS:,} a decoder accepts")
 
 
+def _context(fields: dict) -> None:
+    mlp = sum(fan_in * fan_out for fan_in, fan_out in _layers(fields))
+    learned = context.macs(fields["context"]) * fields["channels"] * LATENTS_PER_PIXEL if fields["context"] else 0
+    if mlp + learned > MAX_MLP_MACS:
+        raise refuse(f"the header's networks (an MLP of {fields['depth']} layers of {fields['hidden']}, a context model "
+                     f"of width {fields['context']}) take {round(mlp + learned):,} multiply-adds a pixel, over the "
+                     f"{MAX_MLP_MACS:,} a decoder accepts")
+
+
 @dataclass(frozen=True)
 class Field:
     """One number of the header: how it is stored (``uint``, ``sint`` or ``float32``), its bounds
-    (inclusive), the name messages give it, and a check of the fields read so far, run once it is
-    read (or written)."""
+    (inclusive), the name messages give it, a check of the fields read so far, run once it is
+    read (or written), and the first format that holds it (an older file's value is the lowest
+    its bounds allow)."""
 
     name: str
     kind: str
     bounds: tuple
     what: str
     check: Callable[[dict], None] | None = None
+    since: int = 0
 
     def write(self, writer: container.Writer, value) -> None:
         stored = struct.unpack("<f", struct.pack("<f", value))[0] if self.kind == "float32" else value
@@ -116,12 +135,12 @@ class Repeated:
     since: int
 
 
-def _coded(kind: str) -> tuple[Field, ...]:
+def _coded(kind: str, largest: int = MAX_SYMBOL) -> tuple[Field, ...]:
     """A weight tensor's or a filter's record: its step's exponent, its Laplace's log-scale, and
     its largest magnitude (0: all zeros, nothing coded)."""
     return (Field("exponent", "sint", (STEP_EXPONENTS[0], STEP_EXPONENTS[-1]), f"a {kind} step"),
             Field("log_scale", "float32", LOG_SCALE_RANGE, f"a {kind} scale"),
-            Field("magnitude", "uint", (0, MAX_SYMBOL), f"a {kind}'s largest value"))
+            Field("magnitude", "uint", (0, largest), f"a {kind}'s largest value"))
 
 
 #: The header, in the order a file holds it.
@@ -139,6 +158,13 @@ LAYOUT = (
              lambda fields: fields["levels"] * fields["channels"], since=3),
     Repeated("weights", _coded("weight"), lambda fields: 2 * len(_layers(fields)), since=3),
     Repeated("filters", _coded("filter"), lambda fields: min(fields["levels"], FILTER_LEVELS), since=4),
+    Field("context", "uint", (0, context.MAX_HIDDEN), "the context model's width", _context, since=7),
+    Repeated("context_shifts", (Field("shift", "uint", (0, context.MAX_SHIFT), "a context input's shift"),),
+             lambda fields: context.INPUTS if fields["context"] else 0, since=7),
+    Repeated("context_weights", _coded("context weight", context.MAX_WEIGHT),
+             lambda fields: len(context.tensor_sizes(fields["context"])) if fields["context"] else 0, since=7),
+    Repeated("context_grids", (Field("learned", "uint", (0, 1), "a grid's choice of model"),),
+             lambda fields: fields["levels"] * fields["channels"] if fields["context"] else 0, since=7),
 )
 
 
@@ -148,7 +174,9 @@ def _walk(mode: str, fields: dict, version: int, coder) -> dict:
     checked as it goes; the fields, records as tuples."""
     for item in LAYOUT:
         if isinstance(item, Field):
-            if mode == "encode":
+            if version < item.since:
+                fields[item.name] = item.bounds[0]
+            elif mode == "encode":
                 item.write(coder, fields[item.name])
             else:
                 fields[item.name] = item.read(coder)
@@ -196,6 +224,10 @@ class Header:
     weights: tuple
     filters: tuple
     sections: tuple
+    context: int = 0
+    context_shifts: tuple = ()
+    context_weights: tuple = ()
+    context_grids: tuple = ()
 
     @property
     def mode(self) -> str:
@@ -215,6 +247,11 @@ class Header:
         """The MLP's tensors' sizes, in the order of :attr:`weights`."""
         layers = mlp_layers(self.levels * self.channels, self.channels, self.hidden, self.depth)
         return [size for fan_in, fan_out in layers for size in (fan_in * fan_out, fan_out)]
+
+    @property
+    def context_sizes(self) -> list[int]:
+        """The context model's tensors' sizes, in the order of :attr:`context_weights` (none without one)."""
+        return context.tensor_sizes(self.context) if self.context else []
 
     @property
     def num_parameters(self) -> int:

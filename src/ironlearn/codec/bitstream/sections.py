@@ -3,10 +3,13 @@
 A file is :mod:`.container`'s: a :mod:`.header`, then two range-coded sections (constriction's
 range coder under quantised Laplace models):
 
-1. **latents**: every grid, coarsest level first, row by row, each latent's scale predicted from
-   what the decoder already has (:func:`.entropy.code`); a grid of zeros takes no bits;
+1. **latents**: every grid, coarsest level first, each latent's distribution predicted from what
+   the decoder already has: row by row under the grid's two numbers (:func:`.entropy.code`), or
+   wavefront by wavefront under the file's learned context model (:func:`.context.code`); a grid
+   of zeros takes no bits;
 2. **weights**: each MLP tensor (a layer's weight, then its bias), then each filterable level's
-   filter, under one Laplace a tensor; a tensor of zeros takes no bits.
+   filter, then each of the context model's tensors, under one Laplace a tensor; a tensor of
+   zeros takes no bits.  The decoder reads this section first: the latents need the context model.
 
 :func:`walk` is the one path both directions take (``mode="encode"|"decode"``): the encoder
 computes every probability exactly as the decoder will, and the decoder appends again what it
@@ -24,7 +27,7 @@ from ..model import network
 from ..model.decoded import Decoded
 from ..model.latents import CUBIC, CUBIC_BEFORE_5, Pyramid
 from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, level_shape
-from . import container, entropy, portable
+from . import container, context as learned, entropy, portable
 from .container import CodecError
 from .entropy import best_log_scale
 from .header import Header, read_fields, refuse, write_header
@@ -166,13 +169,16 @@ def latent_models(pyramid: Pyramid) -> dict:
     return {(k, c): entropy.fit(q, parent) if np.any(q) else None for k, c, q, parent in grids(pyramid)}
 
 
-def code_latents(coder: RangeCoder, pyramid: Pyramid, grids, arithmetic=portable.CURRENT) -> None:
+def code_latents(coder: RangeCoder, pyramid: Pyramid, grids, arithmetic=portable.CURRENT, context=None) -> None:
     """Code ``pyramid``'s grids, coarsest level first, under ``grids`` (the header's, level-major
-    ``(step, a, slope, magnitude)``) and the file's ``arithmetic``; decoding fills them.  A level whose grids are all empty
-    (magnitude 0) is skipped, and stays :func:`~..model.latents.zeros` in a decoded pyramid, which takes
-    no memory; an empty parent says what none does."""
+    ``(step, a, slope, magnitude)``), the file's ``arithmetic`` and its ``context`` model (a
+    :class:`.context.ContextModel` or None); decoding fills them.  A level whose grids are all
+    empty (magnitude 0) is skipped, and stays :func:`~..model.latents.zeros` in a decoded
+    pyramid, which takes no memory; an empty parent says what none does."""
     models = {(k, c): (entropy.Model(a, slope), magnitude)
               for (k, c), (_, a, slope, magnitude) in zip(np.ndindex(pyramid.levels, pyramid.channels), grids)}
+    uses_context = {(k, c): bool(context is not None and context.learned[k * pyramid.channels + c])
+                    for k, c in models}
     for k in reversed(range(pyramid.levels)):
         if not any(models[k, c][1] for c in range(pyramid.channels)):
             continue
@@ -181,10 +187,15 @@ def code_latents(coder: RangeCoder, pyramid: Pyramid, grids, arithmetic=portable
         above = k + 1 < pyramid.levels and not pyramid.is_empty(k + 1)
         for c in range(pyramid.channels):
             model, magnitude = models[k, c]
-            if magnitude:
-                grid = pyramid.latents[k][c] if coder.mode == "decode" else pyramid.latents[k][c].astype(np.int32)
-                entropy.code(coder, grid, pyramid.latents[k + 1][c] if above else None, model, laplace(magnitude),
-                             arithmetic)
+            if not magnitude:
+                continue
+            grid = pyramid.latents[k][c] if coder.mode == "decode" else pyramid.latents[k][c].astype(np.int32)
+            parent = pyramid.latents[k + 1][c] if above else None
+            if uses_context[k, c]:
+                learned.code(coder, grid, parent, model, context, laplace(magnitude), magnitude, arithmetic,
+                             known=coder.mode == "encode")
+            else:
+                entropy.code(coder, grid, parent, model, laplace(magnitude), arithmetic)
 
 
 def code_symbols(coder: RangeCoder, groups, exp=portable.exp) -> list:
@@ -196,18 +207,43 @@ def code_symbols(coder: RangeCoder, groups, exp=portable.exp) -> list:
 
 
 def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections, version: int) -> tuple[list, list]:
-    """The two sections that ``header`` (its fields ``grids``, ``weights`` and ``filters``, as
-    :mod:`.header` declares them) describes, for ``pyramid`` and ``symbols`` (each MLP tensor,
-    then each filter; zeros to decode into): ``(sections, symbols)``, each coded in ``mode``
-    (decoding, from ``sections``; encoding, two empty ones) with the arithmetic of format ``version``."""
+    """The two sections that ``header`` (its fields ``grids``, ``weights``, ``filters`` and the
+    context model's, as :mod:`.header` declares them) describes, for ``pyramid`` and ``symbols``
+    (each MLP tensor, then each filter, then each of the context model's tensors; zeros to
+    decode into): ``(sections, symbols)``, each coded in ``mode`` (decoding, from ``sections``;
+    encoding, two empty ones) with the arithmetic of format ``version``.  The weights come
+    first: the latents are coded under the context model they hold."""
     arithmetic = portable.for_version(version)
-    with RangeCoder(mode, sections[0], "latents") as coder:
-        code_latents(coder, pyramid, header["grids"], arithmetic)
-    latents = coder.section()
-    groups = [(q, m, s) for q, (_, s, m) in zip(symbols, header["weights"] + header["filters"])]
+    records = header["weights"] + header["filters"] + header.get("context_weights", ())
     with RangeCoder(mode, sections[1], "weights") as coder:
-        values = code_symbols(coder, groups, arithmetic[0])
-    return [latents, coder.section()], values
+        values = code_symbols(coder, [(q, m, s) for q, (_, s, m) in zip(symbols, records)], arithmetic[0])
+    weights = coder.section()
+    context = context_model(header, values[len(values) - len(header.get("context_weights", ())):])
+    with RangeCoder(mode, sections[0], "latents") as coder:
+        code_latents(coder, pyramid, header["grids"], arithmetic, context)
+    return [coder.section(), weights], values
+
+
+def context_model(header, values) -> learned.ContextModel | None:
+    """The context model of ``header``'s fields and its tensors' integers ``values`` (flat, as
+    coded), or None where it has none."""
+    if not header.get("context"):
+        return None
+    shapes = [shape for fan_in, fan_out in learned.layer_shapes(header["context"]) for shape in ((fan_in, fan_out), (fan_out,))]
+    tensors = tuple((q.reshape(shape), exponent) for q, shape, (exponent, _, _) in
+                    zip(values, shapes, header["context_weights"]))
+    return learned.ContextModel(tuple(shift for shift, in header["context_shifts"]), tensors,
+                                tuple(bool(flag) for flag, in header["context_grids"]))
+
+
+def _context_fields(context: learned.ContextModel | None) -> dict:
+    """The header's fields for ``context`` (None: no context model)."""
+    if context is None:
+        return dict(context=0, context_shifts=(), context_weights=(), context_grids=())
+    records = tuple((exponent, best_log_scale(q) if q.any() else 0.0, int(np.abs(q).max()))
+                    for q, exponent in context.tensors)
+    return dict(context=context.hidden, context_shifts=tuple((shift,) for shift in context.shifts),
+                context_weights=records, context_grids=tuple((int(flag),) for flag in context.learned))
 
 
 def _filter_codes(pyramid: Pyramid) -> list:
@@ -219,9 +255,9 @@ def _filter_codes(pyramid: Pyramid) -> list:
     return codes
 
 
-def _fields(pyramid: Pyramid, mlp, coded) -> dict:
-    """The header's fields for ``pyramid``, ``mlp`` and ``coded`` (the MLP's tensors, then
-    the filters: ``[(integers, exponent, log_scale)]``)."""
+def _fields(pyramid: Pyramid, mlp, coded, context=None) -> dict:
+    """The header's fields for ``pyramid``, ``mlp``, ``coded`` (the MLP's tensors, then the
+    filters: ``[(integers, exponent, log_scale)]``) and ``context`` (or None)."""
     models = latent_models(pyramid)
     grids = []
     for k in range(pyramid.levels):
@@ -232,7 +268,8 @@ def _fields(pyramid: Pyramid, mlp, coded) -> dict:
     tensors_of_mlp = len(coded) - min(pyramid.levels, FILTER_LEVELS)
     return dict(height=pyramid.height, width=pyramid.width, channels=pyramid.channels, levels=pyramid.levels,
                 hidden=network.WIDTH if mlp else 0, depth=network.DEPTH if mlp else 0, grids=tuple(grids),
-                weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]))
+                weights=tuple(tensors[:tensors_of_mlp]), filters=tuple(tensors[tensors_of_mlp:]),
+                **_context_fields(context))
 
 
 def _emptied_sparsest(pyramid: Pyramid) -> Pyramid:
@@ -248,16 +285,18 @@ def _emptied_sparsest(pyramid: Pyramid) -> Pyramid:
     return thinner
 
 
-def write(pyramid: Pyramid, mlp) -> bytes:
-    """The file of ``pyramid`` and ``mlp`` (``(net, [(integers, exponent, log_scale)])``, or
-    None for no MLP).  Grids too sparse for their bits (:data:`LATENTS_PER_BIT`) are emptied,
-    the sparsest first, so that the file is one :func:`read_header` accepts."""
+def write(pyramid: Pyramid, mlp, context: learned.ContextModel | None = None) -> bytes:
+    """The file of ``pyramid``, ``mlp`` (``(net, [(integers, exponent, log_scale)])``, or
+    None for no MLP) and ``context`` (the latents' learned model, or None).  Grids too sparse for
+    their bits (:data:`LATENTS_PER_BIT`) are emptied, the sparsest first, so that the file is
+    one :func:`read_header` accepts."""
     coded = ([] if mlp is None else mlp[1]) + _filter_codes(pyramid)
+    symbols = [q for q, _, _ in coded] + ([] if context is None else [q for q, _ in context.tensors])
     shapes = [level_shape(pyramid.height, pyramid.width, k) for k in range(pyramid.levels)
               for _ in range(pyramid.channels)]  # level-major, as the header's grids
     while True:
-        fields = _fields(pyramid, mlp, coded)
-        sections, _ = walk("encode", fields, pyramid, [q for q, _, _ in coded], (b"", b""), container.VERSION)
+        fields = _fields(pyramid, mlp, coded, context)
+        sections, _ = walk("encode", fields, pyramid, symbols, (b"", b""), container.VERSION)
         if _coded_latents(shapes, fields["grids"]) <= most_latents(len(sections[0])):
             return container.pack(write_header(fields), sections)
         pyramid = _emptied_sparsest(pyramid)
@@ -273,7 +312,8 @@ def read_header(data: bytes) -> Header:
     _check_room(found.sections[0], [(h * w, grid[3]) for (h, w), grid in zip(shapes, found.grids)], "latents")
     _check_density(found.sections[0], _coded_latents(shapes, found.grids))
     _check_room(found.sections[1], [(size, m) for size, (_, _, m) in zip(found.tensor_sizes, found.weights)]
-                + [(found.channels * len(FILTER_OFFSETS), m) for _, _, m in found.filters], "weights")
+                + [(found.channels * len(FILTER_OFFSETS), m) for _, _, m in found.filters]
+                + [(size, m) for size, (_, _, m) in zip(found.context_sizes, found.context_weights)], "weights")
     return found
 
 
@@ -287,8 +327,10 @@ def decode_header(header: Header) -> Decoded:
     pyramid = Pyramid(header.height, header.width, channels, levels, steps,
                       CUBIC if header.version >= 5 else CUBIC_BEFORE_5)
     taps = channels * len(FILTER_OFFSETS)
-    zeros = [np.zeros(p.size, np.int32) for p in tensors] + [np.zeros(taps, np.int32) for _ in header.filters]
-    fields = {"grids": header.grids, "weights": header.weights, "filters": header.filters}
+    zeros = ([np.zeros(p.size, np.int32) for p in tensors] + [np.zeros(taps, np.int32) for _ in header.filters]
+             + [np.zeros(size, np.int32) for size in header.context_sizes])
+    fields = {name: getattr(header, name) for name in ("grids", "weights", "filters", "context", "context_shifts",
+                                                       "context_weights", "context_grids")}
     _, values = walk("decode", fields, pyramid, zeros, header.sections, header.version)
     for param, q, (exponent, _, _) in zip(tensors, values, header.weights):
         param[...] = q.reshape(param.shape) * np.float32(2.0 ** exponent)

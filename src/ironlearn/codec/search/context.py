@@ -1,0 +1,206 @@
+"""The encoder's side of the learned context model: fit a network to a pyramid's latents, round
+its weights, and keep it for the grids where it spends fewer bits than their two numbers.
+
+The network (:mod:`..bitstream.context`) is trained by Adam on an importance sample of the coded
+latents (each drawn with a chance that grows with the bits the two-number model spends on it:
+every costly latent kept), against the bits of each integer under its Laplace,
+``-log2(CDF(x + 1/2) - CDF(x - 1/2))`` capped at the range coder's 24, for as long as it is
+given.  Its weights are then rounded to :data:`WEIGHT_BITS` bits a tensor, and each grid is coded
+under the network only where its bits, counted over every latent with the exact arithmetic of
+the decoder, fall below the two-number model's; the network is kept only where what it saves
+passes what its weights and header cost.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..bitstream import context as learned
+from ..bitstream import entropy
+from ..bitstream.entropy import best_log_scale, laplace_size
+from ..bitstream.sections import grids, latent_models
+from ..model.latents import Pyramid
+
+#: The network's width (:data:`..bitstream.context.MAX_HIDDEN` at most; 8 keeps a colour
+#: picture's networks within the decoder's multiply-adds).
+HIDDEN = 8
+#: Each weight rounded to this many bits with its sign, on a step of ``2**e`` a tensor (measured
+#: against 8 and 12: docs/compression.md, 'A learned context model').
+WEIGHT_BITS = 10
+#: The latents Adam trains on, drawn by importance; its learning rate (a cosine to 0 over the time given).
+SAMPLE, LEARNING_RATE = 30000, 0.01
+#: The header's bytes for a context model: its width, a shift an input, 7 bytes a tensor, a byte a grid.
+HEADER_BYTES = 1 + learned.INPUTS + 7 * 2 * (learned.DEPTH + 1)
+
+
+def symbol_bits(y, mean, log_scale):
+    """Bits of integers ``y`` under Laplaces of ``mean`` and ``log_scale``, and their gradients
+    as to each: ``(bits, d/d mean, d/d log_scale)``, the bits capped at the range coder's floor."""
+    b = np.exp(np.clip(log_scale, *entropy.LOG_SCALE_RANGE))
+    u = y - mean
+    far = np.abs(u) >= 0.5
+    au = np.where(far, np.abs(u), 0.5)
+    # Both bin edges on one side: P = e^{-(|u| - 1/2) / b} (1 - e^{-1/b}) / 2.
+    far_nats = (au - 0.5) / b + math.log(2) - np.log(-np.expm1(-1 / b))
+    far_du = -np.sign(u) / b
+    far_ds = -(au - 0.5) / b + (1 / b) / np.expm1(1 / b)
+    # The bin holds the mean: P = 1 - (e1 + e2) / 2.
+    un = np.where(far, 0.0, u)
+    e1, e2 = np.exp(-(0.5 - un) / b), np.exp(-(0.5 + un) / b)
+    p = 1 - (e1 + e2) / 2
+    near_nats = -np.log(p)
+    near_du = -(e1 - e2) / (2 * b) / p
+    near_ds = (e1 * (0.5 - un) + e2 * (0.5 + un)) / (2 * b) / p
+    nats = np.where(far, far_nats, near_nats)
+    capped = nats > entropy.FLOOR_BITS * math.log(2)
+    grad = [np.where(capped, 0, np.where(far, g_far, g_near)) / math.log(2)
+            for g_far, g_near in ((far_du, near_du), (far_ds, near_ds))]
+    return np.minimum(nats / math.log(2), entropy.FLOOR_BITS), grad[0], grad[1]
+
+
+def coded_grids(pyramid: Pyramid, models: dict):
+    """``(index, grid, parent, entropy.Model)`` of every grid that costs bits, ``index`` its
+    place in the header's level-major order; ``models`` from :func:`..bitstream.sections.latent_models`."""
+    for k, c, q, parent in grids(pyramid):
+        if models[k, c] is not None:
+            above = parent if parent is not None and k + 1 < pyramid.levels and not pyramid.is_empty(k + 1) else None
+            yield k * pyramid.channels + c, q, above, models[k, c][0]
+
+
+def _cells(shape, chunk: int = 1 << 16):
+    """All cells of a grid of ``shape``, ``(rows, columns)`` about ``chunk`` at a time."""
+    h, w = shape
+    for start in range(0, h * w, chunk):
+        yield np.divmod(np.arange(start, min(h * w, start + chunk)), w)
+
+
+def training_sample(pyramid: Pyramid, models: dict, rng) -> tuple:
+    """An importance sample of the coded latents: their raw inputs ``(n, INPUTS)``, two-number
+    log-scales ``(n,)``, values ``(n,)`` and weights ``(n,)`` (one over the chance each was
+    drawn with, over the latents' count)."""
+    coded = list(coded_grids(pyramid, models))
+    total = sum(q.size for _, q, _, _ in coded)
+    spend = sum(found[1] for found in models.values() if found is not None) + 0.005 * total
+    raws, todays, ys, weights = [], [], [], []
+    for _, q, parent, model in coded:
+        around = learned.Surroundings(q, parent, model.log_scales())
+        for rows, columns in _cells(q.shape):
+            raw, today = around.raw(rows, columns)
+            y = q[rows, columns].astype(np.float64)
+            chance = np.minimum(1.0, (entropy.laplace_bits(y, today) + 0.005) * SAMPLE / spend)
+            pick = np.flatnonzero(rng.random(len(y)) < chance)
+            raws.append(raw[pick]), todays.append(today[pick]), ys.append(y[pick]), weights.append(1 / chance[pick])
+    return np.concatenate(raws), np.concatenate(todays), np.concatenate(ys), np.concatenate(weights) / total
+
+
+def shifts_for(raw: np.ndarray) -> tuple:
+    """Each input's shift: the power of two that brings its largest magnitude within 1."""
+    largest = np.maximum(np.abs(raw).max(0), 1.0) if len(raw) else np.ones(raw.shape[1])
+    return tuple(int(s) for s in np.clip(np.ceil(np.log2(largest)), 0, learned.MAX_SHIFT))
+
+
+def _start(hidden: int, rng) -> list:
+    """A network's first weights ``[[W, b]]``: its outputs 0 (mean 0, the two-number scale)."""
+    layers = [[rng.normal(0, 1 / math.sqrt(m), (m, n)).astype(np.float32), np.zeros(n, np.float32)]
+              for m, n in learned.layer_shapes(hidden)]
+    layers[-1][0][:] = 0
+    return layers
+
+
+def _forward(layers, x):
+    inputs = []
+    for i, (w, b) in enumerate(layers):
+        inputs.append(x)
+        x = x @ w + b
+        if i < len(layers) - 1:
+            x = np.maximum(x, 0)
+    return x, inputs
+
+
+def _backward(layers, inputs, grad):
+    grads = []
+    for i in reversed(range(len(layers))):
+        grads.append([inputs[i].T @ grad, grad.sum(0)])
+        grad = grad @ layers[i][0].T
+        if i > 0:
+            grad = grad * (inputs[i] > 0)
+    return grads[::-1]
+
+
+def train(x, today, y, weight, seconds: float, rng, hidden: int = HIDDEN) -> list:
+    """The network ``[[W, b]]`` (float32) fitted by Adam to the sample ``(x, today, y, weight)``
+    (``x`` the inputs as :func:`..bitstream.context.scaled` gives them) for ``seconds``, its
+    learning rate a cosine to 0 over that time."""
+    x, layers = x.astype(np.float32), _start(hidden, rng)
+    moments = [[(np.zeros_like(p), np.zeros_like(p)) for p in layer] for layer in layers]
+    started, step = time.perf_counter(), 0
+    while (done := (time.perf_counter() - started) / seconds) < 1:
+        step += 1
+        rate = LEARNING_RATE * (1 + math.cos(math.pi * done)) / 2
+        out, inputs = _forward(layers, x)
+        _, dm, ds = symbol_bits(y, out[:, 0], today + out[:, 1])
+        grad = (np.stack([dm, ds], 1) * weight[:, None]).astype(np.float32)
+        for layer, moment, g in zip(layers, moments, _backward(layers, inputs, grad)):
+            for j in range(2):
+                m, v = moment[j]
+                m, v = 0.9 * m + 0.1 * g[j], 0.999 * v + 0.001 * g[j] ** 2
+                moment[j] = (m, v)
+                layer[j] -= rate * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
+    return layers
+
+
+def rounded(layers, bits: int = WEIGHT_BITS) -> tuple:
+    """Each tensor of ``layers`` as ``(integers, exponent)``: its largest weight in ``bits`` bits
+    with its sign, within what the header allows."""
+    tensors = []
+    for tensor in (t for layer in layers for t in layer):
+        largest = max(float(np.abs(tensor).max()), 2.0 ** -30)
+        exponent = min(max(math.ceil(math.log2(largest)) - (bits - 1), -14), 0)
+        q = np.clip(np.round(tensor / 2.0 ** exponent), -learned.MAX_WEIGHT, learned.MAX_WEIGHT).astype(np.int32)
+        tensors.append((q, exponent))
+    return tuple(tensors)
+
+
+def grid_bits(context: learned.ContextModel, q, parent, model: entropy.Model) -> float:
+    """The bits grid ``q`` takes under ``context``, with the decoder's exact arithmetic."""
+    around, layers, magnitude, total = learned.Surroundings(q, parent, model.log_scales()), context.layers(), 0.0, 0.0
+    magnitude = int(np.abs(q).max())
+    for rows, columns in _cells(q.shape):
+        means, scales = learned.predict(around, rows, columns, context, layers, magnitude)
+        total += float(symbol_bits(q[rows, columns].astype(np.float64), means, np.log(scales))[0].sum())
+    return total
+
+
+def fit(pyramid: Pyramid, seconds: float, seed: int = 0) -> learned.ContextModel | None:
+    """The context model that codes ``pyramid``'s latents in the fewest bits, fitted for about
+    ``seconds``, or None where no network saves more than it costs."""
+    models = latent_models(pyramid)
+    if not any(found is not None for found in models.values()):
+        return None
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    raw, today, y, weight = training_sample(pyramid, models, rng)
+    shifts = shifts_for(raw)
+    layers = train(learned.scaled(raw, shifts), today, y, weight, seconds - (time.perf_counter() - started), rng)
+    tensors = rounded(layers)
+    context = learned.ContextModel(shifts, tensors, (True,) * (pyramid.levels * pyramid.channels))
+    return choose(context, pyramid, models)
+
+
+def choose(context: learned.ContextModel, pyramid: Pyramid, models: dict | None = None):
+    """``context`` with each grid of ``pyramid`` coded under it only where it spends fewer bits
+    than the grid's two numbers, or None where the bits it saves do not pay for its weights and header."""
+    models = latent_models(pyramid) if models is None else models
+    learned_flags, saved = [False] * (pyramid.levels * pyramid.channels), 0.0
+    for index, q, parent, model in coded_grids(pyramid, models):
+        k, c = divmod(index, pyramid.channels)
+        gain = models[k, c][1] - grid_bits(context, q, parent, model)
+        if gain > 8:  # the grid's flag byte
+            learned_flags[index], saved = True, saved + gain
+    cost = 8 * HEADER_BYTES + sum(laplace_size(q, best_log_scale(q)) for q, _ in context.tensors if q.any())
+    if saved <= cost:
+        return None
+    return learned.ContextModel(context.shifts, context.tensors, tuple(learned_flags))
