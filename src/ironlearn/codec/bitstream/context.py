@@ -113,34 +113,45 @@ def waves(height: int, width: int) -> list[tuple[np.ndarray, np.ndarray]]:
 
 class Surroundings:
     """What a grid's model reads, for any set of its cells: the grid itself as decoded so far
-    (:attr:`padded`, two cells of zeros round it: write a step's values in as they are decoded),
-    its parent's cells and boxes, and the two-number model's log-scale of each activity class."""
+    (:meth:`write` a step's values in as they are decoded; two cells of zeros round it), its
+    parent's cells and boxes, and the two-number model's log-scale of each activity class."""
 
     def __init__(self, grid: np.ndarray, parent, log_scales: np.ndarray):
         h, w = grid.shape
         self.padded = np.zeros((h + 2, w + 4), np.int64)
         self.padded[2:, 2:-2] = grid
-        self.parent = np.zeros((1, 1), np.int64) if parent is None else np.pad(parent.astype(np.int64), 1)
-        self.box = np.zeros((1, 1), np.int64) if parent is None else entropy._parent_box(parent)
+        self.near = np.array([di * (w + 4) + dj for di, dj in NEIGHBOURS])  # offsets in the flat padded grid
         self.has_parent, self.log_scales = parent is not None, log_scales
+        if parent is not None:
+            self.parent = np.pad(parent.astype(np.int64), 1)
+            self.box = entropy._parent_box(parent)
+            self.around = np.array([di * self.parent.shape[1] + dj for di, dj in PARENT])
+
+    def write(self, rows, columns, values) -> None:
+        """The cells ``(rows, columns)`` decoded to ``values``."""
+        self.padded[rows + 2, columns + 2] = values
 
     def raw(self, rows, columns) -> tuple[np.ndarray, np.ndarray]:
         """The cells' inputs before their shifts, integers as float64 ``(n, INPUTS)``, and the
         two-number model's log-scale of each ``(n,)``."""
-        near = np.stack([self.padded[rows + 2 + di, columns + 2 + dj] for di, dj in NEIGHBOURS], 1)
+        cells = (rows + 2) * self.padded.shape[1] + columns + 2
+        near = self.padded.reshape(-1)[cells[:, None] + self.near]
         magnitude = np.abs(near)
         # entropy.activity's integers: 9 * (2|up| + |up-left| + |up-right| + |two up|) + the parent's box
         activity = 9 * (2 * magnitude[:, 0] + magnitude[:, 1] + magnitude[:, 2] + magnitude[:, 3])
         if self.has_parent:
             up_rows, up_columns = rows // 2, columns // 2
-            activity = activity + self.box[up_rows, up_columns]
-            above = np.stack([self.parent[up_rows + 1 + di, up_columns + 1 + dj] for di, dj in PARENT], 1)
+            activity += self.box[up_rows, up_columns]
+            parents = (up_rows + 1) * self.parent.shape[1] + up_columns + 1
+            above = self.parent.reshape(-1)[parents[:, None] + self.around]
         else:
             above = np.zeros((len(rows), len(PARENT)), np.int64)
         today = self.log_scales[entropy.classes(activity)]
-        today_units = np.floor(today * 2 ** TODAY_BITS + 0.5)
-        raw = np.concatenate([near, magnitude, above, np.abs(above)], 1).astype(np.float64)
-        return np.concatenate([raw, today_units[:, None]], 1), today
+        raw = np.empty((len(rows), INPUTS))
+        raw[:, :len(NEIGHBOURS)], raw[:, len(NEIGHBOURS):2 * len(NEIGHBOURS)] = near, magnitude
+        raw[:, 2 * len(NEIGHBOURS):-1] = np.concatenate([above, np.abs(above)], 1)
+        raw[:, -1] = np.floor(today * 2 ** TODAY_BITS + 0.5)
+        return raw, today
 
 
 def scaled(raw: np.ndarray, shifts) -> np.ndarray:
@@ -208,5 +219,5 @@ def code(coder, grid, parent, model: entropy.Model, context: ContextModel, famil
         means, scales = predict(around, rows, columns, context, layers, magnitude)
         values = coder(np.zeros(len(rows), np.int32), family, means, scales)
         grid[rows, columns] = values
-        around.padded[rows + 2, columns + 2] = values
+        around.write(rows, columns, values)
     return grid

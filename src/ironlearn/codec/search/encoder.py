@@ -40,6 +40,7 @@ from ..model.latents import COLOURS
 from ..model.network import DEPTH, WIDTH
 from ..quantise import quantise_weights
 from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MODES
+from . import context as learned
 from .analysis import analyse, prepare_analysis
 from .filters import fit_filters
 from .leastwork import LARGE_PIXELS, TooLong, check_time
@@ -67,6 +68,15 @@ ROUNDING_STEPS = 100
 #: MLP given all the time, a third -0.02 to +0.55 (docs/compression.md, 'The latents tuned
 #: through the MLP').
 TUNING_SHARE = 0.5
+#: The share of the encode's time the latents' learned context model is fitted for, on the
+#: pyramid at the target rate, where it takes at most a third of what is left; rate control then
+#: aims at the bits it leaves (:meth:`.context.Fitted.room`).  On sporco's four (768x512) it
+#: saved ... (docs/compression.md, 'A learned context model').
+CONTEXT_SHARE = 0.15
+#: With a context model, the latents' refinement measures its saving again after this share of
+#: its time (:func:`_tuned`): on sporco's four at 0.5 bpp, files came out 1-4% under their
+#: target without it.
+RESTART_SHARE = 0.6
 #: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
 #: files written and checked.
 AFTER_RATE_COST = SLOPE_COST + FILTER_COST + 2 * FINISH_COST
@@ -217,18 +227,20 @@ def _middle(picture: np.ndarray, side: int = 1 << 10) -> np.ndarray:
     return picture[top:top + side, left:left + side]
 
 
-def _at_rate(job: _Job, bits, like):
+def _at_rate(job: _Job, bits, like, fitted=None):
     """Rate control again, for ``bits`` of the file's: around the step of the pyramid ``like``,
     whose filters it keeps (fitted a few per cent of the rate away: fitting them again gained next
-    to nothing, for two more phases of the encode; measured: docs/compression.md, 'The codec')."""
+    to nothing, for two more phases of the encode; measured: docs/compression.md, 'The codec'),
+    the latents' bits as the context model ``fitted`` (or None) will code them."""
     around = math.log(float(like.steps[0, 0]))
-    pyramid = analyse_at_rate(job.picture, job.levels, bits - job.header_bits - job.filter_bits, job.clock,
-                              FINISH_COST, around, job.progress)
+    latent_room = bits - job.header_bits - job.filter_bits
+    pyramid = analyse_at_rate(job.picture, job.levels, latent_room if fitted is None else fitted.room(latent_room),
+                              job.clock, FINISH_COST, around, job.progress)
     pyramid.filters = list(like.filters)
     return pyramid
 
 
-def _with_mlp(job: _Job, plain, lam) -> list:
+def _with_mlp(job: _Job, plain, lam, fitted) -> list:
     """The candidates with an MLP, ``[(pyramid, (net, weights), steps)]``, where one fits in the
     time: rate control again around the plain pyramid's step (with a target), the MLP's problem,
     its training and its weights' rounding, rate control once more for the bits they took, and
@@ -241,7 +253,7 @@ def _with_mlp(job: _Job, plain, lam) -> list:
     if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
         channels = job.target.shape[2]
         net_bits = 8 * WIDTH * (job.levels * channels + WIDTH * (DEPTH - 1) + channels)
-        pyramid = _at_rate(job, bpp * pixels - net_bits, plain)
+        pyramid = _at_rate(job, bpp * pixels - net_bits, plain, fitted)
     inputs, residual = mlp_problem(pyramid, job.picture)
     training = clock.left() - (refit + MLP_OVERHEAD_COST + 4 * FINISH_COST) * clock.analysis
     tuning = TUNING_SHARE * training if pixels <= MLP_PIXELS else 0.0
@@ -255,29 +267,52 @@ def _with_mlp(job: _Job, plain, lam) -> list:
     if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
         spent_on_weights = sum(laplace_size(q, log_scale) for q, _, log_scale in weights)
         if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
-            candidates.append((_at_rate(job, bpp * pixels - spent_on_weights, plain), (net, weights), steps))
+            candidates.append((_at_rate(job, bpp * pixels - spent_on_weights, plain, fitted), (net, weights), steps))
     if tuning > 0:
-        candidates.append((_tuned(job, candidates[-1][0], (net, weights), lam, tuning), (net, weights), steps))
+        candidates.append((_tuned(job, candidates[-1][0], (net, weights), lam, tuning, fitted), (net, weights), steps))
     return candidates
 
 
-def _tuned(job: _Job, pyramid, network, lam, seconds):
+def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     """``pyramid``'s latents refined for ``seconds`` through its filters and the MLP of
     ``network`` ``(net, weights)`` (:func:`.refine.refine`): with a target, within the bits that
-    the file written now leaves them (its other sections' bits counted, not estimated)."""
+    the file written now leaves them (its other sections' bits counted, not estimated; the
+    latents' as the context model ``fitted``, or None, will code them).  The context model saves
+    more on refined latents than on the pyramid it was fitted to, so with one the refinement
+    stops at :data:`RESTART_SHARE` of its time, measures the saving again, and goes on within
+    the bits that leaves."""
     until, room = time.perf_counter() + seconds, None
     if job.bpp is not None:
         others = 8 * len(write(pyramid, network)) - latent_bits(pyramid)
         room = job.bpp * job.pixels - others
-    return refine(job.picture, pyramid, lam, until, bits=room, net=network[0], progress=job.progress)
+    if fitted is None or room is None:
+        return refine(job.picture, pyramid, lam, until, bits=room, net=network[0], progress=job.progress)
+    first = time.perf_counter() + RESTART_SHARE * seconds
+    pyramid = refine(job.picture, pyramid, lam, first, bits=fitted.room(room), net=network[0], progress=job.progress)
+    again = learned.choose(fitted.context, pyramid)
+    fitted = fitted if again is None else again
+    return refine(job.picture, pyramid, lam, until, bits=fitted.room(room), net=network[0], progress=job.progress)
 
 
-def _candidates(job: _Job) -> list:
+def _candidates(job: _Job) -> tuple[list, learned.Fitted | None]:
     """Every file worth writing, ``[(pyramid, network or None, steps)]``, least refined first:
-    the pyramid without its filters (a fallback), with them, and with an MLP where time allows."""
+    the pyramid without its filters (a fallback), with them, and with an MLP where time allows;
+    and the latents' context model (None where it does not pay or the time leaves none)."""
     prepare_analysis(job.target.shape[0], job.target.shape[1], job.levels)
     plain, lam = _plain(job)
-    return [(plain.unfiltered(), None, 0), (plain, None, 0)] + _with_mlp(job, plain, lam)
+    fitted = _context(job, plain)
+    return [(plain.unfiltered(), None, 0), (plain, None, 0)] + _with_mlp(job, plain, lam, fitted), fitted
+
+
+def _context(job: _Job, pyramid) -> learned.Fitted | None:
+    """The latents' context model fitted to ``pyramid`` for :data:`CONTEXT_SHARE` of the
+    encode's time, where that is at most a third of the time left."""
+    seconds = CONTEXT_SHARE * job.clock.seconds
+    if job.pixels < 64 or job.clock.left() < 3 * seconds:
+        return None
+    if job.progress is not None:
+        job.progress("context model", 0, 1, None)
+    return learned.fit(pyramid, seconds, job.seed)
 
 
 def _cost(rate: float, mse: float, bpp: float | None, lmbda: float | None) -> tuple:
@@ -300,15 +335,16 @@ def _in_order(candidates) -> tuple:
     return [filtered, *reversed(with_mlp), unfiltered], 1 + min(1, len(with_mlp))
 
 
-def _cheapest(job: _Job, candidates) -> Compressed:
-    """The candidate whose file ranks first by :func:`_cost`, each written and read back in the
-    order of :func:`_in_order`: its first files whatever the time, the others while time is left."""
+def _cheapest(job: _Job, candidates, fitted=None) -> Compressed:
+    """The candidate whose file ranks first by :func:`_cost`, each written (its latents under the
+    context model ``fitted`` where it pays for them) and read back in the order of
+    :func:`_in_order`: its first files whatever the time, the others while time is left."""
     ordered, always = _in_order(candidates)
     best = None
     for tried, (pyramid, network, steps) in enumerate(ordered):
         if tried >= always and not job.clock.affords(FINISH_COST):
             break
-        data = write(pyramid, network)
+        data = write(pyramid, network, None if fitted is None else fitted.for_pyramid(pyramid))
         mse = _decoded_error(read(data), job.target)
         rate = 8 * len(data) / job.pixels
         cost = _cost(rate, mse, job.bpp, job.lmbda)
@@ -349,10 +385,10 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     """
     job = _arguments(values, bpp, lmbda, seconds, levels, seed, progress)
     with blas_threads(BLAS_THREADS):
-        candidates = _candidates(job)
+        candidates, fitted = _candidates(job)
         # What is left writes and checks files: the decorrelated picture (200 MB at 16.8 MP) goes.
         job = dataclasses.replace(job, picture=None)
-        return _cheapest(job, candidates)
+        return _cheapest(job, candidates, fitted)
 
 
 def encode(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
