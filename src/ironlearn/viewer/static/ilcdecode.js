@@ -213,29 +213,29 @@ IL.decodeGrid = function (section, arithmetic, [rows, columns], parent, model, m
 // sections.context_model: the file's context model from its header and its tensors' integers
 // `values` (flat, as coded), or null without one: each input's factor 2**-shift, each layer's
 // weight (fan_in x fan_out, row-major) and bias as float64, exactly the integers times their power
-// of two, and for each grid (level-major) whether it is coded under the model.
+// of two (and room for its outputs), for each grid (level-major) whether it is coded under the
+// model, and the powers of two and the scale table its cells need (context.scale_table: portable
+// exp(k / LOG_SCALE_STEPS) for each k over LOG_SCALE_RANGE, from the lowest, `lowest`).
 IL.contextModel = function (header, values) {
   if (!header.context) return null;
+  const { TODAY_BITS, ACTIVATION_BITS, LOG_SCALE_STEPS } = IL.FORMAT.context;
   const exact = (i) => {
     const scale = IL.powerOfTwo(header.contextWeights[i][0]);
     return Float64Array.from(values[i], (q) => q * scale);
   };
   const layers = IL.contextLayers(header.context).map(([fanIn, fanOut], l) => (
-    { fanIn, fanOut, weight: exact(2 * l), bias: exact(2 * l + 1) }));
+    { fanIn, fanOut, weight: exact(2 * l), bias: exact(2 * l + 1), output: new Float64Array(fanOut) }));
+  const [lowest, highest] = IL.FORMAT.entropy.LOG_SCALE_RANGE.map((bound) => Math.trunc(bound * LOG_SCALE_STEPS));
+  IL.contextScaleTable = IL.contextScaleTable
+    || Array.from({ length: highest - lowest + 1 }, (_, n) => IL.portableExp((lowest + n) / LOG_SCALE_STEPS));
   return { factors: header.contextShifts.map((shift) => IL.powerOfTwo(-shift)), layers,
-           learned: header.contextGrids.map((flag) => flag === 1) };
+           learned: header.contextGrids.map((flag) => flag === 1), todayUnit: IL.powerOfTwo(TODAY_BITS),
+           up: IL.powerOfTwo(ACTIVATION_BITS), down: IL.powerOfTwo(-ACTIVATION_BITS),
+           scales: IL.contextScaleTable, lowest, highest };
 };
 
-// context.scale_table: the Laplace scale of each rounded log-scale, portable exp(k / LOG_SCALE_STEPS)
-// over LOG_SCALE_RANGE (k from its lowest), computed once.
-IL.contextScales = function () {
-  const { LOG_SCALE_RANGE: [low, high] } = IL.FORMAT.entropy, { LOG_SCALE_STEPS } = IL.FORMAT.context;
-  if (!IL.contextScaleTable) {
-    const first = Math.trunc(low * LOG_SCALE_STEPS), last = Math.trunc(high * LOG_SCALE_STEPS);
-    IL.contextScaleTable = Array.from({ length: last - first + 1 }, (_, n) => IL.portableExp((first + n) / LOG_SCALE_STEPS));
-  }
-  return IL.contextScaleTable;
-};
+// The value of cell (y, z) of a height x width grid of `values`, 0 outside it.
+IL.cellOf = (values, height, width, y, z) => (y >= 0 && y < height && z >= 0 && z < width ? values[y * width + z] : 0);
 
 // context.Surroundings.raw and context.scaled for cell (i, j): its inputs into around.x (each
 // neighbour's value, then their magnitudes, each parent cell's value, then their magnitudes, then
@@ -243,24 +243,24 @@ IL.contextScales = function () {
 // returns that log-scale, "today". The activity is entropy.activity's, from the first four
 // neighbours' magnitudes (up, up-left, up-right, two up) and the parent's 3 x 3 box.
 IL.contextInputs = function (around, i, j) {
-  const { NEIGHBOURS, PARENT, TODAY_BITS, INPUT_CLIP } = IL.FORMAT.context;
-  const { grid, rows, columns, parent, box, logScales, factors, x } = around;
+  const { NEIGHBOURS, PARENT, INPUT_CLIP } = IL.FORMAT.context;
+  const { grid, rows, columns, parent, box, logScales, context, x } = around;
   const near = NEIGHBOURS.length, cells = PARENT.length;
-  const at = (values, height, width, y, z) => (y >= 0 && y < height && z >= 0 && z < width ? values[y * width + z] : 0);
-  NEIGHBOURS.forEach(([di, dj], n) => {
-    x[n] = at(grid, rows, columns, i + di, j + dj);
+  for (let n = 0; n < near; n++) {
+    x[n] = IL.cellOf(grid, rows, columns, i + NEIGHBOURS[n][0], j + NEIGHBOURS[n][1]);
     x[near + n] = Math.abs(x[n]);
-  });
+  }
   let activity = 9 * (2 * x[near] + x[near + 1] + x[near + 2] + x[near + 3]);
-  PARENT.forEach(([di, dj], n) => {
-    const value = parent ? at(parent.values, parent.rows, parent.columns, (i >> 1) + di, (j >> 1) + dj) : 0;
+  for (let n = 0; n < cells; n++) {
+    const value = parent ? IL.cellOf(parent.values, parent.rows, parent.columns, (i >> 1) + PARENT[n][0],
+                                     (j >> 1) + PARENT[n][1]) : 0;
     x[2 * near + n] = value;
     x[2 * near + cells + n] = Math.abs(value);
-  });
+  }
   if (parent) activity += box[(i >> 1) * parent.columns + (j >> 1)];
   const today = logScales[IL.activityClass(activity)];
-  x[2 * (near + cells)] = Math.floor(today * IL.powerOfTwo(TODAY_BITS) + 0.5);
-  for (let n = 0; n < x.length; n++) x[n] = Math.min(Math.max(x[n] * factors[n], -INPUT_CLIP), INPUT_CLIP);
+  x[2 * (near + cells)] = Math.floor(today * context.todayUnit + 0.5);
+  for (let n = 0; n < x.length; n++) x[n] = Math.min(Math.max(x[n] * context.factors[n], -INPUT_CLIP), INPUT_CLIP);
   return today;
 };
 
@@ -268,12 +268,11 @@ IL.contextInputs = function (around, i, j) {
 // loops: every product and partial sum is a float64 held exactly (context.py's note), so any order
 // of summation gives Python's numbers. Each hidden layer's output is floored to a grid of
 // 2**-ACTIVATION_BITS within [0, ACTIVATION_CLIP].
-IL.contextForward = function (x, layers) {
-  const { ACTIVATION_BITS, ACTIVATION_CLIP } = IL.FORMAT.context;
-  const up = IL.powerOfTwo(ACTIVATION_BITS), down = IL.powerOfTwo(-ACTIVATION_BITS);
+IL.contextForward = function (x, context) {
+  const { ACTIVATION_CLIP } = IL.FORMAT.context, { layers, up, down } = context;
   let input = x;
-  layers.forEach(({ fanIn, fanOut, weight, bias }, l) => {
-    const output = new Float64Array(fanOut);
+  for (let l = 0; l < layers.length; l++) {
+    const { fanIn, fanOut, weight, bias, output } = layers[l];
     for (let o = 0; o < fanOut; o++) {
       let sum = 0;
       for (let n = 0; n < fanIn; n++) sum += input[n] * weight[n * fanOut + o];
@@ -281,17 +280,18 @@ IL.contextForward = function (x, layers) {
       if (l + 1 < layers.length) output[o] = Math.min(Math.floor(Math.max(output[o], 0) * up) * down, ACTIVATION_CLIP);
     }
     input = output;
-  });
+  }
   return input;
 };
 
-// context.laplaces for one cell: [mean, scale], the mean within the grid's range, the log-scale
-// today + correction rounded to 1/LOG_SCALE_STEPS within LOG_SCALE_RANGE, its scale from the table.
-IL.contextLaplace = function (out, today, magnitude) {
-  const { LOG_SCALE_RANGE: [low, high] } = IL.FORMAT.entropy, { LOG_SCALE_STEPS } = IL.FORMAT.context;
-  const first = Math.trunc(low * LOG_SCALE_STEPS), last = Math.trunc(high * LOG_SCALE_STEPS);
-  const step = Math.min(Math.max(Math.floor((today + out[1]) * LOG_SCALE_STEPS + 0.5), first), last);
-  return [Math.min(Math.max(out[0], -magnitude), magnitude), IL.contextScales()[step - first]];
+// context.laplaces for cell n of a step: its mean within the grid's range into means[n], and its
+// scale into scales[n], of the log-scale today + correction rounded to 1/LOG_SCALE_STEPS within
+// LOG_SCALE_RANGE.
+IL.contextLaplace = function (out, today, magnitude, context, means, scales, n) {
+  const { LOG_SCALE_STEPS } = IL.FORMAT.context, { lowest, highest } = context;
+  const step = Math.min(Math.max(Math.floor((today + out[1]) * LOG_SCALE_STEPS + 0.5), lowest), highest);
+  means[n] = Math.min(Math.max(out[0], -magnitude), magnitude);
+  scales[n] = context.scales[step - lowest];
 };
 
 // context.code, decoding: one grid of rows x columns under the context model, by wavefronts: cell
@@ -302,15 +302,15 @@ IL.decodeContextGrid = function (section, arithmetic, [rows, columns], parent, m
   const { WAVE, INPUTS } = IL.FORMAT.context;
   const grid = new Int32Array(rows * columns);
   const around = { grid, rows, columns, parent, box: parent && IL.parentBox(parent.values, parent.rows, parent.columns),
-                   logScales: IL.logScaleTable(arithmetic, model.a, model.slope), factors: context.factors,
-                   x: new Float64Array(INPUTS) };
+                   logScales: IL.logScaleTable(arithmetic, model.a, model.slope), context, x: new Float64Array(INPUTS) };
   for (let t = 0; t < WAVE * (rows - 1) + columns; t++) {
-    const first = Math.max(0, Math.ceil((t - columns + 1) / WAVE)), count = Math.min(rows - 1, Math.floor(t / WAVE)) - first + 1;
+    const first = Math.max(0, Math.ceil((t - columns + 1) / WAVE));  // the step's cells: rows first..last
+    const count = Math.min(rows - 1, Math.floor(t / WAVE)) - first + 1;
     if (count <= 0) continue;  // a grid narrower than WAVE has steps without cells
     const means = new Float64Array(count), scales = new Float64Array(count);
     for (let n = 0; n < count; n++) {
       const i = first + n, today = IL.contextInputs(around, i, t - WAVE * i);
-      [means[n], scales[n]] = IL.contextLaplace(IL.contextForward(around.x, context.layers), today, magnitude);
+      IL.contextLaplace(IL.contextForward(around.x, context), today, magnitude, context, means, scales, n);
     }
     const values = section.decode(-magnitude, magnitude, scales, means);
     for (let n = 0; n < count; n++) grid[(first + n) * columns + t - WAVE * (first + n)] = values[n];

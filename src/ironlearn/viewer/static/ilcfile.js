@@ -270,7 +270,7 @@ IL.contextLayers = function (hidden) {
 };
 
 // context.tensor_sizes: its tensors' sizes as the file codes them, each layer's weight then its bias.
-IL.contextSizes = (hidden) => IL.contextLayers(hidden).flatMap(([fanIn, fanOut]) => [fanIn * fanOut, fanOut]);
+IL.contextTensorSizes = (hidden) => IL.contextLayers(hidden).flatMap(([fanIn, fanOut]) => [fanIn * fanOut, fanOut]);
 
 // The MLP's and the context model's multiply-adds a pixel together (the context model's for each
 // of a pixel's latents, at most channels * LATENTS_PER_PIXEL), no more than a decoder accepts.
@@ -304,7 +304,7 @@ IL.HEADER_COUNTS = {
   weights: (fields) => 2 * IL.headerLayers(fields).length,
   filters: (fields) => Math.min(fields.levels, IL.FORMAT.shapes.FILTER_LEVELS),
   context_shifts: (fields) => (fields.context ? IL.FORMAT.context.INPUTS : 0),
-  context_weights: (fields) => (fields.context ? IL.contextSizes(fields.context).length : 0),
+  context_weights: (fields) => (fields.context ? IL.contextTensorSizes(fields.context).length : 0),
   context_grids: (fields) => (fields.context ? fields.levels * fields.channels : 0),
 };
 
@@ -344,7 +344,7 @@ IL.headerOf = function (version, fields, sections) {
   const latents = channels * gridShapes.reduce((sum, [h, w]) => sum + h * w, 0);
   const taps = filteredLevels.length * channels * IL.FORMAT.shapes.FILTER_OFFSETS.length;
   // The context model's tensors' sizes, in the order of `contextWeights` (none without one).
-  const contextSizes = fields.context ? IL.contextSizes(fields.context) : [];
+  const contextSizes = fields.context ? IL.contextTensorSizes(fields.context) : [];
   return {
     version, height, width, channels, levels, hidden, depth,
     grids: fields.grids, weights: fields.weights, filters, sections, context: fields.context,
