@@ -99,15 +99,34 @@ def with_mlp(decoded, seed=0, spread=0.1):
     return decoded
 
 
-def with_everything(data: bytes) -> bytes:
-    """The file of ``data``'s picture (a file of ``codec.encode``) given filters on three levels
-    and a random MLP, its weights rounded to steps of 2**-7 (a small picture's file rarely keeps
-    either): a file with every section in use."""
+def random_context(pyramid, seed=0, hidden=8, learned=None):
+    """A random context model (``codec/bitstream/context.py``) for ``pyramid``'s grids: integers
+    within +-60 times 2**-8, shifts that keep most inputs within its clip (and some past it), and
+    ``learned`` (a grid's flag, level-major; default: every grid but each fourth)."""
+    from ironlearn.codec.bitstream import context
+
+    rng = np.random.default_rng(seed)
+    tensors = []
+    for fan_in, fan_out in context.layer_shapes(hidden):
+        tensors.append((rng.integers(-60, 61, (fan_in, fan_out)).astype(np.int32), -8))
+        tensors.append((rng.integers(-60, 61, fan_out).astype(np.int32), -8))
+    shifts = tuple(int(shift) for shift in rng.integers(0, 4, context.INPUTS - 1)) + (10,)  # today's units last
+    grids = pyramid.levels * pyramid.channels
+    flags = tuple(index % 4 != 3 for index in range(grids)) if learned is None else tuple(learned)
+    return context.ContextModel(shifts, tuple(tensors), flags)
+
+
+def with_everything(data: bytes, context: bool = True) -> bytes:
+    """The file of ``data``'s picture (a file of ``codec.encode``) given filters on three levels,
+    a random MLP, its weights rounded to steps of 2**-7, and (``context``) a random context model
+    (:func:`random_context`) for its latents: a small picture's file rarely keeps any of them; a
+    file with every section and field in use."""
     from ironlearn import codec
     from ironlearn.codec.bitstream import sections as bitstream
 
     decoded = with_mlp(with_filters(codec.read(data)))
-    return bitstream.write(decoded.pyramid, rounded_network(decoded.net))
+    return bitstream.write(decoded.pyramid, rounded_network(decoded.net),
+                           random_context(decoded.pyramid) if context else None)
 
 
 def rounded_network(net):

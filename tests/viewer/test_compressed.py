@@ -5,8 +5,10 @@ without the codec's MLP, from the operations, numbers (to the bit) and shader of
 the picture; it must be about the size of its file; and a page whose file is damaged must say so
 instead of drawing.
 
-Files of pictures this small rarely keep an MLP or filters, so the pictures with them are a file's
-picture given random ones (``helpers.with_everything``) and written again.
+Files of pictures this small rarely keep an MLP, filters or a context model, so the pictures with
+them are a file's picture given random ones (``helpers.with_everything``) and written again: the
+"-mlp" pictures' latents are coded under a learned context model (format 7), most grids by
+wavefronts under its network, the others under their two numbers.
 """
 
 import base64
@@ -14,9 +16,10 @@ import base64
 import numpy as np
 import pytest
 
-from helpers import run_cli, waves, with_everything
+from helpers import random_context, run_cli, waves, with_everything
 from ironlearn import codec
 from ironlearn.cli import main
+from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.viewer import build_picture_plan, fragment_shader, render_page
 from ironlearn.viewer.plan import texture_shape
 from pages import NO_WEBGL2, READY, bare_hash, data_of, photograph, psnr_db, read_rgb, refusal, unpacked
@@ -133,6 +136,59 @@ def test_the_page_draws_from_pythons_plan(browser, pictures, name):
     for key in ("title", "model", "ops", "output", "texture", "shader", "picture"):
         assert drawn[key] == expected[key], key
     assert drawn["metrics"] == pytest.approx(expected["metrics"]) and title == expected["title"]
+
+
+#: The page's own reader on the file it carries: each level's grids as lists (null: an empty level).
+PAGE_LATENTS = """async () => {
+  const data = JSON.parse(document.getElementById("ironlearn-data").textContent);
+  const picture = await IL.readIlc(IL.base64Bytes(data.file.data), data.codec);
+  return picture.latents.map((level) => level && level.map((grid) => Array.from(grid)));
+}"""
+
+
+def page_latents(browser, page_path) -> list:
+    page = browser.new_page()
+    try:
+        page.goto(page_path.as_uri() + bare_hash((16, 16)))
+        page.wait_for_function(f"({READY}) || window.ironlearnViewer.error", timeout=120_000)
+        assert page.evaluate("window.ironlearnViewer.error") is None
+        return page.evaluate(PAGE_LATENTS)
+    finally:
+        page.close()
+
+
+def same_latents(found, pyramid) -> bool:
+    return len(found) == pyramid.levels and all(
+        (grids is None) == pyramid.is_empty(k)
+        and (grids is None or np.array_equal(np.asarray(grids).reshape(pyramid.latents[k].shape), pyramid.latents[k]))
+        for k, grids in enumerate(found))
+
+
+@pytest.mark.parametrize("name", ["rgb-mlp", "gray-mlp"])
+def test_the_page_decodes_latents_coded_under_a_context_model_as_python_does(browser, pictures, name):
+    packed, page_path, decoded = pictures[name]
+    header = codec.read_header(packed.read_bytes())
+    learned = [flag for (flag,), grid in zip(header.context_grids, header.grids) if grid[3]]
+    assert header.context and 1 in learned and 0 in learned  # both models in use
+    assert same_latents(page_latents(browser, page_path), decoded.pyramid)
+
+
+@pytest.mark.parametrize("channels", [3, 1])
+def test_a_photographs_latents_under_a_context_model_decode_as_pythons(browser, tmp_path, channels):
+    """Larger grids, every one under the context model and with detail on every level: the page
+    draws from Python's latents, to the bit, and as ``render`` draws."""
+    picture = photograph_like(72, 96)
+    data = codec.encode(picture if channels == 3 else picture[..., :1], bpp=1.0, seconds=1)
+    pyramid = codec.read(data).pyramid
+    context = random_context(pyramid, seed=channels, learned=[True] * (pyramid.levels * pyramid.channels))
+    packed, page = tmp_path / "context.ilc", tmp_path / "context.html"
+    packed.write_bytes(bitstream.write(pyramid, None, context))
+    assert main(["view", str(packed)]) == 0
+    decoded = codec.read(packed.read_bytes())
+    assert sum(not decoded.pyramid.is_empty(k) for k in range(pyramid.levels)) >= 3
+    assert same_latents(page_latents(browser, page), decoded.pyramid)
+    drawn, _, errors = photograph(browser, page, CPU_SIZE, cpu=True)
+    assert not errors and close_enough(drawn, read_rgb(_rendered(packed, CPU_SIZE, tmp_path / "expected.png")))
 
 
 def photograph_like(height, width, seed=0):

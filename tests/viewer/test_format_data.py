@@ -57,6 +57,7 @@ def test_the_header_layout_is_the_codecs_field_for_field():
         if isinstance(item, header.Field):
             assert (found["kind"], tuple(found["bounds"]), found["what"]) == (item.kind, tuple(item.bounds), item.what)
             assert found["check"] == (None if item.check is None else item.check.__name__.lstrip("_"))
+            assert found["since"] == item.since  # an older file's value is the field's lowest bound
         else:
             assert found["since"] == item.since
             assert [(f["name"], f["kind"], tuple(f["bounds"]), f["what"]) for f in found["fields"]] == \

@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import waves, with_filters, with_mlp
+from helpers import random_context, waves, with_filters, with_mlp
 from ironlearn import codec, viewer
 from ironlearn.codec.bitstream import container
 from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.codec.bitstream import least_bits
 from ironlearn.codec.bitstream.container import CodecError, MAGIC, Writer
+from ironlearn.codec.bitstream.context import DEPTH, INPUTS
 from ironlearn.codec.shapes import MAX_SYMBOL
 from ironlearn.codec.shapes import level_shape
 from ironlearn.codec.quantise import weight_code
@@ -58,7 +59,8 @@ HARNESS = """(cases) => {
       weights: coded(h.weights), filters: coded(h.filters),
       sections: h.sections.map((section) => [section.byteOffset - bytes.byteOffset, section.length]),
       mode: h.mode, gridShapes: h.gridShapes, filteredLevels: h.filteredLevels, tensorSizes: h.tensorSizes,
-      numParameters: h.numParameters,
+      numParameters: h.numParameters, context: h.context, contextShifts: h.contextShifts,
+      contextWeights: coded(h.contextWeights), contextGrids: h.contextGrids, contextSizes: h.contextSizes,
     }];
   }));
 }"""
@@ -83,6 +85,9 @@ def python_reading(data: bytes) -> list:
         "sections": [section.hex() for section in h.sections],
         "mode": h.mode, "gridShapes": [list(shape) for shape in h.grid_shapes],
         "filteredLevels": h.filtered_levels, "tensorSizes": h.tensor_sizes, "numParameters": h.num_parameters,
+        "context": h.context, "contextShifts": [shift for shift, in h.context_shifts],
+        "contextWeights": [[exponent, bits(log_scale), magnitude] for exponent, log_scale, magnitude in h.context_weights],
+        "contextGrids": [flag for flag, in h.context_grids], "contextSizes": h.context_sizes,
     }]
 
 
@@ -109,26 +114,31 @@ def pack_as(header: bytes, sections: list[bytes], version: int = container.VERSI
                      zlib.crc32(bytes([version]) + header).to_bytes(4, "little"), table.getvalue(), *sections])
 
 
-def with_an_mlp(data: bytes) -> bytes:
-    """The file of ``data``'s picture given filters and a random MLP, its weights in steps of 2**-8."""
+def with_an_mlp(data: bytes, context: bool = False) -> bytes:
+    """The file of ``data``'s picture given filters and a random MLP, its weights in steps of 2**-8,
+    and (``context``) a random context model."""
     decoded = with_mlp(with_filters(codec.read(data)))
     codes = [(q, -8, log_scale) for q, log_scale in
              (weight_code(weight, -8) for weight in decoded.net.named_parameters().values())]
-    return bitstream.write(decoded.pyramid, (decoded.net, codes))
+    return bitstream.write(decoded.pyramid, (decoded.net, codes), random_context(decoded.pyramid) if context else None)
 
 
 @pytest.fixture(scope="module")
 def files():
-    """name -> a file as the codec writes it: RGB and gray, with and without an MLP, formats 3 to 5."""
+    """name -> a file as the codec writes it: RGB and gray, with and without an MLP and a context
+    model, formats 3 to 7."""
     made = {}
     for name, channels in (("rgb", 3), ("gray", 1)):
         made[name] = codec.encode(waves(30, 40, channels), bpp=2.0, seconds=0.5)
         made[f"{name}-mlp"] = with_an_mlp(made[name])
+        made[f"{name}-context"] = with_an_mlp(made[name], context=True)
     header, sections = container.unpack(made["rgb-mlp"])
+    header = header[:-1]  # without the context model's width (0): format 6's header
+    made["rgb-mlp-format-6"] = pack_as(header, sections, version=6)
     made["rgb-mlp-format-4"] = pack_as(header, sections, version=4)
     filter_fields = 6 * 4  # a level: exponent (1 byte), log-scale (4), largest value (1 byte, below 128)
     made["rgb-mlp-format-3"] = pack_as(header[:-filter_fields], sections, version=3)
-    assert pack_as(header, sections) == made["rgb-mlp"]  # pack_as writes what container.pack does
+    assert pack_as(header + b"\x00", sections) == made["rgb-mlp"]  # pack_as writes what container.pack does
     for data in made.values():
         codec.read_header(data)  # each is read by Python
     return made
@@ -149,10 +159,13 @@ def page(browser):
 
 # -- damage -----------------------------------------------------------------------------------------------
 def header_of(height=40, width=30, channels=3, levels=3, hidden=0, depth=0, grid=(0.01, 0.0, 0, 0),
-              grids=None, weight=(-8, 0.0, 0), filter_=(0, 0.0, 0), version=5) -> bytes:
+              grids=None, weight=(-8, 0.0, 0), filter_=(0, 0.0, 0), version=container.VERSION, context=0, shift=0,
+              context_weight=(-8, 0.0, 0), learned=1) -> bytes:
     """A header in the layout of codec/header.py; a value given as bytes is written as it is (a
     varint or float of one's own making), and the records are repeated as many times as the
-    numbers given say (once where a number is given as bytes)."""
+    numbers given say (once where a number is given as bytes). Format 7's context model: a width
+    ``context``, each of its inputs' ``shift``, its tensors' ``context_weight`` and each grid's
+    ``learned``."""
     def count(value, default=1):
         return value if isinstance(value, int) else default
 
@@ -177,6 +190,16 @@ def header_of(height=40, width=30, channels=3, levels=3, hidden=0, depth=0, grid
     for _ in range(min(count(levels), 4) if version >= 4 else 0):
         for kind, value in zip(("sint", "float32", "uint"), filter_):
             put(kind, value)
+    if version >= 7:
+        put("uint", context)
+        width = count(context, 1) if context else 0
+        for _ in range(INPUTS if width else 0):
+            put("uint", shift)
+        for _ in range(2 * (DEPTH + 1) if width else 0):
+            for kind, value in zip(("sint", "float32", "uint"), context_weight):
+                put(kind, value)
+        for _ in range(count(levels) * count(channels) if width else 0):
+            put("uint", learned)
     return writer.getvalue()
 
 
@@ -214,13 +237,36 @@ def crafted_cases() -> dict:
         "grid slope 13": header_of(grid=(0.01, 0.0, 13, 0)), "grid slope 12": header_of(grid=(0.01, 0.0, 12, 0)),
         "grid largest over": header_of(grid=(0.01, 0.0, 0, MAX_SYMBOL + 1)),
         "grid a over": header_of(grid=(0.01, 12.000001, 0, 0)), "grid a 12": header_of(grid=(0.01, 12.0, 0, 0)),
+        "format 6": header_of(version=6), "format 5": header_of(version=5),
         "format 4": header_of(version=4), "format 3": header_of(version=3),
         "format 3, wrong": header_of(version=4),  # filters where format 3 has none: extra bytes
     }
     for step in (5.0, 4.0, 4.0000005, 2.0**-19, 2.0**-20, 0.0, -0.0, -1.0, math.nan, math.inf, -math.inf, 1e39):
         headers[f"grid step {step}"] = header_of(grid=(f32(step), 0.0, 0, 0))
-    versions = {"format 4": 4, "format 3": 3, "format 3, wrong": 3}
-    cases = {name: pack_as(header, [b"", b""], versions.get(name, 5)) for name, header in headers.items()}
+    versions = {"format 6": 6, "format 5": 5, "format 4": 4, "format 3": 3, "format 3, wrong": 3}
+    # Format 7's context model: its width, its inputs' shifts, its tensors' records, each grid's flag,
+    # and one bound of multiply-adds a pixel for it and the MLP together.
+    context = {
+        "format 7, least": dict(height=1, width=1, channels=1, levels=1),
+        "context 1": dict(context=1), "context 8 with an MLP": dict(context=8, hidden=16, depth=2, levels=7),
+        "context 9 with an MLP": dict(context=9, hidden=16, depth=2, levels=7),
+        "context 16 gray": dict(context=16, channels=1), "context 16 rgb": dict(context=16),
+        "context 17": dict(context=17, channels=1), "context huge": dict(context=big),
+        "context and MLP over, a third": dict(context=16, channels=1, levels=1, hidden=31, depth=2),
+        "context and MLP at": dict(context=16, channels=1, levels=1, hidden=30, depth=2),
+        "context shift 15": dict(context=2, shift=15), "context shift 16": dict(context=2, shift=16),
+        "context weight 511": dict(context=2, context_weight=(-14, -12.0, 511)),
+        "context weight 512": dict(context=2, context_weight=(0, 0.0, 512)),
+        "context weight exponent 1": dict(context=2, context_weight=(1, 0.0, 0)),
+        "context weight scale nan": dict(context=2, context_weight=(0, f32(math.nan), 1)),
+        "context grid 0": dict(context=3, learned=0), "context grid 2": dict(context=3, learned=2),
+        "context needless zero": dict(context=b"\x80\x00"),
+    }
+    for name, fields in context.items():
+        headers[name], versions[name] = header_of(**fields), 7
+    headers["context in format 6"], versions["context in format 6"] = header_of(version=7, context=1), 6
+    headers["format 7 without context"], versions["format 7 without context"] = header_of(version=6), 7
+    cases = {name: pack_as(header, [b"", b""], versions.get(name, container.VERSION)) for name, header in headers.items()}
     good = headers["least"]
     cases.update({
         "extra header byte": pack_as(good + b"\x00", [b"", b""]),
@@ -336,6 +382,8 @@ def test_files_the_codec_wrote_read_as_python_reads_them(page, files):
         assert answers[name][0] == "read"
     assert answers["rgb-mlp"][1]["depth"] == 2 and answers["rgb-mlp"][1]["filteredLevels"] == [0, 1, 2]
     assert answers["gray"][1]["mode"] == "gray" and answers["rgb-mlp-format-3"][1]["filters"] == []
+    assert answers["rgb-context"][1]["context"] == 8 and len(answers["gray-context"][1]["contextShifts"]) == INPUTS
+    assert answers["rgb-mlp"][1]["context"] == 0 and answers["rgb-mlp-format-6"][1]["contextSizes"] == []
 
 
 def test_damaged_and_crafted_files_are_refused_with_pythons_message(page, files):
@@ -356,6 +404,11 @@ def test_damaged_and_crafted_files_are_refused_with_pythons_message(page, files)
     # and so does the density check: a header's latents, at most as many as its section allows
     assert [expected[name][0] for name in cases if name.startswith("density")] == ["read", "refused"] * 3
     assert all("may code" in expected[name][1] for name in cases if name.startswith(("density over", "near-free")))
+    # the context model's multiply-adds, with the MLP's: at the bound read, past it refused (a third rounded)
+    for name in ("context 8 with an MLP", "context and MLP at", "context 16 gray", "format 6", "format 7, least"):
+        assert expected[name][0] == "read", name
+    assert "take 2,068 multiply-adds a pixel" in expected["context and MLP over, a third"][1]
+    assert "take 2,152 multiply-adds a pixel" in expected["context 9 with an MLP"][1]
 
 
 def test_least_bits_is_within_a_rounding_of_pythons(page):

@@ -4,10 +4,10 @@ never copied into the JavaScript.
 :func:`format_data` gathers every constant and bound that ``static/ilcfile.js``,
 ``static/ilcdecode.js`` and ``static/picture.js`` need, under the name the codec gives it, one
 section a module (``IL.FORMAT.header.MAX_PIXELS`` is :data:`ironlearn.codec.bitstream.header.MAX_PIXELS`).
-The header's layout travels as data too (each field's name, kind, bounds and message name); the
-page attaches the checks and counts, which are code, by their names.  :func:`format_script` is
-that data as the page's ``format.js``, which every page that decodes a file inlines before its
-decoder, and its decoding worker loads with it.
+The header's layout travels as data too (each field's name, kind, bounds, message name and the
+first format that holds it); the page attaches the checks and counts, which are code, by their
+names.  :func:`format_script` is that data as the page's ``format.js``, which every page that
+decodes a file inlines before its decoder, and its decoding worker loads with it.
 
 This is the one module of the viewer that imports the codec's constants: when they move, only the
 imports below change.
@@ -19,7 +19,7 @@ import json
 import math
 
 from ..codec import shapes
-from ..codec.bitstream import container, entropy, header, portable, sections
+from ..codec.bitstream import container, context, entropy, header, portable, sections
 from ..codec.model import latents, network
 
 #: The name the generated script has among the page's scripts (its ``data-file``).
@@ -29,13 +29,15 @@ FORMAT_SCRIPT = "format.js"
 NAMES = {
     "container": (container, ("MAGIC", "VERSION", "READABLE", "MAX_HEADER_BYTES", "MAX_SECTIONS", "MAX_FILE_BYTES",
                               "MAX_VARINT_BYTES", "CRC_BYTES", "TRUNCATED_HINT", "CORRUPTED_HINT", "FOREIGN_HINT")),
-    "header": (header, ("MAX_PIXELS", "MODES", "MAX_MLP_MACS")),
+    "header": (header, ("MAX_PIXELS", "MODES", "MAX_MLP_MACS", "LATENTS_PER_PIXEL")),
     "shapes": (shapes, ("FILTER_LEVELS", "FILTER_OFFSETS")),
     "latents": (latents, ("COLOURS", "CUBIC", "CUBIC_BEFORE_5")),
     "entropy": (entropy, ("LOG_SCALE_RANGE", "SLOPE_STEPS", "EPS", "CLASSES_PER_OCTAVE", "CLASSES")),
     "sections": (sections, ("CODER_PRECISION", "CODER_STATE_BITS", "LATENTS_PER_BIT", "FREE_LATENTS")),
     "portable": (portable, ("LN2_HI", "LN2_LO", "INV_LN2", "EXP_TERMS", "LOG_TERMS", "SQRT_HALF", "SINCE_VERSION")),
     "network": (network, ("FEATURE_GAIN",)),
+    "context": (context, ("NEIGHBOURS", "PARENT", "WAVE", "INPUTS", "TODAY_BITS", "DEPTH", "OUTPUTS", "INPUT_CLIP",
+                          "ACTIVATION_BITS", "ACTIVATION_CLIP", "LOG_SCALE_STEPS")),
 }
 
 
@@ -54,10 +56,12 @@ def plain(value):
 
 
 def _field(item) -> dict:
-    """One of :data:`~ironlearn.codec.bitstream.header.LAYOUT`'s fields, or a repeated record of them."""
+    """One of :data:`~ironlearn.codec.bitstream.header.LAYOUT`'s fields (with the first format that
+    holds it: an older file's value is its lowest bound), or a repeated record of them."""
     if isinstance(item, header.Field):
         check = None if item.check is None else item.check.__name__.lstrip("_")
-        return {"name": item.name, "kind": item.kind, "bounds": plain(item.bounds), "what": item.what, "check": check}
+        return {"name": item.name, "kind": item.kind, "bounds": plain(item.bounds), "what": item.what, "check": check,
+                "since": item.since}
     return {"name": item.name, "since": item.since, "fields": [_field(field) for field in item.fields]}
 
 
