@@ -259,3 +259,37 @@ def test_extreme_headers_cost_little_or_are_refused(tmp_path, side, levels, chan
     # costs 2e-7 bits): the density bound (bitstream.most_latents) refuses them before decoding.
     assert time.perf_counter() - started < 10
     assert peak < 3 * channels * side * side  # under a single int32 grid of level 0
+
+
+def _tall_learned():
+    """A 32768x1 gray picture's one grid of sparse latents and a random context model over it:
+    98,000 wavefronts of one latent, about 4 s to decode in Python from a file of a few hundred bytes."""
+    from helpers import random_context
+    from ironlearn.codec.model.latents import Pyramid
+
+    pyramid = Pyramid(32768, 1, 1, 1, steps=np.full((1, 1), 0.05, np.float32))
+    grid = np.zeros((1, 32768, 1), np.int32)
+    grid[0, ::97, 0] = 1
+    pyramid.latents[0] = grid
+    return pyramid, random_context(pyramid, learned=(True,))
+
+
+def test_the_writer_codes_a_grid_too_costly_for_the_context_model_under_its_two_numbers():
+    pyramid, context = _tall_learned()
+    data = bitstream.write(pyramid, None, context)
+    header = bitstream.read_header(data)
+    assert header.context == 0 or not any(flag for flag, in header.context_grids)
+    np.testing.assert_array_equal(codec.read(data).pyramid.latents[0], pyramid.latents[0])
+
+
+def test_a_file_holding_more_context_work_than_its_bytes_allow_is_refused(monkeypatch, tmp_path):
+    pyramid, context = _tall_learned()
+    monkeypatch.setattr(bitstream, "most_learned", lambda section_bytes: 1 << 60)  # a writer without the bound
+    data = bitstream.write(pyramid, None, context)
+    monkeypatch.undo()
+    assert bitstream.read_fields(data).context_grids == ((1,),)
+    path = tmp_path / "tall.ilc"
+    path.write_bytes(data)
+    done, _ = run_measured("info", path, memory_limit=ADDRESS_LIMIT)
+    _refused_in_one_line(done, path, data)
+    assert "work under its context model" in done.stderr

@@ -24,7 +24,7 @@ from ironlearn.codec.bitstream import container
 from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.codec.bitstream import least_bits
 from ironlearn.codec.bitstream.container import CodecError, MAGIC, Writer
-from ironlearn.codec.bitstream.context import DEPTH, INPUTS
+from ironlearn.codec.bitstream.context import DEPTH, INPUTS, WAVE
 from ironlearn.codec.shapes import MAX_SYMBOL
 from ironlearn.codec.shapes import level_shape
 from ironlearn.codec.quantise import weight_code
@@ -313,6 +313,18 @@ def density_cases() -> dict:
     return cases
 
 
+def work_cases() -> dict:
+    """Tall grids under the context model holding as much decoding work as their section allows
+    (bitstream.most_learned: a latent each, LEARNED_STEP_WORK a wavefront), and one row more."""
+    cases, step = {}, bitstream.LEARNED_STEP_WORK
+    for size in (0, 400):
+        rows = (bitstream.most_learned(size) + step * (WAVE - 1)) // (1 + step * WAVE)  # the most that fit
+        for name, height in (("at", rows), ("over", rows + 1)):
+            header = header_of(height=height, width=1, channels=1, levels=1, grid=(0.01, -12.0, 0, 1), context=1)
+            cases[f"work {name}, {size} bytes"] = pack_as(header, [bytes(size), b""])
+    return cases
+
+
 def container_cases() -> dict:
     """Files wrong before their header is read: not ours, of another format, lengths out of bounds."""
     good = header_of(height=1, width=1, channels=1, levels=1)
@@ -388,7 +400,8 @@ def test_files_the_codec_wrote_read_as_python_reads_them(page, files):
 
 def test_damaged_and_crafted_files_are_refused_with_pythons_message(page, files):
     rng = np.random.default_rng(0)
-    cases = {**container_cases(), **crafted_cases(), **room_cases(), **density_cases(), **random_cases(rng)}
+    cases = {**container_cases(), **crafted_cases(), **room_cases(), **density_cases(), **work_cases(),
+             **random_cases(rng)}
     for name, data in files.items():
         # formats 3 and 4 share most of their header with rgb-mlp: one change a byte is enough there
         cases.update(file_damage(name, data, rng, (0x80,) if "format" in name else (0x01, 0x80, 0x40, 0xFF)))
@@ -404,6 +417,9 @@ def test_damaged_and_crafted_files_are_refused_with_pythons_message(page, files)
     # and so does the density check: a header's latents, at most as many as its section allows
     assert [expected[name][0] for name in cases if name.startswith("density")] == ["read", "refused"] * 3
     assert all("may code" in expected[name][1] for name in cases if name.startswith(("density over", "near-free")))
+    # and the context model's work: at most what its section allows
+    assert [expected[name][0] for name in cases if name.startswith("work")] == ["read", "refused"] * 2
+    assert all("work under its context model" in expected[name][1] for name in cases if name.startswith("work over"))
     # the context model's multiply-adds, with the MLP's: at the bound read, past it refused (a third rounded)
     for name in ("context 8 with an MLP", "context and MLP at", "context 16 gray", "format 6", "format 7, least"):
         assert expected[name][0] == "read", name

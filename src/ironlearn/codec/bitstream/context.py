@@ -189,13 +189,14 @@ def predict(surroundings: Surroundings, rows, columns, context: ContextModel, la
 def batches(cells, size: int = 1 << 16):
     """``cells`` (:func:`waves`) in runs of consecutive steps of about ``size`` cells or more:
     ``[(rows, columns, step bounds)]``, each run's cells joined, the bounds to split them again."""
-    run = []
-    for step in cells:
+    run, count = [], 0
+    for index, step in enumerate(cells):
         run.append(step)
-        if sum(len(rows) for rows, _ in run) >= size or step is cells[-1]:
+        count += len(step[0])
+        if count >= size or index == len(cells) - 1:
             rows, columns = np.concatenate([r for r, _ in run]), np.concatenate([c for _, c in run])
             yield rows, columns, np.cumsum([len(r) for r, _ in run])[:-1]
-            run = []
+            run, count = [], 0
 
 
 def code(coder, grid, parent, model: entropy.Model, context: ContextModel, family, magnitude: int,

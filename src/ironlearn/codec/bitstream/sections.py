@@ -19,6 +19,7 @@ decodes, so that a section which is not exactly the coding of its values is refu
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -45,6 +46,14 @@ CODER_PRECISION, CODER_STATE_BITS = 24, 64
 #: free; a flat picture with one dot at 0.02 bpp codes 100 a bit, and ``compress`` empties its
 #: sparsest grids rather than write a file over the bound (measured: docs/reliability.md).
 LATENTS_PER_BIT, FREE_LATENTS = 16, 1 << 22
+#: Latents coded under the context model cost more to decode: about 0.55 us each, and 40 us a
+#: wavefront (:mod:`.context`), measured on the 2-core VM; a wavefront is counted as
+#: ``LEARNED_STEP_WORK`` latents.  A latents section may hold at most ``FREE_LEARNED``
+#: ``+ LEARNED_PER_BIT`` a bit of such work, so that the costliest file under 100 KB decodes in
+#: about 4 s, as under the two-number model; a 768x512 photograph's (1.5 million latents, 14,000
+#: wavefronts) is within it at any rate, and the writer drops the costliest grids from the model
+#: where a larger picture's is not.
+LEARNED_STEP_WORK, LEARNED_PER_BIT, FREE_LEARNED = 80, 4, 1 << 22
 
 
 def _constriction():
@@ -144,6 +153,32 @@ def _check_density(section: bytes, count: int) -> None:
     if count > most_latents(len(section)):
         raise refuse(f"the latents section has {len(section):,} bytes for {count:,} latents, more than the "
                      f"{most_latents(len(section)):,} a section of that size may code")
+
+
+def most_learned(section_bytes: int) -> int:
+    """The most work under the context model a latents section of ``section_bytes`` may hold
+    (:data:`LEARNED_PER_BIT`)."""
+    return FREE_LEARNED + LEARNED_PER_BIT * 8 * section_bytes
+
+
+def grid_work(shape) -> int:
+    """What decoding a grid of ``shape`` under the context model costs, in latents' worth."""
+    h, w = shape
+    return h * w + LEARNED_STEP_WORK * (learned.WAVE * (h - 1) + w)
+
+
+def _learned_work(shapes, grids, flags) -> int:
+    """The work of the grids of ``shapes`` coded under the context model (``flags``, a grid's
+    ``(learned,)`` level-major as ``grids``; those of magnitude above 0)."""
+    return sum(grid_work(shape) for shape, grid, (flag,) in zip(shapes, grids, flags) if flag and grid[3])
+
+
+def _check_work(section: bytes, work: int) -> None:
+    """Refuse a latents ``section`` whose grids under the context model take more :func:`grid_work`
+    than :func:`most_learned` allows it."""
+    if work > most_learned(len(section)):
+        raise refuse(f"the latents section has {len(section):,} bytes for {work:,} latents' worth of work under its "
+                     f"context model, more than the {most_learned(len(section)):,} a section of that size may hold")
 
 
 def _coded_latents(shapes, grids) -> int:
@@ -285,11 +320,20 @@ def _emptied_sparsest(pyramid: Pyramid) -> Pyramid:
     return thinner
 
 
+def _without_costliest(context: learned.ContextModel, shapes) -> learned.ContextModel | None:
+    """``context`` with its costliest grid to decode (:func:`grid_work`) coded under its two
+    numbers instead; None where none is left under it."""
+    flags = list(context.learned)
+    flags[max((i for i, flag in enumerate(flags) if flag), key=lambda i: grid_work(shapes[i]))] = False
+    return dataclasses.replace(context, learned=tuple(flags)) if any(flags) else None
+
+
 def write(pyramid: Pyramid, mlp, context: learned.ContextModel | None = None) -> bytes:
     """The file of ``pyramid``, ``mlp`` (``(net, [(integers, exponent, log_scale)])``, or
     None for no MLP) and ``context`` (the latents' learned model, or None).  Grids too sparse for
-    their bits (:data:`LATENTS_PER_BIT`) are emptied, the sparsest first, so that the file is
-    one :func:`read_header` accepts."""
+    their bits (:data:`LATENTS_PER_BIT`) are emptied, the sparsest first, and the costliest to
+    decode under the context model coded under their two numbers where they hold more work
+    than the section may (:data:`LEARNED_PER_BIT`), so that the file is one :func:`read_header` accepts."""
     coded = ([] if mlp is None else mlp[1]) + _filter_codes(pyramid)
     symbols = [q for q, _, _ in coded] + ([] if context is None else [q for q, _ in context.tensors])
     shapes = [level_shape(pyramid.height, pyramid.width, k) for k in range(pyramid.levels)
@@ -297,9 +341,12 @@ def write(pyramid: Pyramid, mlp, context: learned.ContextModel | None = None) ->
     while True:
         fields = _fields(pyramid, mlp, coded, context)
         sections, _ = walk("encode", fields, pyramid, symbols, (b"", b""), container.VERSION)
-        if _coded_latents(shapes, fields["grids"]) <= most_latents(len(sections[0])):
+        if _coded_latents(shapes, fields["grids"]) > most_latents(len(sections[0])):
+            pyramid = _emptied_sparsest(pyramid)
+        elif _learned_work(shapes, fields["grids"], fields["context_grids"]) > most_learned(len(sections[0])):
+            context = _without_costliest(context, shapes)
+        else:
             return container.pack(write_header(fields), sections)
-        pyramid = _emptied_sparsest(pyramid)
 
 
 def read_header(data: bytes) -> Header:
@@ -311,6 +358,7 @@ def read_header(data: bytes) -> Header:
     shapes = [shape for shape in found.grid_shapes for _ in range(found.channels)]  # level-major, as grids
     _check_room(found.sections[0], [(h * w, grid[3]) for (h, w), grid in zip(shapes, found.grids)], "latents")
     _check_density(found.sections[0], _coded_latents(shapes, found.grids))
+    _check_work(found.sections[0], _learned_work(shapes, found.grids, found.context_grids))
     _check_room(found.sections[1], [(size, m) for size, (_, _, m) in zip(found.tensor_sizes, found.weights)]
                 + [(found.channels * len(FILTER_OFFSETS), m) for _, _, m in found.filters]
                 + [(size, m) for size, (_, _, m) in zip(found.context_sizes, found.context_weights)], "weights")

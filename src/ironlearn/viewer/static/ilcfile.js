@@ -401,6 +401,28 @@ IL.checkDensity = function (section, count) {
   }
 };
 
+// The most work under the context model a latents section of `sectionBytes` may hold.
+IL.mostLearned = function (sectionBytes) {
+  const { FREE_LEARNED, LEARNED_PER_BIT } = IL.FORMAT.sections;
+  return FREE_LEARNED + LEARNED_PER_BIT * 8 * sectionBytes;
+};
+
+// sections._learned_work: what the grids coded under the context model cost to decode, in latents'
+// worth (a grid's latents and LEARNED_STEP_WORK a wavefront), those of magnitude above 0.
+IL.learnedWork = function (shapes, grids, flags) {
+  const step = IL.FORMAT.sections.LEARNED_STEP_WORK, wave = IL.FORMAT.context.WAVE;
+  return shapes.reduce((sum, [h, w], i) => sum + (flags[i] && grids[i][3] ? h * w + step * (wave * (h - 1) + w) : 0), 0);
+};
+
+// sections._check_work: refuse a latents section that holds more such work than IL.mostLearned.
+IL.checkWork = function (section, work) {
+  if (work > IL.mostLearned(section.length)) {
+    throw IL.refuseHeader(`the latents section has ${IL.withCommas(section.length)} bytes for ${IL.withCommas(work)} `
+                          + "latents' worth of work under its context model, more than the "
+                          + `${IL.withCommas(IL.mostLearned(section.length))} a section of that size may hold`);
+  }
+};
+
 // How many latents the grids of `shapes` (level-major, as `grids`) code: those of magnitude above 0.
 IL.codedLatents = (shapes, grids) => shapes.reduce((sum, [h, w], i) => sum + (grids[i][3] ? h * w : 0), 0);
 
@@ -417,6 +439,7 @@ IL.readHeader = function (bytes) {
   const shapes = found.gridShapes.flatMap((shape) => Array(found.channels).fill(shape));  // level-major, as grids
   IL.checkRoom(found.sections[0], shapes.map(([h, w], i) => [h * w, found.grids[i][3]]), "latents");
   IL.checkDensity(found.sections[0], IL.codedLatents(shapes, found.grids));
+  IL.checkWork(found.sections[0], IL.learnedWork(shapes, found.grids, found.contextGrids));
   const filterTaps = found.channels * IL.FORMAT.shapes.FILTER_OFFSETS.length;
   IL.checkRoom(found.sections[1], found.tensorSizes.map((size, i) => [size, found.weights[i][2]])
     .concat(found.filters.map(([, , magnitude]) => [filterTaps, magnitude]))
