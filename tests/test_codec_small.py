@@ -37,8 +37,8 @@ def quick_train(inputs, residual, seconds, seed, progress, held_back=0):
         network.build = build
 
 
-def measured(job, pyramid, network, fitted=None) -> tuple:
-    """``(bytes, PSNR in dB)`` of a candidate's file (its latents under the context model
+def measured(job, pyramid, network, steps=0, fitted=None) -> tuple:
+    """``(bytes, PSNR in dB)`` of a candidate's file (its latents under its context model
     ``fitted``, where it pays, as the encoder writes them)."""
     data = write(pyramid, network, None if fitted is None else fitted.for_pyramid(pyramid))
     return len(data), psnr_from_mse(encoder._decoded_error(read(data), job.target))
@@ -69,12 +69,12 @@ def test_a_file_with_an_mlp_that_costs_bits_and_quality_loses_to_the_pyramid_whe
     monkeypatch.setattr(encoder, "train", quick_train)
     monkeypatch.setattr(encoder, "TUNING_SHARE", 0.0)  # the latents tuned through it can make it pay
     job = encoder._arguments(waves(32, 32, 3), 2.0, None, 30.0, MAX_LEVELS, 0, None)
-    candidates, fitted = encoder._candidates(job)
-    files = [measured(job, pyramid, network, fitted) for pyramid, network, _ in candidates]
-    with_mlp = [file for file, (_, network, _) in zip(files, candidates) if network is not None]
+    candidates = encoder._candidates(job)
+    files = [measured(job, *candidate) for candidate in candidates]
+    with_mlp = [file for file, (_, network, _, _) in zip(files, candidates) if network is not None]
     assert with_mlp and all(beaten_by(*file, files) for file in with_mlp)  # what this test is about
 
-    kept = encoder._cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates, fitted)
+    kept = encoder._cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates)
     assert kept.steps == 0 and kept.mlp_tried
     assert not beaten_by(len(kept.data), kept.psnr, files[1:])  # all but the fallback, unfiltered
 
@@ -84,9 +84,9 @@ def test_a_tiny_pictures_file_is_beaten_by_no_file_with_an_mlp_or_the_filtered_p
     """An encode in real time, its MLP trained until the time is up (a second)."""
     made = []
 
-    def cheapest(job, candidates, fitted):
-        made.extend(measured(job, pyramid, network, fitted) for pyramid, network, _ in candidates)
-        return real_cheapest(job, candidates, fitted)
+    def cheapest(job, candidates):
+        made.extend(measured(job, *candidate) for candidate in candidates)
+        return real_cheapest(job, candidates)
 
     real_cheapest = encoder._cheapest
     monkeypatch.setattr(encoder, "_cheapest", cheapest)
@@ -112,9 +112,9 @@ def test_a_target_missed_on_a_tiny_picture_keeps_the_smallest_file(tmp_path, mon
     monkeypatch.setattr(encoder, "train", quick_train)
     made = []
 
-    def late(job, candidates, fitted):  # the files written after the deadline
-        made.extend(measured(job, pyramid, network, fitted) for pyramid, network, _ in candidates)
-        return real_cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates, fitted)
+    def late(job, candidates):  # the files written after the deadline
+        made.extend(measured(job, *candidate) for candidate in candidates)
+        return real_cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates)
 
     real_cheapest = encoder._cheapest
     monkeypatch.setattr(encoder, "_cheapest", late)

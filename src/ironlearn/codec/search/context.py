@@ -140,11 +140,13 @@ def _backward(layers, inputs, grad):
     return grads[::-1]
 
 
-def train(x, today, y, weight, seconds: float, rng, hidden: int = HIDDEN) -> list:
+def train(x, today, y, weight, seconds: float, rng, start=None) -> list:
     """The network ``[[W, b]]`` (float32) fitted by Adam to the sample ``(x, today, y, weight)``
     (``x`` the inputs as :func:`..bitstream.context.scaled` gives them) for ``seconds``, its
-    learning rate a cosine to 0 over that time."""
-    x, layers = x.astype(np.float32), _start(hidden, rng)
+    learning rate a cosine to 0 over that time, from the weights ``start`` (``[(W, b)]``) or
+    from :func:`_start`'s."""
+    x = x.astype(np.float32)
+    layers = _start(HIDDEN, rng) if start is None else [[w.astype(np.float32), b.astype(np.float32)] for w, b in start]
     moments = [[(np.zeros_like(p), np.zeros_like(p)) for p in layer] for layer in layers]
     started, step = time.perf_counter(), 0
     while (done := (time.perf_counter() - started) / seconds) < 1:
@@ -208,18 +210,20 @@ class Fitted:
         return None if chosen is None else chosen.context
 
 
-def fit(pyramid: Pyramid, seconds: float, seed: int = 0) -> Fitted | None:
+def fit(pyramid: Pyramid, seconds: float, seed: int = 0, start: Fitted | None = None) -> Fitted | None:
     """The context model that codes ``pyramid``'s latents in the fewest bits, trained for what
     is left of ``seconds`` after its sample is drawn (its choice of grids then reads every latent
-    once more), or None where no network saves more than it costs."""
+    once more), or None where no network saves more than it costs.  From ``start`` (a model
+    fitted before: its inputs' shifts and weights), where given."""
     models = latent_models(pyramid)
     if not any(found is not None for found in models.values()):
         return None
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
     raw, today, y, weight = training_sample(pyramid, models, rng)
-    shifts = shifts_for(raw)
-    layers = train(learned.scaled(raw, shifts), today, y, weight, seconds - (time.perf_counter() - started), rng)
+    shifts = shifts_for(raw) if start is None else start.context.shifts
+    layers = train(learned.scaled(raw, shifts), today, y, weight, seconds - (time.perf_counter() - started), rng,
+                   None if start is None else start.context.layers())
     every = (True,) * (pyramid.levels * pyramid.channels)
     found = [choose(learned.ContextModel(shifts, rounded(layers, bits), every), pyramid, models) for bits in WEIGHT_BITS]
     return max((f for f in found if f is not None), key=lambda f: f.saved - f.cost, default=None)
