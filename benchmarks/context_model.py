@@ -2,6 +2,13 @@
 
     python benchmarks/context_model.py [--rates 0.25 0.5 1] [--variants mlp8-12 mlp8-above] [--seconds 10]
                                        [--out runs/context] [--cache /tmp/context-files]
+    python benchmarks/context_model.py --built 1 2 4 [--sample 30000] [--learning-rate 0.03]
+                                       [--weight-bits 6 8 10] [--rates 0.25 0.5]
+
+``--built SECONDS...``: the codec's own context model instead (:mod:`ironlearn.codec.search.context`,
+what ``compress`` fits), fitted to each file's pyramid for each of those seconds on one BLAS
+thread (as ``compress`` runs it), and counted exactly: the file written with it against the same
+pyramid written without, in bytes, as a share of the file ``compress`` made.
 
 For each of sporco's four photographs (768x512, read from its wheel) and each rate, a file made
 by ``compress_array`` (``--seconds`` an encode; kept in ``--cache``) is read back, and its frozen,
@@ -27,6 +34,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -34,9 +42,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from common import add_set_arguments, machine, spread, sporco_photos, write_results  # noqa: E402
 
+from ironlearn.backend import blas_threads  # noqa: E402
 from ironlearn.codec import compress_array, read  # noqa: E402
 from ironlearn.codec.bitstream import entropy  # noqa: E402
-from ironlearn.codec.bitstream.sections import grids, read_header  # noqa: E402
+from ironlearn.codec.bitstream.sections import grids, read_header, write  # noqa: E402
+from ironlearn.codec.search import context as built  # noqa: E402
+from ironlearn.codec.search.context import symbol_bits  # noqa: E402
 
 #: Each weight of the learned model rounded to this many bits, sign included (fixed-length, a
 #: scale of two a tensor), and counted so; the bits of the latents are counted with the rounded weights.
@@ -110,31 +121,6 @@ def coarse_first(header) -> list:
     :func:`~ironlearn.codec.bitstream.sections.grids` walks them, coarsest level first."""
     levels, channels = header.levels, header.channels
     return [header.grids[k * channels + c] for k in reversed(range(levels)) for c in range(channels)]
-
-
-def symbol_bits(y, mean, log_scale):
-    """Bits of integers ``y`` under Laplaces of ``mean`` and ``log_scale``, and their gradients
-    as to each: ``(bits, d/d mean, d/d log_scale)``, the bits capped at the range coder's floor."""
-    b = np.exp(np.clip(log_scale, *entropy.LOG_SCALE_RANGE))
-    u = y - mean
-    far = np.abs(u) >= 0.5
-    au = np.where(far, np.abs(u), 0.5)
-    # Both bin edges on one side: P = e^{-(|u| - 1/2) / b} (1 - e^{-1/b}) / 2.
-    far_nats = (au - 0.5) / b + math.log(2) - np.log(-np.expm1(-1 / b))
-    far_du = -np.sign(u) / b
-    far_ds = -(au - 0.5) / b + (1 / b) / np.expm1(1 / b)
-    # The bin holds the mean: P = 1 - (e1 + e2) / 2.
-    un = np.where(far, 0.0, u)
-    e1, e2 = np.exp(-(0.5 - un) / b), np.exp(-(0.5 + un) / b)
-    p = 1 - (e1 + e2) / 2
-    near_nats = -np.log(p)
-    near_du = -(e1 - e2) / (2 * b) / p
-    near_ds = (e1 * (0.5 - un) + e2 * (0.5 + un)) / (2 * b) / p
-    nats = np.where(far, far_nats, near_nats)
-    capped = nats > entropy.FLOOR_BITS * math.log(2)
-    grad = [np.where(capped, 0, np.where(far, g_far, g_near)) / math.log(2)
-            for g_far, g_near in ((far_du, near_du), (far_ds, near_ds))]
-    return np.minimum(nats / math.log(2), entropy.FLOOR_BITS), grad[0], grad[1]
 
 
 def init_net(d: int, hidden: int, rng) -> list:
@@ -231,25 +217,53 @@ def measure(name: str, data: bytes, bpp: float, variant: str, seed: int = 0) -> 
             "saved_of_latents": round(100 * saved / section, 2), "saved_of_file": round(100 * saved / whole, 2)}
 
 
-def main() -> None:
+def measure_built(name: str, data: bytes, bpp: float, seconds: float) -> dict:
+    """One file's bytes saved by the codec's context model fitted for ``seconds``."""
+    pyramid = read(data).pyramid
+    started = time.perf_counter()
+    with blas_threads(1):
+        fitted = built.fit(pyramid, seconds)
+    took = time.perf_counter() - started
+    without = len(write(pyramid, None))
+    learned = without if fitted is None else len(write(pyramid, None, fitted.context))
+    return {"picture": name, "bpp_target": bpp, "variant": f"built {seconds:g} s", "fit_seconds": round(took, 2),
+            "kept": fitted is not None, "grids": 0 if fitted is None else sum(fitted.context.learned),
+            "estimated_saving_of_latents": 0.0 if fitted is None else round(100 * fitted.saving, 2),
+            "saved_of_file": round(100 * (without - learned) / len(data), 2)}
+
+
+def arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_set_arguments(parser, "context", [0.25, 0.5, 1.0])
     parser.add_argument("--variants", nargs="+", default=["mlp8-12", "mlp8-above"], choices=sorted(VARIANTS))
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "context-files"))
-    args = parser.parse_args()
+    parser.add_argument("--built", nargs="+", type=float, metavar="SECONDS",
+                        help="measure the codec's own context model, fitted for each of these seconds")
+    parser.add_argument("--sample", type=int, default=built.SAMPLE)
+    parser.add_argument("--learning-rate", type=float, default=built.LEARNING_RATE)
+    parser.add_argument("--weight-bits", nargs="+", type=int, default=list(built.WEIGHT_BITS))
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
+    built.SAMPLE, built.LEARNING_RATE, built.WEIGHT_BITS = args.sample, args.learning_rate, tuple(args.weight_bits)
+    variants = [f"built {seconds:g} s" for seconds in args.built] if args.built else args.variants
     rows = []
     print(f"# a learned context model on today's latents: {machine()}")
     for name, rgb in sporco_photos(args.wheels):
         for bpp in args.rates:
             data = file_for(rgb, name, bpp, args.seconds, args.cache)
-            for variant in args.variants:
-                rows.append(measure(name, data, bpp, variant))
+            for variant, seconds in zip(variants, args.built or [None] * len(variants)):
+                rows.append(measure(name, data, bpp, variant) if seconds is None
+                            else measure_built(name, data, bpp, seconds))
                 print(json.dumps(rows[-1]), flush=True)
+    keys = ("estimated_saving_of_latents", "saved_of_file") if args.built else ("saved_of_latents", "saved_of_file")
     for bpp in args.rates:
-        for variant in args.variants:
+        for variant in variants:
             found = [row for row in rows if row["bpp_target"] == bpp and row["variant"] == variant]
-            for key in ("saved_of_latents", "saved_of_file"):
+            for key in keys:
                 print(f"{bpp} bpp, {variant}, {key}: {spread([row[key] for row in found], '%')}")
     write_results(args.out, rows)
 

@@ -124,7 +124,7 @@ class Surroundings:
         self.has_parent, self.log_scales = parent is not None, log_scales
         if parent is not None:
             self.parent = np.pad(parent.astype(np.int64), 1)
-            self.box = entropy._parent_box(parent)
+            self.box = entropy.parent_box(parent)
             self.around = np.array([di * self.parent.shape[1] + dj for di, dj in PARENT])
 
     def write(self, rows, columns, values) -> None:

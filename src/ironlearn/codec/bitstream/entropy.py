@@ -55,7 +55,7 @@ def laplace_bits(values, log_scale) -> np.ndarray:
 
 
 # -- activity -------------------------------------------------------------------------------------
-def _parent_box(parent) -> np.ndarray:
+def parent_box(parent) -> np.ndarray:
     """Each cell of ``parent`` ``(h, w)``: its 3x3 neighbourhood's ``|values|`` summed, int64."""
     padded = np.pad(np.abs(parent).astype(np.int64), 1)
     h, w = parent.shape
@@ -68,7 +68,7 @@ def parent_activity(parent, shape) -> np.ndarray:
     ``parent`` None)."""
     if parent is None:
         return np.zeros(shape, np.int64)
-    return _parent_box(parent)[np.arange(shape[0]) // 2][:, np.arange(shape[1]) // 2]
+    return parent_box(parent)[np.arange(shape[0]) // 2][:, np.arange(shape[1]) // 2]
 
 
 def above_activity(above, above2) -> np.ndarray:
@@ -193,7 +193,7 @@ def _pair_counts(q, parent, band_cells: int = 1 << 18):
     dozen int64 temporaries of its size, 1.3 GB for a 16.8 MP picture's finest grid."""
     height, width = q.shape
     base = int(np.abs(q).max()) + 1  # (class, magnitude) pairs as one key
-    box = None if parent is None else _parent_box(parent)
+    box = None if parent is None else parent_box(parent)
     rows, found_keys, found_counts = max(1, band_cells // width), [], []
     for top in range(0, height, rows):
         bottom, first = min(height, top + rows), max(0, top - 2)  # two rows above: what activity reads
@@ -244,7 +244,7 @@ def code(coder, grid, parent, model: Model, family, arithmetic=portable.CURRENT)
     if parent is None:  # the coarsest level: nothing above it
         box, parent_rows, parent_columns = np.zeros((1, 1), np.int64), np.zeros(h, np.int64), np.zeros(w, np.int64)
     else:
-        box, parent_rows, parent_columns = _parent_box(parent), np.arange(h) // 2, np.arange(w) // 2
+        box, parent_rows, parent_columns = parent_box(parent), np.arange(h) // 2, np.arange(w) // 2
     table, means = model.scale_table(arithmetic), np.zeros(w)
     for i in range(h):
         from_parent = box[parent_rows[i], parent_columns]

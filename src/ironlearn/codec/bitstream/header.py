@@ -37,11 +37,12 @@ STEP_EXPONENTS = range(-14, 1)
 STEP_RANGE = (2.0 ** -12, 4.0)
 #: The networks' multiply-adds a pixel that a decoder accepts (their weights, counted from the
 #: header before anything is built): the synthesis MLP's, and the context model's for each
-#: latent, of which a pixel has at most ``channels * LATENTS_PER_PIXEL``.  ``compress`` writes
+#: latent, of which a pixel has about ``channels * LATENTS_PER_PIXEL``.  ``compress`` writes
 #: 640 and 3 x 4/3 x 328 (1,952 in all for a colour picture), Cool-chic's networks take about
 #: 2,000, and a header's 8 layers of 256 would take 464,000.
 MAX_MLP_MACS = 2048
-#: The latents a pixel has at most: a level's grid holds one a channel for each 4**level pixels.
+#: The latents a pixel has, a channel: a level's grid holds one for each 4**level pixels (a few
+#: more where a side is rounded up: a 1x1 picture of 7 levels has 7, at a cost too small to bound).
 LATENTS_PER_PIXEL = 4 / 3
 #: The MLP's widest and deepest a header may declare (:data:`MAX_MLP_MACS` bounds them together).
 MAX_HIDDEN, MAX_DEPTH = 256, 8

@@ -199,10 +199,11 @@ class Fitted:
     saved: float
     cost: float
 
-    def room(self, bits: float) -> float:
-        """The two-number model's latent bits that take about ``bits`` under this model: what
-        rate control aims at, so that the bits the model saves go to the picture."""
-        return max(bits - self.cost, 0.0) / (1 - self.saving)
+    def room(self, bits: float, share: float = 1.0) -> float:
+        """The two-number model's latent bits that take about ``bits`` under this model, counting
+        on ``share`` of its saving: what rate control aims at, so that the bits the model saves
+        go to the picture."""
+        return max(bits - self.cost, 0.0) / (1 - share * self.saving)
 
     def for_pyramid(self, pyramid: Pyramid) -> learned.ContextModel | None:
         """The model with each grid's choice made for ``pyramid``, or None where it does not pay there."""

@@ -170,7 +170,7 @@ IL.logScaleTable = function (arithmetic, a, slope) {
 // entropy.Model.scale_table: each class's Laplace scale for a grid's a and slope.
 IL.scaleTable = (arithmetic, a, slope) => IL.logScaleTable(arithmetic, a, slope).map((x) => arithmetic.exp(x));
 
-// entropy._parent_box: each cell of the coarser grid, its 3 x 3 neighbourhood's |values| summed.
+// entropy.parent_box: each cell of the coarser grid, its 3 x 3 neighbourhood's |values| summed.
 IL.parentBox = function (parent, rows, columns) {
   const box = new Float64Array(rows * columns);
   for (let y = 0; y < rows; y++) {
