@@ -47,6 +47,8 @@ from ironlearn.codec import compress_array, read  # noqa: E402
 from ironlearn.codec.bitstream import entropy  # noqa: E402
 from ironlearn.codec.bitstream.sections import grids, read_header, write  # noqa: E402
 from ironlearn.codec.search import context as built  # noqa: E402
+from ironlearn.codec.search.context import float_backward as backward  # noqa: E402
+from ironlearn.codec.search.context import float_forward as forward  # noqa: E402
 from ironlearn.codec.search.context import symbol_bits  # noqa: E402
 
 #: Each weight of the learned model rounded to this many bits, sign included (fixed-length, a
@@ -129,29 +131,6 @@ def init_net(d: int, hidden: int, rng) -> list:
     layers = [[rng.normal(0, 1 / math.sqrt(m), (m, n)), np.zeros(n)] for m, n in zip(sizes, sizes[1:])]
     layers[-1][0][:] = 0
     return layers
-
-
-def forward(layers, x):
-    """The outputs ``(n, 2)`` (mean, log-scale less today's) and each layer's input."""
-    inputs = []
-    for i, (w, b) in enumerate(layers):
-        inputs.append(x)
-        x = x @ w + b
-        if i < len(layers) - 1:
-            x = np.maximum(x, 0)
-    return x, inputs
-
-
-def backward(layers, inputs, grad):
-    """The gradients of every weight, from the outputs' ``grad`` ``(n, 2)``."""
-    grads = []
-    for i in reversed(range(len(layers))):
-        w, _ = layers[i]
-        grads.append([inputs[i].T @ grad, grad.sum(0)])
-        grad = grad @ w.T
-        if i > 0:
-            grad = grad * (inputs[i] > 0)
-    return grads[::-1]
 
 
 def bits_of(layers, x, y, scale):

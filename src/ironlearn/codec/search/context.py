@@ -120,7 +120,9 @@ def _start(hidden: int, rng) -> list:
     return layers
 
 
-def _forward(layers, x):
+def float_forward(layers, x):
+    """The network's outputs for ``x`` in floats, as training takes them (the file's exact
+    arithmetic is :func:`..bitstream.context.forward`), and each layer's input."""
     inputs = []
     for i, (w, b) in enumerate(layers):
         inputs.append(x)
@@ -130,7 +132,8 @@ def _forward(layers, x):
     return x, inputs
 
 
-def _backward(layers, inputs, grad):
+def float_backward(layers, inputs, grad):
+    """Every weight's gradient ``[[dW, db]]`` from the outputs' ``grad`` and :func:`float_forward`'s inputs."""
     grads = []
     for i in reversed(range(len(layers))):
         grads.append([inputs[i].T @ grad, grad.sum(0)])
@@ -152,10 +155,10 @@ def train(x, today, y, weight, seconds: float, rng, start=None) -> list:
     while (done := (time.perf_counter() - started) / seconds) < 1:
         step += 1
         rate = LEARNING_RATE * (1 + math.cos(math.pi * done)) / 2
-        out, inputs = _forward(layers, x)
+        out, inputs = float_forward(layers, x)
         _, dm, ds = symbol_bits(y, out[:, 0], today + out[:, 1])
         grad = (np.stack([dm, ds], 1) * weight[:, None]).astype(np.float32)
-        for layer, moment, g in zip(layers, moments, _backward(layers, inputs, grad)):
+        for layer, moment, g in zip(layers, moments, float_backward(layers, inputs, grad)):
             for j in range(2):
                 m, v = moment[j]
                 m, v = 0.9 * m + 0.1 * g[j], 0.999 * v + 0.001 * g[j] ** 2
