@@ -45,9 +45,15 @@ def pyramid():
     return analyse(textured() @ COLOURS[3].T, 0.02, 5)
 
 
-def test_a_fitted_model_saves_what_it_says_and_decodes_exactly(pyramid):
-    fitted = context.fit(pyramid, seconds=1.0)
-    assert fitted is not None, "a textured picture's latents have structure a network finds"
+@pytest.fixture(scope="module")
+def fitted(pyramid):
+    """The model fitted to ``pyramid`` for 2 s (a quiet machine finds one that pays in a quarter of that)."""
+    found = context.fit(pyramid, seconds=2.0)
+    assert found is not None, "a textured picture's latents have structure a network finds"
+    return found
+
+
+def test_a_fitted_model_saves_what_it_says_and_decodes_exactly(pyramid, fitted):
     plain, learned = sections.write(pyramid, None), sections.write(pyramid, None, fitted.context)
     saved = 8 * (len(plain) - len(learned))
     # The estimate counts every grid's bits (sampled in the largest) and the model's cost; the coder adds a few words.
@@ -58,17 +64,15 @@ def test_a_fitted_model_saves_what_it_says_and_decodes_exactly(pyramid):
     np.testing.assert_array_equal(codec.decode(learned), codec.decode(plain))
 
 
-def test_the_room_it_plans_with_spends_the_saving_on_the_picture(pyramid):
-    fitted = context.fit(pyramid, seconds=0.5)
+def test_the_room_it_plans_with_spends_the_saving_on_the_picture(fitted):
     bits = 50_000.0
     room = fitted.room(bits)
     assert room * (1 - fitted.saving) + fitted.cost == pytest.approx(bits)
     assert fitted.room(fitted.cost / 2) == 0.0
 
 
-def test_a_model_that_does_not_pay_is_dropped(pyramid):
+def test_a_model_that_does_not_pay_is_dropped(pyramid, fitted):
     """A network whose outputs are far off costs more than the two numbers everywhere: no grid takes it."""
-    fitted = context.fit(pyramid, seconds=0.3)
     wrong = [(np.full_like(q, 300), 0) for q, _ in fitted.context.tensors]
     bad = context.learned.ContextModel(fitted.context.shifts, tuple(wrong), fitted.context.learned)
     assert context.choose(bad, pyramid) is None
