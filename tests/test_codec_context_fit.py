@@ -86,3 +86,15 @@ def test_compress_writes_the_context_model_where_it_pays():
     if header.context:  # it pays on this picture at this time: every flagged grid is coded under it
         assert any(flag for flag, in header.context_grids)
     np.testing.assert_array_equal(codec.decode(made.data).shape, picture.shape)
+
+
+def test_info_says_which_grids_the_context_model_codes(pyramid, fitted, tmp_path, capsys):
+    from ironlearn.cli import main
+
+    path = tmp_path / "learned.ilc"
+    path.write_bytes(sections.write(pyramid, None, fitted.context))
+    assert main(["info", str(path)]) == 0
+    grids = sum(fitted.context.learned)
+    assert f"a learned context model (width 8) in {grids} of {len(fitted.context.learned)} grids" in capsys.readouterr().out
+    assert main(["info", str(path), "--json"]) == 0
+    assert f'"grids": {grids}' in capsys.readouterr().out

@@ -224,6 +224,8 @@ class CompressedFile:
                 "bpp": 8 * len(data) / (header.width * header.height),
                 "latent_levels": [list(shape) for shape in header.grid_shapes],
                 "filtered_levels": header.filtered_levels, "mlp": bool(header.depth),
+                "context_model": {"width": header.context,
+                                  "grids": sum(flag for flag, in header.context_grids)} if header.context else None,
                 "parameters": header.num_parameters,
                 "section_bytes": {"latents": latents_bytes, "weights": weights_bytes}}
 
@@ -239,5 +241,10 @@ class CompressedFile:
                           "synthesis: the levels" + (f" (filtered: {', '.join(map(str, filtered))})" if filtered else "")
                           + " summed" + (f" and an MLP's correction ({header.depth} layers of {header.hidden})"
                                          if header.depth else ""),
+                          "latents coded under " + (f"a learned context model (width {header.context}) in "
+                                                    f"{meta['context_model']['grids']} of {len(header.grids)} grids, "
+                                                    "their two-number model in the others" if header.context
+                                                    else "each grid's two-number model"),
                           f"parameters: {meta['parameters']:,}, coded in {sections['latents']:,} bytes of latents and "
-                          f"{sections['weights']:,} of weights and filters"])
+                          f"{sections['weights']:,} of weights"
+                          + (", filters and the context model" if header.context else " and filters")])
