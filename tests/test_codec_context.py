@@ -113,7 +113,7 @@ def test_the_network_is_exact_in_any_order_of_summation():
     raw = rng.integers(-(1 << 17), 1 << 17, (500, learned.INPUTS)).astype(np.float64)
     raw[::3] = np.sign(raw[::3]) * (1 << 20)  # at the clip
     x = learned.scaled(raw, context.shifts)
-    layers = context.layers()
+    layers = context.layers
     batched = learned.forward(x, layers)
     for row, out in zip(x, batched):
         value = row

@@ -25,7 +25,7 @@ call of the range coder: ``WAVE * h + w`` calls a grid rather than a call a late
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -85,8 +85,9 @@ class ContextModel:
     def hidden(self) -> int:
         return self.tensors[0][0].shape[1]
 
+    @cached_property
     def layers(self) -> list:
-        """``[(weight, bias)]`` as float64, each exactly its integers times its power of two."""
+        """``[(weight, bias)]`` as float64, each exactly its integers times its power of two (made once)."""
         values = [q.astype(np.float64) * 2.0 ** exponent for q, exponent in self.tensors]
         return list(zip(values[0::2], values[1::2]))
 
@@ -179,11 +180,10 @@ def laplaces(out: np.ndarray, today: np.ndarray, magnitude: int) -> tuple[np.nda
     return means, scale_table()[steps - low]
 
 
-def predict(surroundings: Surroundings, rows, columns, context: ContextModel, layers, magnitude: int):
-    """``(means, scales)`` of the cells ``(rows, columns)``, from what ``surroundings`` holds
-    (``layers``: ``context.layers()``)."""
+def predict(surroundings: Surroundings, rows, columns, context: ContextModel, magnitude: int):
+    """``(means, scales)`` of the cells ``(rows, columns)``, from what ``surroundings`` holds."""
     raw, today = surroundings.raw(rows, columns)
-    return laplaces(forward(scaled(raw, context.shifts), layers), today, magnitude)
+    return laplaces(forward(scaled(raw, context.shifts), context.layers), today, magnitude)
 
 
 def batches(cells, size: int = 1 << 16):
@@ -208,16 +208,16 @@ def code(coder, grid, parent, model: entropy.Model, context: ContextModel, famil
     computed many steps at once: the same numbers, as every input a cell reads is coded before
     it.  Returns ``grid``."""
     around = Surroundings(grid if known else np.zeros(grid.shape, np.int64), parent, model.log_scales(arithmetic[1]))
-    layers, cells = context.layers(), waves(*grid.shape)
+    cells = waves(*grid.shape)
     if known:
         for rows, columns, bounds in batches(cells):
-            means, scales = predict(around, rows, columns, context, layers, magnitude)
+            means, scales = predict(around, rows, columns, context, magnitude)
             for r, c, mean, scale in zip(np.split(rows, bounds), np.split(columns, bounds),
                                          np.split(means, bounds), np.split(scales, bounds)):
                 coder(np.ascontiguousarray(grid[r, c], np.int32), family, mean, scale)
         return grid
     for rows, columns in cells:
-        means, scales = predict(around, rows, columns, context, layers, magnitude)
+        means, scales = predict(around, rows, columns, context, magnitude)
         values = coder(np.zeros(len(rows), np.int32), family, means, scales)
         grid[rows, columns] = values
         around.write(rows, columns, values)

@@ -76,18 +76,23 @@ def _mode(fields: dict) -> None:
         raise refuse(f"the header claims {fields['channels']} channels (1 or 3)")
 
 
+def _mlp_macs(fields: dict) -> int:
+    """The synthesis MLP's multiply-adds a pixel."""
+    return sum(fan_in * fan_out for fan_in, fan_out in _layers(fields))
+
+
 def _mlp(fields: dict) -> None:
     hidden, depth = fields["hidden"], fields["depth"]
     if (hidden == 0) != (depth == 0):
         raise refuse("the header's MLP has a width but no layers, or layers but no width")
-    macs = sum(fan_in * fan_out for fan_in, fan_out in _layers(fields))
+    macs = _mlp_macs(fields)
     if macs > MAX_MLP_MACS:
         raise refuse(f"the header's MLP ({depth} layers of {hidden}) takes {macs:,} multiply-adds a pixel, "
                      f"over the {MAX_MLP_MACS:,} a decoder accepts")
 
 
 def _context(fields: dict) -> None:
-    mlp = sum(fan_in * fan_out for fan_in, fan_out in _layers(fields))
+    mlp = _mlp_macs(fields)
     learned = context.macs(fields["context"]) * fields["channels"] * LATENTS_PER_PIXEL if fields["context"] else 0
     if mlp + learned > MAX_MLP_MACS:
         raise refuse(f"the header's networks (an MLP of {fields['depth']} layers of {fields['hidden']}, a context model "

@@ -249,11 +249,11 @@ def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections, version: 
     encoding, two empty ones) with the arithmetic of format ``version``.  The weights come
     first: the latents are coded under the context model they hold."""
     arithmetic = portable.for_version(version)
-    records = header["weights"] + header["filters"] + header.get("context_weights", ())
+    records = header["weights"] + header["filters"] + header["context_weights"]
     with RangeCoder(mode, sections[1], "weights") as coder:
         values = code_symbols(coder, [(q, m, s) for q, (_, s, m) in zip(symbols, records)], arithmetic[0])
     weights = coder.section()
-    context = context_model(header, values[len(values) - len(header.get("context_weights", ())):])
+    context = context_model(header, values[len(values) - len(header["context_weights"]):])
     with RangeCoder(mode, sections[0], "latents") as coder:
         code_latents(coder, pyramid, header["grids"], arithmetic, context)
     return [coder.section(), weights], values
@@ -262,7 +262,7 @@ def walk(mode: str, header, pyramid: Pyramid, symbols: list, sections, version: 
 def context_model(header, values) -> learned.ContextModel | None:
     """The context model of ``header``'s fields and its tensors' integers ``values`` (flat, as
     coded), or None where it has none."""
-    if not header.get("context"):
+    if not header["context"]:
         return None
     shapes = [shape for fan_in, fan_out in learned.layer_shapes(header["context"]) for shape in ((fan_in, fan_out), (fan_out,))]
     tensors = tuple((q.reshape(shape), exponent) for q, shape, (exponent, _, _) in

@@ -76,7 +76,7 @@ def coded_grids(pyramid: Pyramid, models: dict):
     place in the header's level-major order; ``models`` from :func:`..bitstream.sections.latent_models`."""
     for k, c, q, parent in grids(pyramid):
         if models[k, c] is not None:
-            above = parent if parent is not None and k + 1 < pyramid.levels and not pyramid.is_empty(k + 1) else None
+            above = parent if parent is not None and not pyramid.is_empty(k + 1) else None
             yield k * pyramid.channels + c, q, above, models[k, c][0]
 
 
@@ -183,10 +183,10 @@ def grid_bits(context: learned.ContextModel, q, parent, model: entropy.Model, ce
     """The bits grid ``q`` takes under ``context``, with the decoder's exact arithmetic: counted
     on every ``stride``-th of its latents where it has more than ``cells`` (``stride`` to leave
     about that many), and scaled to the whole grid."""
-    around, layers = learned.Surroundings(q, parent, model.log_scales()), context.layers()
+    around = learned.Surroundings(q, parent, model.log_scales())
     stride = max(1, q.size // cells)
     rows, columns = np.divmod(np.arange(0, q.size, stride), q.shape[1])
-    means, scales = learned.predict(around, rows, columns, context, layers, int(np.abs(q).max()))
+    means, scales = learned.predict(around, rows, columns, context, int(np.abs(q).max()))
     bits = symbol_bits(q[rows, columns].astype(np.float64), means, np.log(scales))[0]
     return float(bits.sum()) * q.size / len(rows)
 
@@ -227,7 +227,7 @@ def fit(pyramid: Pyramid, seconds: float, seed: int = 0, start: Fitted | None = 
     raw, today, y, weight = training_sample(pyramid, models, rng)
     shifts = shifts_for(raw) if start is None else start.context.shifts
     layers = train(learned.scaled(raw, shifts), today, y, weight, seconds - (time.perf_counter() - started), rng,
-                   None if start is None else start.context.layers())
+                   None if start is None else start.context.layers)
     every = (True,) * (pyramid.levels * pyramid.channels)
     found = [choose(learned.ContextModel(shifts, rounded(layers, bits), every), pyramid, models) for bits in WEIGHT_BITS]
     return max((f for f in found if f is not None), key=lambda f: f.saved - f.cost, default=None)
