@@ -1,17 +1,20 @@
-"""Benchmark: a timed encode on a machine that is doing something else too.
+"""Benchmark: more quality for more seconds, and a timed encode on a machine doing something else too.
 
-    python benchmarks/compress_busy.py [--seconds 30] [--rates 0.25 0.5] [--trees SRC ...]
-                                       [--wheels DIR]
+    python benchmarks/compress_busy.py [--seconds 10 30 120 300] [--rates 0.25 0.5]
+                                       [--loads alone busy] [--trees SRC ...] [--wheels DIR]
 
 Compresses each of the sporco wheel's four photographs (768x512) with ``ironlearn.compress``, as
-a user would (``--seconds``, the whole encode's time), each in its own process, two ways: alone,
-and beside a busy neighbour (another process multiplying 1500x1500 float64 matrices on NumPy's
-default BLAS threads, started 2 s before the encode and stopped after it).  Given ``--trees``
-(``src`` folders of ironlearn checkouts), it runs each tree's code in turn on the same picture
-and rate, side by side (``PYTHONPATH``); by default, the installed ironlearn.
+a user would (``--seconds``, the whole encode's time: each of those given), each in its own
+process, ``--loads`` ways: alone, and beside a busy neighbour (another process multiplying
+1500x1500 float64 matrices on NumPy's default BLAS threads, started 2 s before the encode and
+stopped after it).  Given ``--trees`` (``src`` folders of ironlearn checkouts), it runs each
+tree's code in turn on the same picture and rate, side by side (``PYTHONPATH``); by default, the
+installed ironlearn.
 
-Prints a row per encode (PSNR, bpp, the MLP's steps, seconds) and the mean PSNR of each tree,
-alone and busy.  Run it on an otherwise idle machine: the neighbour is the only load it means.
+Prints a row per encode (PSNR, bpp, the MLP's steps, seconds), then the rate-distortion curve:
+for each tree, load, time and rate, the PSNR's mean, min, median and max, the mean share of the
+rate reached, and the longest encode against its time.  Run it on an otherwise idle machine: the
+neighbour is the only load it means.
 """
 
 from __future__ import annotations
@@ -52,26 +55,40 @@ def encode(picture: str, bpp: float, seconds: float, tree: str | None, busy: boo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--seconds", type=float, nargs="+", default=[30.0])
     parser.add_argument("--rates", type=float, nargs="+", default=[0.25, 0.5])
+    parser.add_argument("--loads", nargs="+", choices=("alone", "busy"), default=["alone", "busy"])
     add_tree_arguments(parser)
     args = parser.parse_args()
-    means = {}
-    print("| tree | load | photo | bpp target | PSNR (dB) | bpp | MLP steps | encode (s) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = {}
+    print("| tree | load | photo | seconds | bpp target | PSNR (dB) | bpp | MLP steps | encode (s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as work:
         for name, picture in sporco_pngs(work, args.wheels):
-            for bpp in args.rates:
-                for busy in (False, True):
-                    for tree in args.trees:
-                        row = encode(picture, bpp, args.seconds, tree, busy)
-                        load = "busy" if busy else "alone"
-                        means.setdefault((tree, load, bpp), []).append(row["psnr"])
-                        print(f"| {tree or 'installed'} | {load} | {name} | {bpp:g} | {row['psnr']:.2f} "
-                              f"| {row['bpp']:.4f} | {row['steps']} | {row['seconds']:.1f} |", flush=True)
-    print("\n| tree | load | bpp target | mean PSNR (dB) |\n| --- | --- | --- | --- |")
-    for (tree, load, bpp), values in means.items():
-        print(f"| {tree or 'installed'} | {load} | {bpp:g} | {statistics.mean(values):.2f} |")
+            for seconds in args.seconds:
+                for bpp in args.rates:
+                    for load in args.loads:
+                        for tree in args.trees:
+                            row = encode(picture, bpp, seconds, tree, load == "busy")
+                            rows.setdefault((tree or "installed", load, seconds, bpp), []).append(row)
+                            print(f"| {tree or 'installed'} | {load} | {name} | {seconds:g} | {bpp:g} "
+                                  f"| {row['psnr']:.2f} | {row['bpp']:.4f} | {row['steps']} | {row['seconds']:.1f} |",
+                                  flush=True)
+    print()
+    print("\n".join(curve(rows)))
+
+
+def curve(rows: dict) -> list[str]:
+    """The rate-distortion curve: a Markdown row per (tree, load, seconds, rate) of ``rows``."""
+    lines = ["| tree | load | seconds | bpp target | mean PSNR (dB) | min / median / max | rate reached "
+             "(mean share) | longest encode / its time |", "| --- " * 8 + "|"]
+    for (tree, load, seconds, bpp), found in rows.items():
+        psnr = [row["psnr"] for row in found]
+        share = statistics.mean(row["bpp"] / bpp for row in found)
+        longest = max(row["seconds"] for row in found) / seconds
+        lines.append(f"| {tree} | {load} | {seconds:g} | {bpp:g} | {statistics.mean(psnr):.2f} | {min(psnr):.2f} / "
+                     f"{statistics.median(psnr):.2f} / {max(psnr):.2f} | {share:.3f} | {longest:.2f} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -455,9 +455,9 @@ def test_an_encode_runs_on_one_blas_thread(monkeypatch):
 
 @pytest.mark.parametrize("left", [16, 512])
 def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
-    from ironlearn.codec.search.synthesis import FLOOR, NETWORK_LR, Plan
+    from ironlearn.codec.search.synthesis import FLOOR, NETWORK_LR, mlp_plan
 
-    plan = Plan(steps=300, time_budget=2.0)
+    plan = mlp_plan(300, 2.0)
     before = plan.make_schedule()(150)
     replanned = plan.replanned(150, 1.0, 1 / left)  # left steps' time left
     assert replanned.steps == 150 + left
@@ -469,9 +469,9 @@ def test_a_replanned_cosine_goes_on_from_its_rate_and_ends_at_its_floor(left):
 
 
 def test_a_plan_leaves_the_steps_held_back():
-    from ironlearn.codec.search.synthesis import Plan
+    from ironlearn.codec.search.synthesis import mlp_plan
 
-    assert Plan(steps=10, time_budget=2.0, held_back=50).replanned(20, 1.0, 1 / 128).steps == 20 + 128 - 50
+    assert mlp_plan(10, 2.0, held_back=50).replanned(20, 1.0, 1 / 128).steps == 20 + 128 - 50
 
 
 @pytest.mark.parametrize("pixels, level", [(37, 1), (300, 2), (1000, 6)])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ironlearn.fitting import FitOptions, make_plan
-from ironlearn.train.timed import Replan
+from ironlearn.train.timed import LIFT, CosinePlan, Replan, going_on
 from ironlearn.image.io import Picture
 from ironlearn.train.pace import RECENT_STEPS, Pace
 
@@ -122,3 +122,19 @@ def test_a_first_plan_far_from_the_real_pace_does_not_leave_the_rate_at_its_floo
     assert rates[-1] < floor + 0.01 * (peak - floor)
     assert first_near_floor(rates, floor) >= 0.8 * len(rates)
     assert abs(len(rates) - BUDGET / STEP) <= 2
+
+
+def test_a_plan_without_a_warm_up_keeps_to_its_most_steps_and_ends_at_a_floor_of_zero():
+    """The codec's latents run such a plan: a cosine from 1 to 0, at most ``most`` steps."""
+    plan = CosinePlan(1.0, 0.0, 100, 10.0, warmup=False, most=100)
+    assert plan.make_schedule()(0) == 1.0
+    shorter = plan.replanned(1, 1.0, 0.5)  # 18 steps' time left
+    assert shorter.steps == 19 and shorter.make_schedule()(1) == pytest.approx(plan.make_schedule()(1))
+    assert plan.replanned(1, 1.0, 1e-4).steps == 100  # never past its most
+    ended = CosinePlan(1.0, 0.0, 10, 10.0, warmup=False)
+    assert ended.replanned(10, 1.0, 0.01) is ended  # nothing to go on from at a rate of 0
+
+
+def test_a_replan_goes_on_from_the_rate_reached_unless_the_first_plan_was_far_too_short():
+    assert going_on(0.6, 1.0) == 0.6
+    assert going_on(0.9 * LIFT, 1.0) == 1.0

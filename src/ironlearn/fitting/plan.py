@@ -19,6 +19,7 @@ from ..image.io import MODES
 from ..image.sampling import FILTERS
 from ..image.timelapse import frame_steps
 from ..optim import constant, cosine, warmup_cosine
+from ..train.timed import going_on
 from .options import SCHEDULES, FitOptions, UsageError, check_model_option
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
 from .regimes import PIXEL_SPLINE, Regime, drawn_thumbnail, regime_of, vertex_per_pixel
@@ -26,8 +27,6 @@ from .regimes import PIXEL_SPLINE, Regime, drawn_thumbnail, regime_of, vertex_pe
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 MIN_STEPS = 10  # a time budget never plans fewer steps than this
 RETRY_LR_FACTOR = 0.3  # after divergence, the learning rate is multiplied by this and the run retried
-#: A re-plan lifts the rate when the rate reached is under this share of the fresh cosine's.
-LIFT = 0.5
 
 # Settings a resumed run must share with the run it continues (given differently, they are refused).
 _FIXED = ("model", "mode", "batch_size", "seed", "schedule", "filter")
@@ -252,15 +251,8 @@ class RunPlan:
         """This timed plan with as many steps as the rest of its budget allows, at step ``step``
         after ``train_seconds`` of training, at ``seconds_per_step``.
 
-        Past the warm-up, its schedule goes on down from the rate reached at ``step`` to
-        ``lr_min`` at the new end: the small ups and downs of a pace that includes checkpoints
-        and frames must not move the rate up and down (going on from a fresh cosine each time
-        cost a 5 s fit over a dB at worst; measured: docs/benchmark-log.md, 'On a shared
-        machine: a timed fit beside other work').  But when the rate reached is under :data:`LIFT` of the
-        fresh cosine's over the new count, the first plan was far too short (calibrated on a
-        busy machine, it can be 40 times too short and reach the floor in a second), and it goes
-        on from the fresh cosine's rate instead: before, most of such a fit's steps sat at the
-        floor (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
+        Past the warm-up, its schedule goes on down to ``lr_min`` at the new end from the rate
+        that the timed runs' one rule gives (:func:`~ironlearn.train.timed.going_on`).
         """
         left = max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)
         steps = max(MIN_STEPS, step + 1, step + int(left))
@@ -269,7 +261,7 @@ class RunPlan:
             return dataclasses.replace(self, steps=steps)
         reached = schedule(step)
         fresh = warmup_cosine(self.lr, min(self.lr_min, self.lr), steps)(step)
-        return dataclasses.replace(self, steps=steps, anneal_from=(step, fresh if reached < LIFT * fresh else reached))
+        return dataclasses.replace(self, steps=steps, anneal_from=(step, going_on(reached, fresh)))
 
     def gentler(self) -> "RunPlan":
         """This plan with the learning rates lowered for a retry after divergence."""

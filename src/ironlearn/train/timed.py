@@ -3,17 +3,22 @@
 Before the run, :func:`calibrate` times a few steps that change nothing; the schedule is sized
 to the steps the budget allows at that pace.  The machine's speed drifts (another process, a
 thermal limit, a stall), so :class:`Replan` reads the pace as the run goes
-(:class:`~.pace.Pace`, which one stalled step does not sway) and re-sizes the schedule.  A
-timed fit (``ironlearn fit --seconds``) and the codec's MLP (``compress``) both train so.
+(:class:`~.pace.Pace`, which one stalled step does not sway) and re-sizes the schedule, by one
+rule (:func:`going_on`).  A timed fit (``ironlearn fit --seconds``), the codec's MLP and its
+latents' refinement (``compress``) all train so; the codec's two run a :class:`CosinePlan`
+through :func:`run_planned`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import statistics
 import time
+from dataclasses import dataclass
 
 from ..nn import mse
-from ..optim import Adam
+from ..optim import Adam, cosine, warmup_cosine
 from .callbacks import Callback, Every
 from .pace import BLOCKS, Pace
 from .threads import TRIAL_STEPS, ThreadPolicy
@@ -21,6 +26,10 @@ from .trainer import Trainer
 
 #: Steps timed one at a time after calibration's two warm-up ones (their median is the pace).
 CALIBRATION_STEPS = 6
+#: A re-plan lifts the rate when the rate reached is under this share of the fresh cosine's.
+LIFT = 0.5
+#: Seconds between the progress reports of a planned run (:class:`EndOfPlan`).
+REPORT_SECONDS = 1.0
 
 
 def _no_step(step: int) -> float:
@@ -81,7 +90,7 @@ class Replan(Callback):
 
     def __init__(self, job):
         """``job``: what it keeps to its budget (a fit's :class:`~ironlearn.fitting.run.Job`, the
-        codec MLP's :class:`~ironlearn.codec.search.synthesis.Timed`): its ``plan`` (with
+        codec's :class:`Timed`): its ``plan`` (with
         ``time_budget``, ``prior_seconds``, ``start_step``, ``steps`` and ``replanned(step,
         train_seconds, seconds_per_step)``), ``replan(plan)``, and ``stalled_seconds`` and
         ``step_seconds``, which this keeps up to date."""
@@ -116,3 +125,102 @@ class Replan(Callback):
         plan = self.job.plan.replanned(trainer.step, trainer.train_seconds, self.pace.seconds_per_step)
         if plan != self.job.plan:  # another step count, or another rate to go on from
             self.job.replan(plan)
+
+
+def going_on(reached: float, fresh: float) -> float:
+    """The rate a re-planned cosine goes on down from: the rate ``reached`` at the step of the
+    re-plan, so that the small ups and downs of a pace that includes checkpoints and frames do not
+    move the rate up and down (going on from a fresh cosine each time cost a 5 s fit over a dB at
+    worst; measured: docs/benchmark-log.md, 'On a shared machine: a timed fit beside other work').
+    But when it is under :data:`LIFT` of the ``fresh`` cosine's over the new count at that step, the
+    first plan was far too short (calibrated on a busy machine, it can be 40 times too short and
+    reach the floor in a second), and it goes on from the fresh rate instead: before, most of such
+    a fit's steps sat at the floor (measured: docs/benchmark-log.md, 'Measurements the code's
+    comments quoted')."""
+    return fresh if reached < LIFT * fresh else reached
+
+
+@dataclass(frozen=True)
+class CosinePlan:
+    """A timed run's cosine, as :class:`Replan` reads and revises it: from ``peak`` (after
+    :func:`~ironlearn.optim.warmup_cosine`'s warm-up, with ``warmup``) down to ``floor`` at
+    ``steps``, when the ``time_budget`` is spent but for the time of ``held_back`` steps (what
+    follows the run, priced in its steps); ``most`` steps at most, if given.  ``anneal_from``
+    ``(step, rate)``: a revised plan's cosine goes on from that rate (:func:`going_on`)."""
+
+    peak: float
+    floor: float
+    steps: int
+    time_budget: float
+    held_back: int = 0
+    warmup: bool = True
+    most: int | None = None
+    anneal_from: tuple[int, float] | None = None
+    start_step: int = 0  # Replan's terms for a run that starts anew
+    prior_seconds: float = 0.0
+
+    def make_schedule(self):
+        if self.anneal_from is None:
+            return (warmup_cosine if self.warmup else cosine)(self.peak, self.floor, self.steps)
+        step, lr = self.anneal_from
+        return cosine(lr, min(self.floor, lr), self.steps, warmup_steps=step)
+
+    def replanned(self, step: int, train_seconds: float, seconds_per_step: float) -> "CosinePlan":
+        """The plan at ``step`` after ``train_seconds``, when a step takes ``seconds_per_step``:
+        as many steps as the time left allows; past the warm-up the cosine goes on down from the
+        rate :func:`going_on` gives, within it the warm-up is kept and the cosine re-sized."""
+        left = int(max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)) - self.held_back
+        steps = step + max(1, left)
+        if self.most is not None:
+            steps = max(step + 1, min(self.most, steps))
+        schedule = self.make_schedule()
+        reached = schedule(step)
+        if steps == self.steps or reached <= 0:  # the same plan, or a cosine ended at a floor of 0
+            return self
+        if step < schedule.warmup_steps:
+            return dataclasses.replace(self, steps=max(steps, schedule.warmup_steps + 1))
+        fresh = dataclasses.replace(self, steps=steps, anneal_from=None).make_schedule()(step)
+        return dataclasses.replace(self, steps=steps, anneal_from=(step, going_on(reached, fresh)))
+
+
+class Timed:
+    """A run that :class:`Replan` keeps to its time: the plan, and the trainer whose schedule
+    follows it."""
+
+    def __init__(self, plan: CosinePlan, trainer: Trainer):
+        self.plan, self.trainer = plan, trainer
+        self.stalled_seconds = self.step_seconds = 0.0
+
+    def replan(self, plan: CosinePlan) -> None:
+        self.plan = plan
+        self.trainer.optimizer.schedule = plan.make_schedule()
+
+
+class EndOfPlan(Callback):
+    """Stops a run at its plan's last step (the plan moves as :class:`Replan` revises it), and
+    calls ``report(trainer, plan)``, if given, after the first step and every
+    :data:`REPORT_SECONDS` after."""
+
+    def __init__(self, job: Timed, report=None, clock=None):
+        super().__init__(1)
+        self.job, self.report, self.clock = job, report, clock or time.perf_counter
+        self.reported = -math.inf
+
+    def step(self, trainer) -> None:
+        if trainer.step >= self.job.plan.steps:
+            trainer.request_stop()
+        if self.report is not None and self.clock() - self.reported > REPORT_SECONDS:
+            self.reported = self.clock()
+            self.report(trainer, self.job.plan)
+
+
+def run_planned(trainer: Trainer, plan: CosinePlan, report=None, callbacks=(), clock=None) -> Trainer:
+    """Run ``trainer`` (its ``callbacks`` first, each step) on ``plan``'s cosine until the plan's
+    last step or its time budget, re-planned as the pace drifts (:class:`Replan`), ``report``
+    called as :class:`EndOfPlan` says."""
+    job = Timed(plan, trainer)
+    trainer.optimizer.schedule = plan.make_schedule()
+    trainer.callbacks = [*callbacks, Replan(job), EndOfPlan(job, report, clock)]
+    if plan.steps > 0 and plan.time_budget > 0:
+        trainer.run(time_budget=plan.time_budget)
+    return trainer

@@ -77,9 +77,9 @@ TUNING_SHARE = 0.5
 #: encode's) it saved 2.0-3.6% of sporco's four files at 0.25 bpp and 3.8-6.0% at 0.5, within
 #: half a point of 8 s (docs/compression.md, 'A learned context model, as built').
 CONTEXT_SHARE = 0.15
-#: With a context model, the latents' refinement fits it again after this share of its time
-#: (:func:`_tuned`).
-RESTART_SHARE = 0.6
+#: With a context model, the latents' refinement stops after this share of its time, fits it
+#: again and starts again (:func:`_tuned`).
+REFIT_AT = 0.6
 #: The share of the encode's time given to fitting the context model again, to the refined latents.
 REFIT_SHARE = 0.05
 #: The share of the context model's estimated saving that the latents' refinement plans to spend:
@@ -289,16 +289,16 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     the file written now leaves them (its other sections' bits counted, not estimated; the
     latents' as the context model ``fitted``, or None, will code them).  Refining changes the
     latents' statistics (on monarch at 0.25 bpp the model fitted before saved 7.3% of them
-    before, 4.2% after), so with a model the refinement stops at :data:`RESTART_SHARE` of its
+    before, 4.2% after), so with a model the refinement stops at :data:`REFIT_AT` of its
     time, fits the model again from where it was for :data:`REFIT_SHARE` of the encode's, and
-    goes on within the bits that one leaves.  Returns the pyramid and its context model."""
+    starts again within the bits that one leaves.  Returns the pyramid and its context model."""
     until, room = time.perf_counter() + seconds, None
     if job.bpp is not None:
         others = 8 * len(write(pyramid, network)) - latent_bits(pyramid)
         room = job.bpp * job.pixels - others
     if fitted is None or room is None:
         return refine(job.picture, pyramid, lam, until, bits=room, net=network[0], progress=job.progress), fitted
-    first = time.perf_counter() + RESTART_SHARE * (seconds - REFIT_SHARE * job.clock.seconds)
+    first = time.perf_counter() + REFIT_AT * (seconds - REFIT_SHARE * job.clock.seconds)
     pyramid = refine(job.picture, pyramid, lam, first, bits=fitted.room(room, PLANNED_SAVING), net=network[0],
                      progress=job.progress)
     fitted = learned.fit(pyramid, REFIT_SHARE * job.clock.seconds, job.seed, start=fitted) or fitted

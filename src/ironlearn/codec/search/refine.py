@@ -11,12 +11,15 @@ its weights held) plus lambda times the bits that each latent costs under its gr
 model (:mod:`..bitstream.entropy`: a quantised Laplace whose scale the neighbours set, made
 differentiable as the continuous Laplace's ``-log2`` probability of the latent's bin).
 
-Each level steps by its own curvature (the squared error's second derivative along one of its
-latents: its step squared times its upsampling's column norms), a share :data:`STEP_SIZE` of a
-Newton step, annealed by a cosine over the time given.  The models and each latent's scale are
-fitted again every :data:`MODEL_EVERY` steps; with a rate target, lambda follows the rate
-(up when over, down when under).  Of the pyramids seen at the fits, the best that keeps to the
-target (or the best trade) is returned: never one worse than the one given.
+The latents are a model (:class:`Latents`) that the one :class:`~ironlearn.train.Trainer`
+trains, as a fit's network is trained, on plain SGD: each level steps by its own curvature (the
+squared error's second derivative along one of its latents: its step squared times its
+upsampling's column norms), a share :data:`STEP_SIZE` of a Newton step, annealed by a cosine
+that :func:`~ironlearn.train.timed.run_planned` keeps to the time given, re-planned as the pace
+drifts.  A callback fits the models and each latent's scale again every :data:`MODEL_EVERY`
+steps and, with a rate target, moves lambda with the rate (up when over, down when under).  Of
+the pyramids seen at the fits, the best that keeps to the target (or the best trade) is
+returned: never one worse than the one given.
 
 The encoder runs it once the MLP is trained and its weights rounded (``encoder._tuned``); what it
 gains is measured in docs/compression.md, 'The latents tuned through the MLP'.
@@ -31,7 +34,11 @@ import time
 import numpy as np
 
 from ...image.metrics import psnr_from_mse
+from ...nn import mse
 from ...nn.layers import Linear, ReLU
+from ...optim import SGD, cosine
+from ...train import Callback, Trainer
+from ...train.timed import CosinePlan, run_planned
 from ..bitstream import entropy
 from ..bitstream.sections import latent_models
 from ..model.filters import filtered
@@ -195,79 +202,157 @@ def _integers(y: np.ndarray) -> np.ndarray:
     return np.copysign(np.floor(np.abs(y) + np.float32(DEADZONE)), y)
 
 
+class Latents:
+    """Every level's real latents ``y`` as a model that a :class:`~ironlearn.train.Trainer`
+    trains: its forward draws the picture as the file would from the latents rounded (the analysis'
+    rounding, :func:`_integers`), through the pyramid's filters and the MLP ``net`` held still (or
+    None); its backward carries the squared error's gradient back to each latent (straight through
+    the rounding), adds ``lam / pixels`` times the gradient of the bits each latent costs under the
+    scales of the last :meth:`fit`, and scales each level by its Newton step (a share
+    :data:`STEP_SIZE` of it), a bin a step at most.  Plain SGD on its cosine then takes the steps."""
+
+    def __init__(self, picture: np.ndarray, pyramid: Pyramid, lam: float, net=None):
+        height, width, channels = picture.shape
+        self.pyramid, self.pixels, self.lam = pyramid, height * width, lam
+        self.target = np.ascontiguousarray(picture.transpose(2, 0, 1))
+        self.frozen = None if net is None else _Frozen(net)
+        # Each latent starts in the middle of its integer's bin.
+        self.y = {f"level {k}": q + np.float32(0.5 - DEADZONE) * np.sign(q).astype(np.float32)
+                  for k, q in enumerate(pyramid.latents)}
+        # A level's Newton step: one over the squared error's second derivative along one of its
+        # latents, 2 / values * step ** 2 * its upsampling's mean squared column norms.
+        norms = [1.0] + [_operators(height, k)[2] * _operators(width, k)[2] for k in range(1, pyramid.levels)]
+        self.rates = [(STEP_SIZE * height * width * channels / (2 * pyramid.steps[k] ** 2 * norm)).astype(np.float32)
+                      for k, norm in enumerate(norms)]
+        self.integers, self.grads = list(pyramid.latents), {}
+        self.fit()
+
+    def named_parameters(self) -> dict:
+        return self.y
+
+    def named_gradients(self) -> dict:
+        return self.grads
+
+    def forward(self, _inputs=None) -> np.ndarray:
+        """The picture the rounded latents draw, ``(C, H, W)``."""
+        self.integers = [_integers(level) for level in self.y.values()]
+        return _drawn(self.pyramid, self.integers, self.frozen)
+
+    def error(self) -> float:
+        """The mean squared error of the picture that the rounded latents draw."""
+        drawn = self.forward()
+        drawn -= self.target
+        return float(np.mean(drawn * drawn))
+
+    def current(self) -> Pyramid:
+        """The pyramid of the latents the last :meth:`forward` drew."""
+        return _with(self.pyramid, self.integers)
+
+    def fit(self) -> float:
+        """Fit each grid's entropy model and each latent's scale to the latents the last
+        :meth:`forward` drew (what their rate is differentiated under until the next fit); their
+        bits.  Empty grids stay empty."""
+        scales, spent = _scales_and_bits(self.current())
+        self.scales, self.held = scales, [np.isinf(scale) for scale in scales]
+        self.rate_terms = [(inverse, np.exp(-inverse)) for inverse in (np.float32(1) / scale for scale in scales)]
+        self.correction = spent / max(_estimated_bits(self.integers, scales), 1.0)
+        return spent
+
+    def estimated_bits(self) -> float:
+        """The bits of the latents the last :meth:`forward` drew, under the last fit's scales
+        (corrected by the ratio measured at that fit)."""
+        return self.correction * _estimated_bits(self.integers, self.scales)
+
+    def backward(self, gradient: np.ndarray) -> None:
+        channels, height, width = gradient.shape
+        pyramid, weight = self.pyramid, np.float32(min(self.lam / self.pixels, MAX_WEIGHT))
+        through_net = None if self.frozen is None else self.frozen.backward(gradient.reshape(channels, -1)).reshape(
+            pyramid.levels, channels, height, width)
+        for k, (name, y) in enumerate(self.y.items()):
+            if self.held[k].all():  # a level of empty grids: nothing to carry back
+                self.grads[name] = np.zeros_like(y)
+                continue
+            at_level = gradient if through_net is None else gradient + through_net[k]
+            if k > 0:
+                (_, down_y, _), (_, down_x, _) = _operators(height, k), _operators(width, k)
+                at_level = np.ascontiguousarray(down_x.right(down_y.left(at_level)))
+            if pyramid.filters[k] is not None:  # a symmetric filter is its own adjoint but at the edges
+                at_level = filtered(at_level, pyramid.corrections(k))
+            grad = at_level * pyramid.steps[k][:, None, None]
+            grad += weight * _rate_gradient(y, *self.rate_terms[k])
+            grad[self.held[k]] = 0
+            grad *= self.rates[k][:, None, None]
+            self.grads[name] = np.clip(grad, -1, 1, out=grad)  # a bin a step at most, whatever lambda
+
+
+class _Steering(Callback):
+    """What a refinement does between its steps: every :data:`MODEL_EVERY` steps it fits the
+    entropy models again (:meth:`Latents.fit`) and keeps the best pyramid seen at a fit; with a
+    rate target ``bits``, every :data:`RATE_EVERY` it moves lambda toward the rate.  At the end it
+    draws the last latents once more and counts them as a fit."""
+
+    def __init__(self, latents: Latents, bits: float | None):
+        super().__init__(1)
+        self.latents, self.bits = latents, bits
+        self.best = None  # (mse, bits, pyramid)
+
+    def step(self, trainer) -> None:
+        drawn = trainer.step - 1  # the step whose forward drew the latents held
+        if drawn % MODEL_EVERY == 0:
+            spent = self._seen(trainer.loss)
+        elif self.bits is not None and drawn % RATE_EVERY == 0:
+            spent = self.latents.estimated_bits()
+        if self.bits is not None and drawn % RATE_EVERY == 0:
+            self.latents.lam *= min(max((spent / self.bits) ** RATE_FOLLOWING, 1 / LAMBDA_STEP), LAMBDA_STEP)
+
+    def end(self, trainer, error) -> None:
+        if error is None:
+            self._seen(self.latents.error())
+
+    def _cost(self, mse: float, spent: float) -> tuple:
+        """How latents of error ``mse`` and ``spent`` bits rank, the least first: within the
+        target the least error, else the best trade at lambda."""
+        if self.bits is None:
+            return (trade(mse, spent / self.latents.pixels, self.latents.lam),)
+        return (spent > self.bits, mse)
+
+    def _seen(self, mse: float) -> float:
+        """Count the latents last drawn, whose error is ``mse``: fit the models to them and keep
+        them if they are the best yet; their bits."""
+        spent = self.latents.fit()
+        if self.best is None or self._cost(mse, spent) < self._cost(*self.best[:2]):
+            self.best = (mse, spent, self.latents.current())
+        return spent
+
+
 def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits: float | None = None,
            steps: int | None = None, net=None, progress=None) -> Pyramid:
     """``pyramid``'s latents refined for ``picture`` (``(H, W, C)``, decorrelated colours)
     against ``distortion + lam * bits per pixel`` until the ``time.perf_counter()`` value
     ``until``, the picture drawn as the file draws it: through the pyramid's filters and, when
     given, the synthesis MLP ``net`` (its weights held).  With ``bits``, lambda follows the rate
-    at each step (:data:`RATE_FOLLOWING`) so that the latents come within them.  The pyramid's
-    steps and filters are kept.  Returns the best pyramid seen at a model fit (the given one,
-    when none beat it).  ``steps``, when given, is how many steps to take whatever the time (the
-    cosine runs over them; else over the steps that the time left allows at the steps' pace, at
-    most :data:`MOST_STEPS`).
-    ``progress``, if given, is called at each fit as ``progress("latents step", step, planned, psnr)``."""
-    height, width, channels = picture.shape
-    pixels, target = height * width, picture.transpose(2, 0, 1)
-    curvature = [2.0 / (pixels * channels) * pyramid.steps[k] ** 2 *
-                 (1.0 if k == 0 else _operators(height, k)[2] * _operators(width, k)[2])
-                 for k in range(pyramid.levels)]
-    # Each latent starts in the middle of its integer's bin.
-    y = [q + np.float32(0.5 - DEADZONE) * np.sign(q).astype(np.float32) for q in pyramid.latents]
-    frozen = None if net is None else _Frozen(net)
-    started = last = time.perf_counter()
-    best, step, longest = None, 0, 0.0
-    while True:
-        integers = [_integers(level) for level in y]
-        error = _drawn(pyramid, integers, frozen)
-        error -= target
-        out_of_time = step >= steps if steps is not None else last + longest > until or step >= MOST_STEPS
-        planned = steps or min(MOST_STEPS, step + max(1.0, (until - last) / max((last - started) / max(step, 1), 1e-9)))
-        if step % MODEL_EVERY == 0 or out_of_time:
-            current = _with(pyramid, integers)
-            scales, spent = _scales_and_bits(current)
-            held = [np.isinf(scale) for scale in scales]  # empty grids stay empty
-            rate_terms = [(inverse, np.exp(-inverse)) for inverse in (np.float32(1) / scale for scale in scales)]
-            correction = spent / max(_estimated_bits(integers, scales), 1.0)
-            mse = float(np.mean(error * error))
-            cost = (bits is not None and spent > bits, trade(mse, spent / pixels, lam) if bits is None else mse)
-            if best is None or cost < best[0]:
-                best = (cost, current)
-            if progress is not None:
-                progress("latents step", step, int(planned), psnr_from_mse(mse))
-            if out_of_time:
-                return best[1]
-        elif bits is not None and step % RATE_EVERY == 0:
-            spent = correction * _estimated_bits(integers, scales)
-        if bits is not None and step % RATE_EVERY == 0:
-            lam *= min(max((spent / bits) ** RATE_FOLLOWING, 1 / LAMBDA_STEP), LAMBDA_STEP)
-        share = 0.5 * (1 + math.cos(math.pi * min(1.0, step / planned)))
-        _step(pyramid, y, error, frozen, rate_terms, held, lam / pixels, [STEP_SIZE * share / c for c in curvature])
-        step += 1
-        now = time.perf_counter()
-        longest, last = max(longest, now - last), now
+    (:data:`RATE_FOLLOWING`) so that the latents come within them.  The pyramid's steps and
+    filters are kept.  Returns the best pyramid seen at a model fit (the given one, when none beat
+    it).
 
+    A :class:`~ironlearn.train.Trainer` run of :class:`Latents` on SGD, its cosine sized to the
+    steps the time allows and re-sized as their pace drifts (:func:`~ironlearn.train.timed.run_planned`:
+    the first plan is :data:`MOST_STEPS`, re-planned after the first step), on the caller's BLAS
+    threads.  ``steps``, when given, is how many steps to take whatever the time.  ``progress``,
+    if given, is called about every second as ``progress("latents step", step, planned, psnr)``."""
+    latents = Latents(picture, pyramid, lam, net)
+    steering = _Steering(latents, bits)
+    trainer = Trainer(latents, SGD(latents.named_parameters()), mse, batches=lambda step: (None, latents.target),
+                      check_every=0, count_callbacks=True, blas_threads=None)
+    if steps is not None:
+        trainer.optimizer.schedule = cosine(1.0, 0.0, steps)
+        trainer.callbacks = [steering]
+        trainer.run(steps)
+    else:
+        def report(trainer, plan):
+            progress("latents step", trainer.step, plan.steps, psnr_from_mse(trainer.loss))
 
-def _step(pyramid: Pyramid, y: list, error: np.ndarray, frozen, rate_terms: list, held: list, weight: float,
-          rates: list) -> None:
-    """One step of every level's real latents ``y`` (in place) down the squared ``error``'s
-    gradient (``(C, H, W)``, the drawn picture less the original) plus ``weight`` times their
-    bits', each level at its ``rates`` ``(C,)``; latents where ``held`` stay."""
-    channels, height, width = error.shape
-    gradient = error * np.float32(2.0 / error.size)
-    through_net = None if frozen is None else frozen.backward(gradient.reshape(channels, -1)).reshape(
-        pyramid.levels, channels, height, width)
-    for k in range(pyramid.levels):
-        if held[k].all():
-            continue
-        at_level = gradient if through_net is None else gradient + through_net[k]
-        if k > 0:
-            (_, down_y, _), (_, down_x, _) = _operators(height, k), _operators(width, k)
-            at_level = np.ascontiguousarray(down_x.right(down_y.left(at_level)))
-        if pyramid.filters[k] is not None:  # a symmetric filter is its own adjoint but at the edges
-            at_level = filtered(at_level, pyramid.corrections(k))
-        grad = at_level * pyramid.steps[k][:, None, None]
-        grad += np.float32(min(weight, MAX_WEIGHT)) * _rate_gradient(y[k], *rate_terms[k])
-        grad[held[k]] = 0
-        grad *= rates[k].astype(np.float32)[:, None, None]
-        y[k] -= np.clip(grad, -1, 1, out=grad)  # a bin a step at most, whatever lambda
+        plan = CosinePlan(1.0, 0.0, MOST_STEPS, max(0.0, until - time.perf_counter()), held_back=1, warmup=False,
+                          most=MOST_STEPS)
+        run_planned(trainer, plan, None if progress is None else report, callbacks=[steering])
+    return pyramid if steering.best is None else steering.best[2]  # None: no time for a step

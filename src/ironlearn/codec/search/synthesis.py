@@ -6,18 +6,15 @@ squared error); :mod:`..quantise` then rounds its weights.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...image.metrics import psnr_from_mse
 from ...nn import mse
 from ...optim import Adam
-from ...optim.schedules import cosine, warmup_cosine
-from ...train import Callback, Trainer
-from ...train.timed import Replan, calibrate
+from ...train import Trainer
+from ...train.timed import CosinePlan, calibrate, run_planned
 from ..model import network
 from ..model.network import FEATURE_GAIN
 from .analysis import spread
@@ -31,8 +28,6 @@ NETWORK_LR = 1e-2
 MLP_BATCH = 1 << 13
 #: Adam's rate at the end of the cosine, as a share of :data:`NETWORK_LR`.
 FLOOR = 1 / 100
-#: Seconds between the progress reports of a long training.
-REPORT_SECONDS = 1.0
 
 #: The MLP learns from at most this many of a picture's pixels, in whole rows spread over it: its
 #: inputs are the levels times the channels floats a pixel (1.4 GB for all of 16.8 MP), and it
@@ -57,68 +52,11 @@ def mlp_problem(pyramid, picture):
     return features * np.float32(FEATURE_GAIN), picture[rows].reshape(-1, channels) - pyramid.summed(features)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """The MLP's timed plan, as :class:`~ironlearn.train.timed.Replan` reads and revises it: the
-    cosine ends at ``steps``, when the ``time_budget`` is spent but for the time of ``held_back``
-    steps (what follows the training, priced in its steps).  ``anneal_from`` ``(step, rate)``:
-    a revised plan's cosine goes on from the rate reached there."""
-
-    steps: int
-    time_budget: float
-    held_back: int = 0
-    anneal_from: tuple[int, float] | None = None
-    start_step: int = 0  # Replan's terms for a run that starts anew
-    prior_seconds: float = 0.0
-
-    def make_schedule(self):
-        if self.anneal_from is None:
-            return warmup_cosine(NETWORK_LR, NETWORK_LR * FLOOR, self.steps)
-        step, lr = self.anneal_from
-        return cosine(lr, min(NETWORK_LR * FLOOR, lr), self.steps, warmup_steps=step)
-
-    def replanned(self, step: int, train_seconds: float, seconds_per_step: float) -> "Plan":
-        """The plan at ``step`` after ``train_seconds``, when a step takes ``seconds_per_step``:
-        as many steps as the time left allows; past the warm-up the cosine goes on down from the
-        rate reached (never up), within it the warm-up is kept and the cosine re-sized."""
-        left = int(max(0.0, self.time_budget - train_seconds) / max(seconds_per_step, 1e-9)) - self.held_back
-        steps = step + max(1, left)
-        if steps == self.steps:
-            return self
-        schedule = self.make_schedule()
-        if step < schedule.warmup_steps:
-            return dataclasses.replace(self, steps=max(steps, schedule.warmup_steps + 1))
-        return dataclasses.replace(self, steps=steps, anneal_from=(step, schedule(step)))
-
-
-class Timed:
-    """The MLP's training as :class:`~ironlearn.train.timed.Replan` keeps it to its time: the
-    plan, and the trainer whose schedule follows it."""
-
-    def __init__(self, plan: Plan, trainer: Trainer):
-        self.plan, self.trainer = plan, trainer
-        self.stalled_seconds = self.step_seconds = 0.0
-
-    def replan(self, plan: Plan) -> None:
-        self.plan = plan
-        self.trainer.optimizer.schedule = plan.make_schedule()
-
-
-class _EndOfPlan(Callback):
-    """Stops the training at its plan's last step (the plan moves as Replan revises it), and
-    reports its progress now and then."""
-
-    def __init__(self, job: Timed, progress, clock):
-        super().__init__(1)
-        self.job, self.progress, self.clock = job, progress, clock
-        self.reported = clock()
-
-    def step(self, trainer) -> None:
-        if trainer.step >= self.job.plan.steps:
-            trainer.request_stop()
-        if self.progress is not None and self.clock() - self.reported > REPORT_SECONDS:
-            self.reported = self.clock()
-            self.progress("MLP step", trainer.step, self.job.plan.steps, psnr_from_mse(trainer.loss))
+def mlp_plan(steps: int, time_budget: float, held_back: int = 0) -> CosinePlan:
+    """The MLP's timed plan: Adam's rate warmed up to :data:`NETWORK_LR`, then a cosine down to
+    :data:`FLOOR` of it at ``steps``, when ``time_budget`` is spent but for ``held_back`` steps'
+    time (what follows the training, priced in its steps)."""
+    return CosinePlan(NETWORK_LR, NETWORK_LR * FLOOR, steps, time_budget, held_back)
 
 
 def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0):
@@ -142,11 +80,12 @@ def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, he
 
     pace = calibrate(net, {"batches": batches}, clock=clock)
     budget = max(0.0, seconds - (clock() - started))
-    plan = Plan(steps=max(1, int(budget / pace) - held_back), time_budget=budget, held_back=held_back)
+    plan = mlp_plan(max(1, int(budget / pace) - held_back), budget, held_back)
     trainer = Trainer(net, Adam(net.named_parameters(), lr=plan.make_schedule()), mse, batches=batches,
                       check_every=0, count_callbacks=True, blas_threads=None, clock=clock)
-    job = Timed(plan, trainer)
-    trainer.callbacks = [Replan(job), _EndOfPlan(job, progress, clock)]
-    if plan.steps > 0 and budget > 0:
-        trainer.run(time_budget=budget)
+
+    def report(trainer, plan):
+        progress("MLP step", trainer.step, plan.steps, psnr_from_mse(trainer.loss))
+
+    run_planned(trainer, plan, None if progress is None else report, clock=clock)
     return net, trainer.step
