@@ -108,6 +108,27 @@ def test_the_frozen_mlps_gradient_is_its_derivative():
     assert analytic == pytest.approx(numeric, rel=2e-2)
 
 
+def test_the_mlps_weight_gradients_are_their_derivatives():
+    """Trained with the latents, the MLP's weights follow their own gradient."""
+    rng = np.random.default_rng(1)
+    net = build(12, 3, seed=2)
+    frozen = _Frozen(net)
+    inputs = rng.normal(0, 0.5, (12, 50)).astype(np.float32)
+    weights = rng.normal(0, 1, (3, 50)).astype(np.float32)
+    frozen.forward(inputs)
+    frozen.backward(weights, weights=True)
+    h = 1e-2
+    for name, param in frozen.named_parameters().items():
+        direction = rng.normal(0, 1, param.shape).astype(np.float32)
+        analytic = float(np.sum(frozen.grads[name] * direction))
+        param += h * direction
+        up = float(np.sum(weights * frozen.forward(inputs)))
+        param -= 2 * h * direction
+        down = float(np.sum(weights * frozen.forward(inputs)))
+        param += h * direction
+        assert analytic == pytest.approx((up - down) / (2 * h), rel=2e-2, abs=1e-3), name
+
+
 def test_refinement_through_the_mlp_and_filters_makes_a_better_file():
     """The latents refined as the file draws them (filters, MLP) trade better once written and
     read back: the refinement's picture is the decoder's."""
@@ -126,3 +147,21 @@ def test_refinement_through_the_mlp_and_filters_makes_a_better_file():
     refined = refine(picture, pyramid, lam, until=math.inf, steps=40, net=net)
     assert refined.filters == pyramid.filters
     assert traded(refined) < traded(pyramid)
+
+
+def test_the_mlp_trained_with_the_latents_and_rounded_again_makes_a_better_file():
+    """Trained together, the net is left holding the weights drawn with the pyramid returned; its
+    weights rounded again, the file trades better than the one it started from."""
+    picture = _picture()
+    target = np.round(np.clip(picture @ COLOURS[3], 0, 1) * 255).astype(np.uint8)
+    pixels = picture.shape[0] * picture.shape[1]
+    pyramid = analyse(picture, 0.05, 5)
+    lam = 1e-3
+    net, weights = _trained_mlp(picture, pyramid, lam)
+    before = [p.copy() for p in net.named_parameters().values()]
+    started = trade(_decoded_error(read(write(pyramid, (net, weights))), target), 8 * len(write(pyramid, (net, weights))) / pixels, lam)
+    refined = refine(picture, pyramid, lam, until=math.inf, steps=40, net=net, train_net=True)
+    assert any(not np.array_equal(a, b) for a, b in zip(before, net.named_parameters().values()))
+    inputs, residual = mlp_problem(refined, picture)
+    data = write(refined, (net, quantise_weights(net, inputs, residual, lam)))
+    assert trade(_decoded_error(read(data), target), 8 * len(data) / pixels, lam) < started

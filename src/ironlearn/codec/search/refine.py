@@ -7,7 +7,7 @@ that corrects the picture after.  Here every level's latents move together, as r
 ``y`` rounded on the way forward as the analysis rounds them (toward zero by its dead zone; a
 straight-through gradient), down the gradient of the squared error of the picture the file
 draws (through the filters, the upsampling, a banded product each way, and the synthesis MLP,
-its weights held) plus lambda times the bits that each latent costs under its grid's entropy
+whose weights train with them on Adam where the encoder asks) plus lambda times the bits that each latent costs under its grid's entropy
 model (:mod:`..bitstream.entropy`: a quantised Laplace whose scale the neighbours set, made
 differentiable as the continuous Laplace's ``-log2`` probability of the latent's bin).
 
@@ -36,7 +36,7 @@ import numpy as np
 from ...image.metrics import psnr_from_mse
 from ...nn import mse
 from ...nn.layers import Linear, ReLU
-from ...optim import SGD, cosine
+from ...optim import SGD, Adam, cosine
 from ...train import Callback, Trainer
 from ...train.timed import CosinePlan, run_planned
 from ..bitstream import entropy
@@ -68,6 +68,9 @@ RATE_EVERY = 4
 #: Steps at most, whatever the time: a small picture's take milliseconds, where a 768x512
 #: picture makes 25 to 30 in a 30 s encode.
 MOST_STEPS = 100
+#: Adam's rate for the MLP's weights when they train with the latents, times the latents' cosine
+#: (the MLP's own training starts at 1e-2 and ends at 1e-4).
+NET_LR = 1e-3
 #: The rate's weight in a step at most (lambda may be up to 1e308: its product must stay finite
 #: in float32; each latent then moves a bin a step at most).
 MAX_WEIGHT = 1e30
@@ -82,24 +85,37 @@ def _operators(pixels: int, level: int):
 
 
 class _Frozen:
-    """The synthesis MLP held still, run on a whole picture at once with each pixel a column (the
-    levels' grids, laid one after another, are its inputs as they are: no transpose), for its
-    gradient with respect to what it reads.  Its layers are the decoder's, Linear and ReLU
-    (:func:`..model.network.build`), the feature gain folded into the first weights."""
+    """The synthesis MLP run on a whole picture at once with each pixel a column (the levels'
+    grids, laid one after another, are its inputs as they are: no transpose), for its gradient
+    with respect to what it reads and, when it trains too, to its weights.  Its layers are the
+    decoder's, Linear and ReLU (:func:`..model.network.build`), copied, the feature gain folded
+    into the first weights."""
 
     def __init__(self, net):
         self.layers = []
         for layer in net.layers:
             if isinstance(layer, Linear):
                 weight = layer.params["weight"] * np.float32(FEATURE_GAIN if not self.layers else 1)
-                self.layers.append((np.ascontiguousarray(weight.T), layer.params["bias"][:, None]))
+                self.layers.append((np.ascontiguousarray(weight.T), layer.params["bias"][:, None].copy()))
             elif not isinstance(layer, ReLU):
                 raise TypeError(f"the synthesis MLP holds Linear and ReLU layers (got {type(layer).__name__})")
-        self.hidden = []
+        self.hidden, self.grads = [], {}
+
+    def named_parameters(self) -> dict:
+        """Its weights and biases by name, ``(out, in)`` and ``(out, 1)``: what it trains."""
+        return {f"mlp {i} {kind}": array for i, layer in enumerate(self.layers)
+                for kind, array in zip(("weight", "bias"), layer)}
+
+    def into(self, net) -> None:
+        """Write its weights into ``net`` (the feature gain taken out again)."""
+        linear = [layer for layer in net.layers if isinstance(layer, Linear)]
+        for i, (layer, (weight, bias)) in enumerate(zip(linear, self.layers)):
+            layer.params["weight"][...] = weight.T / np.float32(FEATURE_GAIN if i == 0 else 1)
+            layer.params["bias"][...] = bias[:, 0]
 
     def forward(self, inputs: np.ndarray) -> np.ndarray:
-        """``(inputs, pixels)`` -> ``(outputs, pixels)``, keeping each hidden layer for :meth:`backward`."""
-        self.hidden = []
+        """``(inputs, pixels)`` -> ``(outputs, pixels)``, keeping each layer's input for :meth:`backward`."""
+        self.hidden = [inputs]
         for index, (weight, bias) in enumerate(self.layers):
             inputs = weight @ inputs
             inputs += bias
@@ -108,14 +124,31 @@ class _Frozen:
                 self.hidden.append(inputs)
         return inputs
 
-    def backward(self, grad: np.ndarray) -> np.ndarray:
+    def backward(self, grad: np.ndarray, weights: bool = False) -> np.ndarray:
         """The gradient ``(outputs, pixels)`` at the last :meth:`forward`'s outputs, carried back
-        to its inputs."""
-        for (weight, _), hidden in zip(reversed(self.layers), [*reversed(self.hidden), None]):
+        to its inputs; with ``weights``, its weights' gradients kept in :attr:`grads` by name."""
+        for index in reversed(range(len(self.layers))):
+            weight, _ = self.layers[index]
+            if weights:
+                self.grads[f"mlp {index} weight"] = grad @ self.hidden[index].T
+                self.grads[f"mlp {index} bias"] = grad.sum(axis=1, keepdims=True)
             grad = weight.T @ grad
-            if hidden is not None:
-                grad *= hidden > 0
+            if index > 0:
+                grad *= self.hidden[index] > 0
         return grad
+
+
+class _Joint(SGD):
+    """Plain SGD for the latents (their steps made in :meth:`Latents.backward`) and Adam for the
+    MLP's weights, at :data:`NET_LR` times the same schedule."""
+
+    def __init__(self, latents: dict, net: dict):
+        super().__init__({**latents, **net})
+        self.net = Adam(net, lr=lambda step: NET_LR * self.schedule(step))
+
+    def _update_together(self, grads: dict, lr) -> list:
+        self.net.step({name: grads[name] for name in self.net.params})
+        return [name for name in self.params if name not in self.net.params]
 
 
 def _drawn(pyramid: Pyramid, integers: list, net: _Frozen | None = None) -> np.ndarray:
@@ -211,8 +244,9 @@ class Latents:
     scales of the last :meth:`fit`, and scales each level by its Newton step (a share
     :data:`STEP_SIZE` of it), a bin a step at most.  Plain SGD on its cosine then takes the steps."""
 
-    def __init__(self, picture: np.ndarray, pyramid: Pyramid, lam: float, net=None):
+    def __init__(self, picture: np.ndarray, pyramid: Pyramid, lam: float, net=None, train_net: bool = False):
         height, width, channels = picture.shape
+        self.train_net = train_net and net is not None
         self.pyramid, self.pixels, self.lam = pyramid, height * width, lam
         self.target = np.ascontiguousarray(picture.transpose(2, 0, 1))
         self.frozen = None if net is None else _Frozen(net)
@@ -228,7 +262,7 @@ class Latents:
         self.fit()
 
     def named_parameters(self) -> dict:
-        return self.y
+        return {**self.y, **self.frozen.named_parameters()} if self.train_net else self.y
 
     def named_gradients(self) -> dict:
         return self.grads
@@ -266,8 +300,10 @@ class Latents:
     def backward(self, gradient: np.ndarray) -> None:
         channels, height, width = gradient.shape
         pyramid, weight = self.pyramid, np.float32(min(self.lam / self.pixels, MAX_WEIGHT))
-        through_net = None if self.frozen is None else self.frozen.backward(gradient.reshape(channels, -1)).reshape(
-            pyramid.levels, channels, height, width)
+        through_net = None if self.frozen is None else self.frozen.backward(
+            gradient.reshape(channels, -1), weights=self.train_net).reshape(pyramid.levels, channels, height, width)
+        if self.train_net:
+            self.grads.update(self.frozen.grads)
         for k, (name, y) in enumerate(self.y.items()):
             if self.held[k].all():  # a level of empty grids: nothing to carry back
                 self.grads[name] = np.zeros_like(y)
@@ -321,16 +357,19 @@ class _Steering(Callback):
         them if they are the best yet; their bits."""
         spent = self.latents.fit()
         if self.best is None or self._cost(mse, spent) < self._cost(*self.best[:2]):
-            self.best = (mse, spent, self.latents.current())
+            weights = [tuple(array.copy() for array in layer) for layer in self.latents.frozen.layers] \
+                if self.latents.train_net else None
+            self.best = (mse, spent, self.latents.current(), weights)
         return spent
 
 
 def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits: float | None = None,
-           steps: int | None = None, net=None, progress=None) -> Pyramid:
+           steps: int | None = None, net=None, progress=None, train_net: bool = False) -> Pyramid:
     """``pyramid``'s latents refined for ``picture`` (``(H, W, C)``, decorrelated colours)
     against ``distortion + lam * bits per pixel`` until the ``time.perf_counter()`` value
     ``until``, the picture drawn as the file draws it: through the pyramid's filters and, when
-    given, the synthesis MLP ``net`` (its weights held).  With ``bits``, lambda follows the rate
+    given, the synthesis MLP ``net`` (its weights held, or with ``train_net`` trained too: ``net``
+    is then left holding the weights trained with the pyramid returned).  With ``bits``, lambda follows the rate
     (:data:`RATE_FOLLOWING`) so that the latents come within them.  The pyramid's steps and
     filters are kept.  Returns the best pyramid seen at a model fit (the given one, when none beat
     it).
@@ -340,9 +379,10 @@ def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits
     the first plan is :data:`MOST_STEPS`, re-planned after the first step), on the caller's BLAS
     threads.  ``steps``, when given, is how many steps to take whatever the time.  ``progress``,
     if given, is called about every second as ``progress("latents step", step, planned, psnr)``."""
-    latents = Latents(picture, pyramid, lam, net)
+    latents = Latents(picture, pyramid, lam, net, train_net)
     steering = _Steering(latents, bits)
-    trainer = Trainer(latents, SGD(latents.named_parameters()), mse, batches=lambda step: (None, latents.target),
+    optimizer = _Joint(latents.y, latents.frozen.named_parameters()) if latents.train_net else SGD(latents.y)
+    trainer = Trainer(latents, optimizer, mse, batches=lambda step: (None, latents.target),
                       check_every=0, count_callbacks=True, blas_threads=None)
     if steps is not None:
         trainer.optimizer.schedule = cosine(1.0, 0.0, steps)
@@ -355,4 +395,9 @@ def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits
         plan = CosinePlan(1.0, 0.0, MOST_STEPS, max(0.0, until - time.perf_counter()), held_back=1, warmup=False,
                           most=MOST_STEPS)
         run_planned(trainer, plan, None if progress is None else report, callbacks=[steering])
-    return pyramid if steering.best is None else steering.best[2]  # None: no time for a step
+    if steering.best is None:  # no time for a step
+        return pyramid
+    if latents.train_net:
+        latents.frozen.layers = steering.best[3]
+        latents.frozen.into(net)
+    return steering.best[2]
