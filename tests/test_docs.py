@@ -49,3 +49,22 @@ def test_the_benchmarks_page_gives_figures_with_their_commands():
     silent = [section.splitlines()[0] for section in with_tables
               if not re.search(r"python benchmarks/\w+\.py|`ironlearn \w", section)]
     assert not silent, f"these sections of docs/benchmarks.md give no command: {silent}"
+
+
+def test_every_file_a_page_names_exists():
+    """A path in backticks (`src/...`, `tests/...`, `benchmarks/...`, `codec/search/refine.py`) names
+    a file of the repository: a moved module or test is renamed in the docs too.  The log keeps its
+    history as it was written; what a command writes (under `runs/`) is not a file of the repository."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    homes = [root, root / "src" / "ironlearn", root / "src" / "ironlearn" / "viewer"]
+    missing = []
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        if page.name == "benchmark-log.md":
+            continue
+        for path in re.findall(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|js|md))`", page.read_text()):
+            if not path.startswith("runs/") and not any((home / path).is_file() for home in homes):
+                missing.append(f"{page.name}: {path}")
+    assert not missing, f"the docs name files that do not exist: {missing}"
