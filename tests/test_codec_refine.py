@@ -18,7 +18,7 @@ from ironlearn.codec.model.network import FEATURE_GAIN, build
 from ironlearn.codec.quantise import quantise_weights
 from ironlearn.codec.search.encoder import _decoded_error
 from ironlearn.codec.search.filters import fit_filters
-from ironlearn.codec.search.refine import _drawn, _Frozen, rate_gradient, refine
+from ironlearn.codec.search.refine import _drawn, _Synthesis, rate_gradient, refine
 from ironlearn.codec.search.synthesis import mlp_problem, train
 
 
@@ -87,7 +87,7 @@ def test_the_frozen_mlp_draws_what_the_decoder_draws():
     pyramid = analyse(picture, 0.05, 4)
     fit_filters(picture, pyramid, 1e-3, math.inf)
     net, _ = _trained_mlp(picture, pyramid, 1e-3)
-    drawn = _drawn(pyramid, [q.astype(np.float32) for q in pyramid.latents], _Frozen(net))
+    drawn = _drawn(pyramid, [q.astype(np.float32) for q in pyramid.latents], _Synthesis(net))
     features = pyramid.features(64, 96)
     decoded = pyramid.summed(features) + net.forward(features * np.float32(FEATURE_GAIN))
     assert np.allclose(drawn.reshape(3, -1).T, decoded, atol=1e-5)
@@ -97,7 +97,7 @@ def test_the_frozen_mlps_gradient_is_its_derivative():
     rng = np.random.default_rng(1)
     net = build(12, 3, seed=2)
     net.layers[-1].params["weight"][...] = rng.normal(0, 0.3, net.layers[-1].params["weight"].shape)
-    frozen = _Frozen(net)
+    frozen = _Synthesis(net)
     inputs, direction = rng.normal(0, 0.1, (2, 12, 50))
     weights = rng.normal(0, 1, (3, 50))
     frozen.forward(inputs.astype(np.float32))
@@ -112,7 +112,7 @@ def test_the_mlps_weight_gradients_are_their_derivatives():
     """Trained with the latents, the MLP's weights follow their own gradient."""
     rng = np.random.default_rng(1)
     net = build(12, 3, seed=2)
-    frozen = _Frozen(net)
+    frozen = _Synthesis(net)
     inputs = rng.normal(0, 0.5, (12, 50)).astype(np.float32)
     weights = rng.normal(0, 1, (3, 50)).astype(np.float32)
     frozen.forward(inputs)

@@ -299,8 +299,7 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     time, fits the model again from where it was for :data:`REFIT_SHARE` of the encode's, and
     starts again within the bits that one leaves.  Returns the pyramid, its network and its
     context model."""
-    started = time.perf_counter()
-    until, room = started + seconds, None
+    until, room = time.perf_counter() + seconds, None
     if job.bpp is not None:
         others = 8 * len(write(pyramid, network)) - latent_bits(pyramid)
         room = job.bpp * job.pixels - others

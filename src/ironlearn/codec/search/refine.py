@@ -84,7 +84,7 @@ def _operators(pixels: int, level: int):
     return Banded(matrix), Banded(np.ascontiguousarray(matrix.T)), float(np.mean((matrix ** 2).sum(axis=0)))
 
 
-class _Frozen:
+class _Synthesis:
     """The synthesis MLP run on a whole picture at once with each pixel a column (the levels'
     grids, laid one after another, are its inputs as they are: no transpose), for its gradient
     with respect to what it reads and, when it trains too, to its weights.  Its layers are the
@@ -151,7 +151,7 @@ class _Joint(SGD):
         return [name for name in self.params if name not in self.net.params]
 
 
-def _drawn(pyramid: Pyramid, integers: list, net: _Frozen | None = None) -> np.ndarray:
+def _drawn(pyramid: Pyramid, integers: list, net: _Synthesis | None = None) -> np.ndarray:
     """The picture the levels ``integers`` (each ``(C, h, w)``) draw at the pyramid's size, in
     decorrelated colours, through the pyramid's filters and ``net`` (or None): ``(C, H, W)``
     float32."""
@@ -238,8 +238,8 @@ def _integers(y: np.ndarray) -> np.ndarray:
 class Latents:
     """Every level's real latents ``y`` as a model that a :class:`~ironlearn.train.Trainer`
     trains: its forward draws the picture as the file would from the latents rounded (the analysis'
-    rounding, :func:`_integers`), through the pyramid's filters and the MLP ``net`` held still (or
-    None); its backward carries the squared error's gradient back to each latent (straight through
+    rounding, :func:`_integers`), through the pyramid's filters and the MLP ``net`` (or None), held
+    or, with ``train_net``, trained too; its backward carries the squared error's gradient back to each latent (straight through
     the rounding), adds ``lam / pixels`` times the gradient of the bits each latent costs under the
     scales of the last :meth:`fit`, and scales each level by its Newton step (a share
     :data:`STEP_SIZE` of it), a bin a step at most.  Plain SGD on its cosine then takes the steps."""
@@ -249,7 +249,7 @@ class Latents:
         self.train_net = train_net and net is not None
         self.pyramid, self.pixels, self.lam = pyramid, height * width, lam
         self.target = np.ascontiguousarray(picture.transpose(2, 0, 1))
-        self.frozen = None if net is None else _Frozen(net)
+        self.synthesis = None if net is None else _Synthesis(net)
         # Each latent starts in the middle of its integer's bin.
         self.y = {f"level {k}": q + np.float32(0.5 - DEADZONE) * np.sign(q).astype(np.float32)
                   for k, q in enumerate(pyramid.latents)}
@@ -258,11 +258,11 @@ class Latents:
         norms = [1.0] + [_operators(height, k)[2] * _operators(width, k)[2] for k in range(1, pyramid.levels)]
         self.rates = [(STEP_SIZE * height * width * channels / (2 * pyramid.steps[k] ** 2 * norm)).astype(np.float32)
                       for k, norm in enumerate(norms)]
-        self.integers, self.grads = list(pyramid.latents), {}
+        self.integers, self.grads, self._still = list(pyramid.latents), {}, {}
         self.fit()
 
     def named_parameters(self) -> dict:
-        return {**self.y, **self.frozen.named_parameters()} if self.train_net else self.y
+        return {**self.y, **self.synthesis.named_parameters()} if self.train_net else self.y
 
     def named_gradients(self) -> dict:
         return self.grads
@@ -270,7 +270,7 @@ class Latents:
     def forward(self, _inputs=None) -> np.ndarray:
         """The picture the rounded latents draw, ``(C, H, W)``."""
         self.integers = [_integers(level) for level in self.y.values()]
-        return _drawn(self.pyramid, self.integers, self.frozen)
+        return _drawn(self.pyramid, self.integers, self.synthesis)
 
     def error(self) -> float:
         """The mean squared error of the picture that the rounded latents draw."""
@@ -300,13 +300,15 @@ class Latents:
     def backward(self, gradient: np.ndarray) -> None:
         channels, height, width = gradient.shape
         pyramid, weight = self.pyramid, np.float32(min(self.lam / self.pixels, MAX_WEIGHT))
-        through_net = None if self.frozen is None else self.frozen.backward(
+        through_net = None if self.synthesis is None else self.synthesis.backward(
             gradient.reshape(channels, -1), weights=self.train_net).reshape(pyramid.levels, channels, height, width)
         if self.train_net:
-            self.grads.update(self.frozen.grads)
+            self.grads.update(self.synthesis.grads)
         for k, (name, y) in enumerate(self.y.items()):
-            if self.held[k].all():  # a level of empty grids: nothing to carry back
-                self.grads[name] = np.zeros_like(y)
+            if self.held[k].all():  # a level of empty grids: nothing to carry back (its zeros made once)
+                if name not in self._still:
+                    self._still[name] = np.zeros_like(y)
+                self.grads[name] = self._still[name]
                 continue
             at_level = gradient if through_net is None else gradient + through_net[k]
             if k > 0:
@@ -357,7 +359,7 @@ class _Steering(Callback):
         them if they are the best yet; their bits."""
         spent = self.latents.fit()
         if self.best is None or self._cost(mse, spent) < self._cost(*self.best[:2]):
-            weights = [tuple(array.copy() for array in layer) for layer in self.latents.frozen.layers] \
+            weights = [tuple(array.copy() for array in layer) for layer in self.latents.synthesis.layers] \
                 if self.latents.train_net else None
             self.best = (mse, spent, self.latents.current(), weights)
         return spent
@@ -381,7 +383,7 @@ def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits
     if given, is called about every second as ``progress("latents step", step, planned, psnr)``."""
     latents = Latents(picture, pyramid, lam, net, train_net)
     steering = _Steering(latents, bits)
-    optimizer = _Joint(latents.y, latents.frozen.named_parameters()) if latents.train_net else SGD(latents.y)
+    optimizer = _Joint(latents.y, latents.synthesis.named_parameters()) if latents.train_net else SGD(latents.y)
     trainer = Trainer(latents, optimizer, mse, batches=lambda step: (None, latents.target),
                       check_every=0, count_callbacks=True, blas_threads=None)
     if steps is not None:
@@ -398,6 +400,6 @@ def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits
     if steering.best is None:  # no time for a step
         return pyramid
     if latents.train_net:
-        latents.frozen.layers = steering.best[3]
-        latents.frozen.into(net)
+        latents.synthesis.layers = steering.best[3]
+        latents.synthesis.into(net)
     return steering.best[2]
