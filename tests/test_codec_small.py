@@ -19,7 +19,7 @@ from ironlearn.codec.model import network
 from ironlearn.codec.search import encoder
 from ironlearn.codec.bitstream import read, write
 from ironlearn.codec.shapes import MAX_LEVELS
-from ironlearn.codec.search.ratecontrol import Clock
+from ironlearn.codec.search.ratecontrol import FINISH_COST, Clock
 from ironlearn.image.metrics import psnr_from_mse
 
 real_train = encoder.train
@@ -37,10 +37,11 @@ def quick_train(inputs, residual, seconds, seed, progress, held_back=0):
         network.build = build
 
 
-def measured(job, pyramid, network, steps=0, fitted=None) -> tuple:
-    """``(bytes, PSNR in dB)`` of a candidate's file (its latents under its context model
-    ``fitted``, where it pays, as the encoder writes them)."""
-    data = write(pyramid, network, None if fitted is None else fitted.for_pyramid(pyramid))
+def measured(job, candidate) -> tuple:
+    """``(bytes, PSNR in dB)`` of a candidate's file (its latents under its context model, where
+    it pays, as the encoder writes them), written here, not by the encoder's own check."""
+    fitted = candidate.fitted
+    data = write(candidate.pyramid, candidate.network, None if fitted is None else fitted.for_pyramid(candidate.pyramid))
     return len(data), psnr_from_mse(encoder._decoded_error(read(data), job.target))
 
 
@@ -70,8 +71,8 @@ def test_a_file_with_an_mlp_that_costs_bits_and_quality_loses_to_the_pyramid_whe
     monkeypatch.setattr(encoder, "TUNING_SHARE", 0.0)  # the latents tuned through it can make it pay
     job = encoder._arguments(waves(32, 32, 3), 2.0, None, 30.0, MAX_LEVELS, 0, None)
     candidates = encoder._candidates(job)
-    files = [measured(job, *candidate) for candidate in candidates]
-    with_mlp = [file for file, (_, network, _, _) in zip(files, candidates) if network is not None]
+    files = [measured(job, candidate) for candidate in candidates]
+    with_mlp = [file for file, candidate in zip(files, candidates) if candidate.network is not None]
     assert with_mlp and all(beaten_by(*file, files) for file in with_mlp)  # what this test is about
 
     kept = encoder._cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates)
@@ -85,7 +86,7 @@ def test_a_tiny_pictures_file_is_beaten_by_no_file_with_an_mlp_or_the_filtered_p
     made = []
 
     def cheapest(job, candidates):
-        made.extend(measured(job, *candidate) for candidate in candidates)
+        made.extend(measured(job, candidate) for candidate in candidates)
         return real_cheapest(job, candidates)
 
     real_cheapest = encoder._cheapest
@@ -113,7 +114,7 @@ def test_a_target_missed_on_a_tiny_picture_keeps_the_smallest_file(tmp_path, mon
     made = []
 
     def late(job, candidates):  # the files written after the deadline
-        made.extend(measured(job, *candidate) for candidate in candidates)
+        made.extend(measured(job, candidate) for candidate in candidates)
         return real_cheapest(dataclasses.replace(job, clock=Clock(1e-9)), candidates)
 
     real_cheapest = encoder._cheapest
@@ -125,3 +126,31 @@ def test_a_target_missed_on_a_tiny_picture_keeps_the_smallest_file(tmp_path, mon
     assert "pyramid alone (the MLP did not pay for its bits)" in said
     size = (tmp_path / "t.ilc").stat().st_size
     assert size <= min(s for s, _ in made[1:])  # the MLP's files and the pyramid with its filters
+
+
+def test_the_pyramids_file_is_checked_once_and_prices_the_files_to_come(monkeypatch):
+    """The pyramid with its filters is written and read back before the MLP trains (a file under
+    the context model costs more than the analyses it was priced at); the time it took is what
+    the later files are priced at, and the choice of the file does not write it again."""
+    monkeypatch.setattr(encoder, "train", quick_train)
+    job = encoder._arguments(waves(32, 32, 3), 2.0, None, 30.0, MAX_LEVELS, 0, None)
+    written = []
+    real_write = encoder.write
+    monkeypatch.setattr(encoder, "write", lambda *a, **k: written.append(a[0]) or real_write(*a, **k))
+    candidates = encoder._candidates(job)
+    filtered = candidates[1]
+    assert filtered.network is None and filtered.file is not None and job.clock.file > 0
+    assert written.count(filtered.pyramid) == 1
+    encoder._cheapest(job, candidates)
+    assert written.count(filtered.pyramid) == 1
+    assert measured(job, filtered) == (len(filtered.file[0]), psnr_from_mse(filtered.file[1]))
+
+
+def test_files_are_priced_at_what_one_took_where_that_is_more_than_the_analyses():
+    clock = Clock(60.0)
+    clock.analysis = 0.1
+    assert clock.files(2) == pytest.approx(2 * FINISH_COST)  # none timed yet
+    clock.file = 0.2
+    assert clock.files(2) == pytest.approx(2 * FINISH_COST)  # cheaper than its floor
+    clock.file = 1.5
+    assert clock.files(2) == pytest.approx(30.0)

@@ -122,6 +122,29 @@ class Compressed:
     mlp_tried: bool = False
 
 
+@dataclass(eq=False)
+class _Candidate:
+    """A file worth writing: its pyramid, its MLP ``(net, weights)`` (None without one) with the
+    steps it trained, and the latents' context model fitted for it (None where none pays);
+    ``file`` its bytes and their decoded picture's error once :func:`_check` has written them."""
+
+    pyramid: object
+    network: tuple | None = None
+    steps: int = 0
+    fitted: learned.Fitted | None = None
+    file: tuple | None = dataclasses.field(default=None, init=False)
+
+
+def _check(job, candidate: _Candidate) -> tuple:
+    """``(data, mse)``: the candidate written (its latents under its context model where that
+    pays for them) and read back, its decoded picture's error; written once."""
+    if candidate.file is None:
+        fitted = candidate.fitted
+        data = write(candidate.pyramid, candidate.network, None if fitted is None else fitted.for_pyramid(candidate.pyramid))
+        candidate.file = data, _decoded_error(read(data), job.target)
+    return candidate.file
+
+
 def _as_picture(values) -> np.ndarray:
     """``values`` as an ``(H, W, C)`` array, not yet converted; ``ValueError`` for another shape."""
     values = np.asarray(values)
@@ -246,19 +269,20 @@ def _at_rate(job: _Job, bits, like):
     to nothing, for two more phases of the encode; measured: docs/compression.md, 'The codec')."""
     around = math.log(float(like.steps[0, 0]))
     pyramid = analyse_at_rate(job.picture, job.levels, bits - job.header_bits - job.filter_bits, job.clock,
-                              FINISH_COST, around, job.progress)
+                              job.clock.files(1), around, job.progress)
     pyramid.filters = list(like.filters)
     return pyramid
 
 
 def _with_mlp(job: _Job, plain, lam, fitted) -> list:
-    """The candidates with an MLP, ``[(pyramid, (net, weights), steps, context)]``, where one fits in the
+    """The candidates with an MLP (:class:`_Candidate`), where one fits in the
     time: rate control again around the plain pyramid's step (with a target), the MLP's problem,
     its training and its weights' rounding, rate control once more for the bits they took, and
     two more files checked."""
     clock, bpp, pixels = job.clock, job.bpp, job.pixels
     refit = REFINE_ANALYSES if bpp is not None else 0
-    if pixels < 64 or lam is None or not clock.affords(2 * refit + MLP_OVERHEAD_COST + 4 * FINISH_COST):
+    # Two files are left to write and check (the pyramid's is): the most refined, and one more.
+    if pixels < 64 or lam is None or not clock.affords(2 * refit + MLP_OVERHEAD_COST + clock.files(2)):
         return []
     pyramid = plain  # lambda's best step does not depend on the MLP
     if bpp is not None:  # the latents leave room for the MLP's bits (about a byte a weight)
@@ -266,7 +290,7 @@ def _with_mlp(job: _Job, plain, lam, fitted) -> list:
         net_bits = 8 * WIDTH * (job.levels * channels + WIDTH * (DEPTH - 1) + channels)
         pyramid = _at_rate(job, bpp * pixels - net_bits, plain)
     inputs, residual = mlp_problem(pyramid, job.picture)
-    training = clock.left() - (refit + MLP_OVERHEAD_COST + 4 * FINISH_COST) * clock.analysis
+    training = clock.left() - (refit + MLP_OVERHEAD_COST + clock.files(2)) * clock.analysis
     tuning = TUNING_SHARE * training if pixels <= MLP_PIXELS else 0.0
     training -= tuning
     tuning -= FINISH_COST * clock.analysis  # the tuning writes the file once to count its other sections' bits
@@ -276,15 +300,16 @@ def _with_mlp(job: _Job, plain, lam, fitted) -> list:
     rounding = time.perf_counter()
     weights = quantise_weights(net, inputs, residual, lam)
     rounding = time.perf_counter() - rounding
-    candidates = [(pyramid, (net, weights), steps, fitted)]
+    candidates = [_Candidate(pyramid, (net, weights), steps, fitted)]
     if bpp is not None:  # the weights took other than the bits set aside: the latents take the rest
         spent_on_weights = sum(laplace_size(q, log_scale) for q, _, log_scale in weights)
         if spent_on_weights > net_bits or net_bits - spent_on_weights > 0.01 * bpp * pixels:
-            candidates.append((_at_rate(job, bpp * pixels - spent_on_weights, plain), (net, weights), steps, fitted))
+            candidates.append(_Candidate(_at_rate(job, bpp * pixels - spent_on_weights, plain), (net, weights), steps,
+                                         fitted))
     if tuning - rounding > 0:
         # The weights are rounded again after the tuning, in the time they took here.
-        tuned, trained, refitted = _tuned(job, candidates[-1][0], (net, weights), lam, tuning - rounding, fitted)
-        candidates.append((tuned, trained, steps, refitted))
+        tuned, trained, refitted = _tuned(job, candidates[-1].pyramid, (net, weights), lam, tuning - rounding, fitted)
+        candidates.append(_Candidate(tuned, trained, steps, refitted))
     return candidates
 
 
@@ -319,14 +344,19 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
 
 
 def _candidates(job: _Job) -> list:
-    """Every file worth writing, ``[(pyramid, network or None, steps, context)]``, least refined
-    first: the pyramid without its filters (a fallback), with them, and with an MLP where time
-    allows; ``context`` the latents' context model fitted for them (a :class:`.context.Fitted`,
-    None where it does not pay or the time leaves none)."""
+    """Every file worth writing (:class:`_Candidate`), least refined first: the pyramid without
+    its filters (a fallback), with them, and with an MLP where time allows, all with the
+    latents' context model fitted to the pyramid (None where it does not pay or the time leaves
+    none).  The pyramid with its filters, always written, is written and checked first, and the
+    time that took prices the files still to come (:meth:`.ratecontrol.Clock.files`)."""
     prepare_analysis(job.target.shape[0], job.target.shape[1], job.levels)
     plain, lam = _plain(job)
     fitted = _context(job, plain)
-    return [(plain.unfiltered(), None, 0, fitted), (plain, None, 0, fitted)] + _with_mlp(job, plain, lam, fitted)
+    filtered = _Candidate(plain, fitted=fitted)
+    started = time.perf_counter()
+    _check(job, filtered)
+    job.clock.file = time.perf_counter() - started
+    return [_Candidate(plain.unfiltered(), fitted=fitted), filtered] + _with_mlp(job, plain, lam, fitted)
 
 
 def _context(job: _Job, pyramid) -> learned.Fitted | None:
@@ -366,18 +396,17 @@ def _cheapest(job: _Job, candidates) -> Compressed:
     first files whatever the time, the others while time is left."""
     ordered, always = _in_order(candidates)
     best = None
-    for tried, (pyramid, network, steps, fitted) in enumerate(ordered):
-        if tried >= always and not job.clock.affords(FINISH_COST):
+    for tried, candidate in enumerate(ordered):
+        if tried >= always and candidate.file is None and not job.clock.affords(job.clock.files(1)):
             break
-        data = write(pyramid, network, None if fitted is None else fitted.for_pyramid(pyramid))
-        mse = _decoded_error(read(data), job.target)
+        data, mse = _check(job, candidate)
         rate = 8 * len(data) / job.pixels
         cost = _cost(rate, mse, job.bpp, job.lmbda)
         if best is None or cost < best[0]:
-            best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, steps))
+            best = (cost, Compressed(data, rate, psnr_from_mse(mse), 0.0, candidate.steps))
     result = best[1]
     return Compressed(result.data, result.bpp, result.psnr, time.perf_counter() - job.clock.started, result.steps,
-                      mlp_tried=any(network is not None for _, network, _, _ in candidates))
+                      mlp_tried=any(candidate.network is not None for candidate in candidates))
 
 
 def _decoded_error(decoded, target: np.ndarray) -> float:
