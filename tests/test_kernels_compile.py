@@ -1,11 +1,14 @@
 """Every CUDA source ironlearn carries, compiled on the CPU by NVRTC (no GPU, no driver): a typo in a
-kernel fails here, on every submission, instead of costing minutes of a lent GPU (issue 52).
+kernel fails here, on every submission, instead of costing minutes of a lent GPU.
 
-NVRTC comes from NVIDIA's wheel ``nvidia-cuda-nvrtc-cu12`` (the test extra, on Linux), reached
-through ctypes: five calls, no other binding.  The sources are compiled as CuPy compiles them
-(``kernels._functions``'s options), for the oldest GPU CuPy 13 supports and for the H100/H200 the
-project runs on, where the float2 atomics apply.  CuPy's ElementwiseKernels (Adam's update, the
-sine) are one-line bodies that CuPy wraps in code of its own; they are not compiled here.
+The test walks the registry the launchers compile from (:data:`ironlearn.cuda.SOURCES`): every
+source, every variant the runtime may ask for, with the options the launchers give CuPy, for
+the oldest GPU CuPy 13 supports and for the H100/H200 the project runs on, where the float2
+atomics apply (and without them, where a source falls back).  A new source or variant needs no
+edit here.  NVRTC comes from NVIDIA's wheel ``nvidia-cuda-nvrtc-cu12`` (the test extra, on
+Linux), reached through ctypes: five calls, no other binding.  CuPy's ElementwiseKernels (Adam's
+update, the sine) are one-line bodies that CuPy wraps in code of its own; they are not compiled
+here.
 """
 
 import ctypes
@@ -14,11 +17,10 @@ import os
 
 import pytest
 
-from ironlearn import fused, kernels
+from ironlearn import cuda
 
 #: GPU architectures compiled for: Volta (CuPy 13's oldest) and Hopper (float2 atomicAdd).
 ARCHITECTURES = ("compute_70", "compute_90")
-FEATURES = (1, 2, 4, 8)
 
 
 def _nvrtc():
@@ -55,56 +57,56 @@ def compile_cuda(source: str, options) -> str:
         nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
 
 
+def _compiled_forms():
+    for name, source in cuda.SOURCES.items():
+        for fallback in (False, True) if source.scalar_fallback else (False,):
+            yield pytest.param(name, fallback, id=f"{name}{'-scalar-atomics' if fallback else ''}")
+
+
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
-@pytest.mark.parametrize("scalar_atomics", [False, True], ids=["float2 atomics", "scalar atomics"])
-def test_the_hash_grid_kernels_compile(architecture, scalar_atomics):
-    for features in FEATURES:
-        options = ["--std=c++14", "--fmad=false", f"-DFEATURES={features}", f"--gpu-architecture={architecture}"]
-        if scalar_atomics:
-            options.append("-DIRONLEARN_SCALAR_ATOMICS")
-        ptx = compile_cuda(kernels._SOURCE, options)
-        for name in kernels._KERNEL_NAMES:
-            assert f".entry {name}(" in ptx, name
+@pytest.mark.parametrize("name, scalar_atomics", list(_compiled_forms()))
+def test_every_source_compiles_in_every_variant(name, scalar_atomics, architecture):
+    source = cuda.SOURCES[name]
+    for variant in source.variants:
+        options = [*source.options(scalar_atomics, **variant), f"--gpu-architecture={architecture}"]
+        ptx = compile_cuda(source.text, options)
+        for entry in source.entries:
+            assert f".entry {entry}(" in ptx, (entry, variant)
+
+
+def test_the_registry_holds_every_source_in_the_package():
+    """A ``.cu`` file nobody registered would never be compiled by this test."""
+    folder = os.path.dirname(cuda.__file__)
+    assert sorted(source.file for source in cuda.SOURCES.values()) == sorted(
+        name for name in os.listdir(folder) if name.endswith(".cu"))
 
 
 def test_a_broken_source_is_caught_with_its_line():
     """The check can fail: a typo is refused, and NVRTC's log names the line."""
-    broken = kernels._SOURCE.replace("acc[f] += w * row[f];", "acc[f] += w * rwo[f];")
+    broken = cuda.SOURCES["weighted"].text.replace("acc[f] += w * row[f];", "acc[f] += w * rwo[f];")
+    assert broken != cuda.SOURCES["weighted"].text
     with pytest.raises(AssertionError, match=r"ironlearn\.cu\(\d+\).*rwo"):
         compile_cuda(broken, ["--std=c++14", "-DFEATURES=2"])
 
 
-@pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_the_fused_grid_kernels_compile(architecture):
-    for features in FEATURES:
-        for taps in (2, 4):
-            for extra in ((), ("-DIRONLEARN_SCALAR_ATOMICS",)):
-                options = [*fused.grid_options(features, taps), *extra, f"--gpu-architecture={architecture}"]
-                ptx = compile_cuda(fused._GRID_SOURCE, options)
-                for name in fused._GRID_KERNELS:
-                    assert f".entry {name}(" in ptx, name
-
-
-@pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_the_fused_sampler_compiles_for_every_filter_and_type(architecture):
-    import numpy as np
-
+def test_the_samplers_variants_are_every_filter_and_type_it_launches():
     from ironlearn.image import batch_kernel
 
-    for kind in batch_kernel.SAMPLER_KINDS:
-        for pixel in (np.uint8, np.float32):
-            options = [*batch_kernel.sampler_options(kind, pixel, np.float32 if kind == "spline" else pixel),
-                       f"--gpu-architecture={architecture}"]
-            assert ".entry picture_batch(" in compile_cuda(batch_kernel._SAMPLER_SOURCE, options)
+    variants = cuda.SOURCES["sampler"].variants
+    assert {v["KIND"] for v in variants} == set(batch_kernel.SAMPLER_KINDS.values())
+    assert {v["PIXEL"] for v in variants} == set(batch_kernel._C_TYPES.values())
+    spline = batch_kernel.SAMPLER_KINDS["spline"]
+    assert all(v["TAP"] == ("float" if v["KIND"] == spline else v["PIXEL"]) for v in variants)
 
 
-@pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_the_many_parameter_adam_compiles(architecture):
-    ptx = compile_cuda(fused._ADAM_MANY, ["--std=c++14", f"--gpu-architecture={architecture}"])
-    assert ".entry adam_many(" in ptx
+def test_no_cuda_source_lives_outside_the_registry():
+    """Every kernel is a ``.cu`` file under ``ironlearn/cuda`` and is compiled by
+    :func:`ironlearn.cuda.functions`: no module elsewhere carries CUDA source or compiles its own
+    (one retry block, one list of options, all of it compiled by the test above)."""
+    import pathlib
 
-
-@pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_the_squared_error_compiles(architecture):
-    ptx = compile_cuda(fused._SQUARED_ERROR, ["--std=c++14", f"--gpu-architecture={architecture}"])
-    assert ".entry squared_error(" in ptx
+    package = pathlib.Path(cuda.__file__).parent.parent
+    found = [str(path.relative_to(package)) for path in package.rglob("*.py")
+             if path.parent.name != "cuda" and any(mark in path.read_text(encoding="utf-8")
+                                                 for mark in ("__global__", "RawModule("))]
+    assert not found, f"CUDA source or compilation outside ironlearn/cuda: {found}"

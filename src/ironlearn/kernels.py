@@ -36,6 +36,7 @@ import os
 
 import numpy as np
 
+from . import cuda
 from .backend import BackendError, cuda_module, get_array_module, on_device, scatter_add, take_rows
 
 MODES = ("kernels", "portable")
@@ -183,103 +184,6 @@ BLOCK = 256
 SHARED_POINTS = 4096
 SHARED_BYTES = 32 * 1024
 
-_SOURCE = r"""
-// FEATURES is defined before this source: one module for each feature count.
-__device__ __forceinline__ void add_row(float* dst, const float w, const float* g) {
-#if FEATURES == 2 && !defined(IRONLEARN_SCALAR_ATOMICS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float2*>(dst), make_float2(w * g[0], w * g[1]));
-#else
-    #pragma unroll
-    for (int f = 0; f < FEATURES; ++f) atomicAdd(dst + f, w * g[f]);
-#endif
-}
-
-// One thread a (point, level): out[e] = sum_k weight[k, e] * table[index[k, e]].
-extern "C" __global__ void gather_weighted(
-        const float* __restrict__ table, const long long* __restrict__ index,
-        const float* __restrict__ weight, float* __restrict__ out,
-        const long long entries, const int taps) {
-    const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= entries) return;
-    float acc[FEATURES];
-    #pragma unroll
-    for (int f = 0; f < FEATURES; ++f) acc[f] = 0.0f;
-    for (int k = 0; k < taps; ++k) {
-        const long long at = (long long)k * entries + e;
-        const float w = weight[at];
-        const float* row = table + index[at] * FEATURES;
-        #pragma unroll
-        for (int f = 0; f < FEATURES; ++f) acc[f] += w * row[f];
-    }
-    #pragma unroll
-    for (int f = 0; f < FEATURES; ++f) out[e * FEATURES + f] = acc[f];
-}
-
-// One thread a read (k, point, level): out[index] += weight * grad[point, level].  Levels whose
-// bit is set in `skip` are summed by scatter_weighted_shared instead.
-extern "C" __global__ void scatter_weighted(
-        const long long* __restrict__ index, const float* __restrict__ weight,
-        const float* __restrict__ grad, float* __restrict__ out,
-        const long long entries, const long long total, const int levels,
-        const unsigned long long skip) {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= total) return;
-    const long long e = i % entries;
-    const int level = (int)(e % levels);
-    if (level < 64 && ((skip >> level) & 1ULL)) return;
-    add_row(out + index[i] * FEATURES, weight[i], grad + e * FEATURES);
-}
-
-// One level of few rows: each block sums the reads of `per_block` points in shared memory, then
-// adds its sums to `out` (one global atomic a row, where each read would make one).
-extern "C" __global__ void scatter_weighted_shared(
-        const long long* __restrict__ index, const float* __restrict__ weight,
-        const float* __restrict__ grad, float* __restrict__ out,
-        const long long points, const int levels, const int taps, const int level,
-        const long long offset, const int rows, const long long per_block) {
-    extern __shared__ float sums[];
-    for (int j = threadIdx.x; j < rows * FEATURES; j += blockDim.x) sums[j] = 0.0f;
-    __syncthreads();
-    const long long first = (long long)blockIdx.x * per_block;
-    const long long left = points - first;
-    const long long count = left < per_block ? left : per_block;
-    const long long entries = points * levels;
-    for (long long j = threadIdx.x; j < count * taps; j += blockDim.x) {
-        const int k = (int)(j / count);
-        const long long e = (first + j % count) * levels + level;
-        const long long at = (long long)k * entries + e;
-        const float w = weight[at];
-        const float* g = grad + e * FEATURES;
-        float* dst = sums + (index[at] - offset) * FEATURES;
-        #pragma unroll
-        for (int f = 0; f < FEATURES; ++f) atomicAdd(dst + f, w * g[f]);
-    }
-    __syncthreads();
-    for (int j = threadIdx.x; j < rows * FEATURES; j += blockDim.x) {
-        const float s = sums[j];
-        if (s != 0.0f) atomicAdd(out + offset * FEATURES + j, s);
-    }
-}
-"""
-
-_KERNEL_NAMES = ("gather_weighted", "scatter_weighted", "scatter_weighted_shared")
-
-
-@functools.cache
-def _functions(features: int) -> dict:
-    """The compiled kernels for ``features`` features a row.  Where the compiler lacks ``float2``
-    atomics (before CUDA 12.?, or a header NVRTC does not see), the scatter falls back to one
-    atomic a feature."""
-    cupy = cuda_module()
-    base = ("--std=c++14", "--fmad=false", f"-DFEATURES={features}")
-    try:
-        module = cupy.RawModule(code=_SOURCE, options=base)
-        return {name: module.get_function(name) for name in _KERNEL_NAMES}
-    except Exception:  # CompileException: retry without float2 atomics
-        module = cupy.RawModule(code=_SOURCE, options=base + ("-DIRONLEARN_SCALAR_ATOMICS",))
-        return {name: module.get_function(name) for name in _KERNEL_NAMES}
-
-
 def _blocks(count: int) -> tuple:
     return (max(1, -(-count // BLOCK)),)
 
@@ -295,7 +199,7 @@ def _cuda_gather(table, indices, weights):
     out = cupy.empty(indices.shape[1:] + (features,), dtype=np.float32)
     table, indices = _contiguous(cupy, table, np.float32), _contiguous(cupy, indices, np.int64)
     weights = _contiguous(cupy, weights, np.float32)
-    _functions(features)["gather_weighted"](_blocks(entries), (BLOCK,), (
+    cuda.functions("weighted", FEATURES=features)["gather_weighted"](_blocks(entries), (BLOCK,), (
         table, indices, weights, out, np.int64(entries), np.int32(taps)))
     return out
 
@@ -314,7 +218,7 @@ def _cuda_scatter(out, index, weights, grad, levels):
     taps, points, n_levels = weights.shape
     features = out.shape[1]
     entries, total = points * n_levels, taps * points * n_levels
-    kernels = _functions(features)
+    kernels = cuda.functions("weighted", FEATURES=features)
     index = _contiguous(cupy, index, np.int64)
     weights, grad = _contiguous(cupy, weights, np.float32), _contiguous(cupy, grad, np.float32)
     out.fill(0)

@@ -1,0 +1,90 @@
+"""Every CUDA source ironlearn compiles, in one place: the ``.cu`` files beside this module, and
+:data:`SOURCES`, which says for each its kernels, its options and every variant the runtime may
+ask for.  The launchers compile through :func:`functions`; ``tests/test_kernels_compile.py``
+walks :data:`SOURCES` and compiles every variant with NVRTC on the CPU, so that a new source
+or variant is checked on every submission without editing the test.
+
+The launchers live beside the NumPy code they must agree with: :mod:`ironlearn.kernels` (a hash
+grid's read and its transpose), :mod:`ironlearn.fused` (the grid's fused read, Adam on many
+parameters, the squared error) and :mod:`ironlearn.image.batch_kernel` (a picture's batch).
+CuPy's ElementwiseKernels (Adam's update, the sine) are one-line bodies in their launchers.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+#: The C types the sampler's pixels and filter taps may have.
+C_TYPES = ("unsigned char", "float")
+#: The feature counts a hash grid's row may have, and the vertices its levels read along an axis.
+FEATURES, TAPS = (1, 2, 4, 8), (2, 4)
+#: Defined where a compiler lacks ``float2`` atomics (before sm_90, or a header NVRTC does not
+#: see): one atomic a feature.
+SCALAR_ATOMICS = "-DIRONLEARN_SCALAR_ATOMICS"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One ``.cu`` file: its kernels (``entries``), every set of ``-D`` values the runtime may
+    compile it with (``variants``), whether it keeps fused multiply-adds (``fmad``; off where a
+    kernel must round as its NumPy twin does), and whether it falls back to scalar atomics."""
+
+    file: str
+    entries: tuple
+    variants: tuple = ({},)
+    fmad: bool = False
+    scalar_fallback: bool = False
+
+    @property
+    def text(self) -> str:
+        return _text(self.file)
+
+    def options(self, scalar_atomics: bool = False, **defines) -> tuple:
+        """NVRTC's options for the variant ``defines``, as CuPy is given them."""
+        return (("--std=c++14",) + (() if self.fmad else ("--fmad=false",))
+                + tuple(f"-D{name}={value}" for name, value in defines.items())
+                + ((SCALAR_ATOMICS,) if scalar_atomics else ()))
+
+
+def _sampler_variants() -> tuple:
+    """Every filter (``KIND``, :data:`~ironlearn.image.batch_kernel.SAMPLER_KINDS`) on either pixel
+    type; the spline reads its float vertices, the others the picture."""
+    return tuple({"KIND": kind, "PIXEL": pixel, "TAP": "float" if kind == 3 else pixel}
+                 for kind in range(5) for pixel in C_TYPES)
+
+
+SOURCES = {
+    "weighted": Source("weighted.cu", ("gather_weighted", "scatter_weighted", "scatter_weighted_shared"),
+                       tuple({"FEATURES": f} for f in FEATURES), scalar_fallback=True),
+    "grid": Source("grid.cu", ("read_grid", "read_grid_backward", "read_lattice_backward"),
+                   tuple({"FEATURES": f, "TAPS": t} for f in FEATURES for t in TAPS), scalar_fallback=True),
+    "sampler": Source("sampler.cu", ("picture_batch",), _sampler_variants()),
+    # CuPy's own options (fused multiply-adds kept), as the ElementwiseKernel of one parameter compiles.
+    "adam_many": Source("adam_many.cu", ("adam_many",), fmad=True),
+    "squared_error": Source("squared_error.cu", ("squared_error",), fmad=True),
+}
+
+
+@functools.cache
+def _text(file: str) -> str:
+    return resources.files(__name__).joinpath(file).read_text(encoding="utf-8")
+
+
+@functools.cache
+def functions(name: str, **defines) -> dict:
+    """The kernels of source ``name`` compiled for ``defines``, by their names (once a variant).
+    Where the compiler refuses ``float2`` atomics, a source that allows it is compiled again
+    with :data:`SCALAR_ATOMICS`."""
+    from ..backend import cuda_module
+
+    source, cupy = SOURCES[name], cuda_module()
+    try:
+        module = cupy.RawModule(code=source.text, options=source.options(**defines))
+        return {entry: module.get_function(entry) for entry in source.entries}
+    except Exception:  # CompileException
+        if not source.scalar_fallback:
+            raise
+        module = cupy.RawModule(code=source.text, options=source.options(scalar_atomics=True, **defines))
+        return {entry: module.get_function(entry) for entry in source.entries}
