@@ -18,7 +18,7 @@ The pyramid alone: no filters, no MLP.  Usage::
 
     python benchmarks/sparse_analysis.py --images kodim23 monarch sail tulips --steps 0.3 0.2 0.15
 
-Results and what they led to: docs/compression.md (*What falls short*).
+Results and what they led to: docs/compression.md (*What else was tried*).
 """
 
 from __future__ import annotations

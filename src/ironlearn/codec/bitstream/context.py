@@ -33,7 +33,7 @@ from . import entropy, portable
 
 #: The neighbours a latent's model reads in its own grid ``(rows down, columns right)``, every one
 #: decoded before it: nearest first.  Measured against twelve (two more two rows up) and eight
-#: (none to the left): docs/compression.md, 'A learned context model'.
+#: (none to the left): docs/compression.md, 'The learned context model'.
 NEIGHBOURS = ((-1, 0), (-1, -1), (-1, 1), (-2, 0), (-1, -2), (-1, 2), (-2, -1), (-2, 1), (0, -1), (0, -2))
 #: The coarser level's cells read, around the latent's parent ``(i // 2, j // 2)``.
 PARENT = ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))

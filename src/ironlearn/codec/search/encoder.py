@@ -70,14 +70,14 @@ ROUNDING_STEPS = 100
 #: The share of the MLP's time given to the latents, refined through it once it is trained
 #: (:func:`.refine.refine`); up to :data:`~.synthesis.MLP_PIXELS` pixels, which it draws whole.
 #: On sporco's four at 0.25 and 0.5 bpp, 30 s encodes, half gained +0.12 to +0.63 dB over the
-#: MLP given all the time, a third -0.02 to +0.55 (docs/compression.md, 'The latents tuned
-#: through the MLP').
+#: MLP given all the time, a third -0.02 to +0.55 (docs/compression.md, 'The tuning: the
+#: latents and the MLP trained together').
 TUNING_SHARE = 0.5
 #: The share of the encode's time the latents' learned context model is fitted for, on the
 #: pyramid at the target rate, where it takes at most a third of what is left; the latents'
 #: tuning then aims at the bits it leaves (:meth:`.context.Fitted.room`).  In 4.5 s (a 30 s
 #: encode's) it saved 2.0-3.6% of sporco's four files at 0.25 bpp and 3.8-6.0% at 0.5, within
-#: half a point of 8 s (docs/compression.md, 'A learned context model, as built').
+#: half a point of 8 s (docs/compression.md, 'The learned context model').
 CONTEXT_SHARE = 0.15
 #: With a context model, the latents' refinement stops after this share of its time, fits it
 #: again and starts again (:func:`_tuned`).
@@ -124,9 +124,8 @@ class Compressed:
 
 @dataclass(eq=False)
 class _Candidate:
-    """A file worth writing: its pyramid, its MLP ``(net, weights)`` (None without one) with the
-    steps it trained, and the latents' context model fitted for it (None where none pays);
-    ``file`` its bytes and their decoded picture's error once :func:`_check` has written them."""
+    """A file worth writing: its pyramid, its MLP ``(net, weights)`` and steps, its latents'
+    context model (None where none pays), and ``(bytes, error)`` once :func:`_check` wrote it."""
 
     pyramid: object
     network: tuple | None = None
@@ -139,8 +138,8 @@ def _check(job, candidate: _Candidate) -> tuple:
     """``(data, mse)``: the candidate written (its latents under its context model where that
     pays for them) and read back, its decoded picture's error; written once."""
     if candidate.file is None:
-        fitted = candidate.fitted
-        data = write(candidate.pyramid, candidate.network, None if fitted is None else fitted.for_pyramid(candidate.pyramid))
+        pyramid, fitted = candidate.pyramid, candidate.fitted
+        data = write(pyramid, candidate.network, None if fitted is None else fitted.for_pyramid(pyramid))
         candidate.file = data, _decoded_error(read(data), job.target)
     return candidate.file
 
@@ -266,7 +265,8 @@ def _middle(picture: np.ndarray, side: int = 1 << 10) -> np.ndarray:
 def _at_rate(job: _Job, bits, like):
     """Rate control again, for ``bits`` of the file's: around the step of the pyramid ``like``,
     whose filters it keeps (fitted a few per cent of the rate away: fitting them again gained next
-    to nothing, for two more phases of the encode; measured: docs/compression.md, 'The codec')."""
+    to nothing, for two more phases of the encode; measured: docs/benchmark-log.md,
+    'compression.md as it stood before it became documentation')."""
     around = math.log(float(like.steps[0, 0]))
     pyramid = analyse_at_rate(job.picture, job.levels, bits - job.header_bits - job.filter_bits, job.clock,
                               job.clock.files(1), around, job.progress)
@@ -316,14 +316,12 @@ def _with_mlp(job: _Job, plain, lam, fitted) -> list:
 def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     """``pyramid``'s latents refined for ``seconds`` through its filters and the MLP of
     ``network`` ``(net, weights)``, trained with them (:func:`.refine.refine`), its weights rounded
-    again after: with a target, within the bits that
-    the file written now leaves them (its other sections' bits counted, not estimated; the
+    again after: with a target, within the bits that the file written now leaves them (the
     latents' as the context model ``fitted``, or None, will code them).  Refining changes the
-    latents' statistics (on monarch at 0.25 bpp the model fitted before saved 7.3% of them
-    before, 4.2% after), so with a model the refinement stops at :data:`REFIT_AT` of its
-    time, fits the model again from where it was for :data:`REFIT_SHARE` of the encode's, and
-    starts again within the bits that one leaves.  Returns the pyramid, its network and its
-    context model."""
+    latents' statistics (monarch at 0.25 bpp: 7.3% saved before, 4.2% after), so with a model
+    the refinement stops at :data:`REFIT_AT` of its time, fits the model again for
+    :data:`REFIT_SHARE` of the encode's, and starts again within the bits that one leaves.
+    Returns the pyramid, its network and its context model."""
     until, room = time.perf_counter() + seconds, None
     if job.bpp is not None:
         others = 8 * len(write(pyramid, network)) - latent_bits(pyramid)
@@ -383,7 +381,8 @@ def _cost(rate: float, mse: float, bpp: float | None, lmbda: float | None) -> tu
 def _in_order(candidates) -> tuple:
     """``(candidates in the order they are written, how many are written whatever the time)``:
     the pyramid with its filters, which a file with an MLP must beat (a small picture's can be the
-    larger and the worse; measured: docs/compression.md, 'The codec'), and the most refined file
+    larger and the worse; measured: docs/benchmark-log.md, 'compression.md as it stood before it
+    became documentation'), and the most refined file
     with an MLP (trained only where time was left for its files, though its weights' rounding can
     overrun that on a small picture), then the others, the most refined first."""
     unfiltered, filtered, *with_mlp = candidates

@@ -26,7 +26,7 @@ FILTER_MIN_BANDS = 4
 #: A grid is filtered only where the rows read hold all its non-zero latents or at least this
 #: many: fewer, of more, leave its 13 taps free to take values that the rows not read pay for (a
 #: grid with few of its latents read took an extreme tap and cost its picture dearly; measured:
-#: docs/compression.md, 'The filters, alone').
+#: docs/benchmark-log.md, 'compression.md as it stood before it became documentation', 'The filters, alone').
 FILTER_MIN_LATENTS = 64
 
 def least_squares(picture: np.ndarray, pyramid: Pyramid, until: float | None = None) -> dict:

@@ -41,12 +41,13 @@ LAMBDA_ANALYSES = 2 + LAMBDA_NARROWINGS
 #: took at 768x512 on a busy machine and on a quiet one (the weights' rounding is now priced in the
 #: MLP's steps: ``encoder.ROUNDING_STEPS``), and at 160x128, where a file's coding and checking
 #: shrink less than an analysis (measured: docs/benchmark-log.md, 'Measurements the code's
-#: comments quoted').
+#: comments quoted').  A file's is its floor: once one has been written and checked, the files
+#: still to come are priced at what it took (:meth:`Clock.files`).
 SLOPE_COST, FILTER_COST, MLP_OVERHEAD_COST, FINISH_COST = 3.0, 5.0, 1.0, 3.0
 #: The filters' fit reads the picture for at most this share of the encode's time: on a quiet
 #: machine it reads all of a 768x512 picture in less, and on a busy one (BLAS threads competing)
-#: took many times as long, leaving the MLP none (measured: docs/compression.md, 'The filters,
-#: alone').
+#: took many times as long, leaving the MLP none (measured: docs/benchmark-log.md,
+#: 'compression.md as it stood before it became documentation', 'The filters, alone').
 FILTER_SHARE = 0.1
 
 

@@ -22,7 +22,7 @@ the pyramids seen at the fits, the best that keeps to the target (or the best tr
 returned: never one worse than the one given.
 
 The encoder runs it once the MLP is trained and its weights rounded (``encoder._tuned``); what it
-gains is measured in docs/compression.md, 'The latents tuned through the MLP'.
+gains is measured in docs/compression.md, 'The tuning: the latents and the MLP trained together'.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from .ratecontrol import trade
 #: A level's step, as a share of its Newton step (its own curvature alone: the levels overlap, so
 #: a full step overshoots).  Through the MLP, 20 steps from the same start on sporco's four at
 #: 0.25 bpp: 0.08 gained +0.03 to +0.19 dB, 0.15 up to +0.52, 0.25 +0.20 to +0.69, 0.35 and 0.5
-#: less again (docs/compression.md, 'The latents tuned through the MLP').
+#: less again (docs/compression.md, 'The tuning: the latents and the MLP trained together').
 STEP_SIZE = 0.25
 #: Steps between the entropy models' fits (each latent's scale, and the rate, measured then): the
 #: best pyramid is chosen among those seen at the fits, and a refinement has 20 to 40 steps.
