@@ -75,10 +75,12 @@ def test_every_source_compiles_in_every_variant(name, scalar_atomics, architectu
 
 
 def test_the_registry_holds_every_source_in_the_package():
-    """A ``.cu`` file nobody registered would never be compiled by this test."""
+    """A ``.cu`` or ``.cuh`` file nobody registered would never be compiled by this test."""
     folder = os.path.dirname(cuda.__file__)
     assert sorted(source.file for source in cuda.SOURCES.values()) == sorted(
         name for name in os.listdir(folder) if name.endswith(".cu"))
+    headers = {header for source in cuda.SOURCES.values() for header in source.headers}
+    assert headers == {name for name in os.listdir(folder) if name.endswith(".cuh")}
 
 
 def test_a_broken_source_is_caught_with_its_line():

@@ -29,17 +29,20 @@ SCALAR_ATOMICS = "-DIRONLEARN_SCALAR_ATOMICS"
 class Source:
     """One ``.cu`` file: its kernels (``entries``), every set of ``-D`` values the runtime may
     compile it with (``variants``), whether it keeps fused multiply-adds (``fmad``; off where a
-    kernel must round as its NumPy twin does), and whether it falls back to scalar atomics."""
+    kernel must round as its NumPy twin does), whether it falls back to scalar atomics, and the
+    ``.cuh`` files put before it (what several sources share)."""
 
     file: str
     entries: tuple
     variants: tuple = ({},)
     fmad: bool = False
     scalar_fallback: bool = False
+    headers: tuple = ()
 
     @property
     def text(self) -> str:
-        return _text(self.file)
+        """The code compiled: its headers, then the file."""
+        return "".join(_text(file) + "\n" for file in self.headers) + _text(self.file)
 
     def options(self, scalar_atomics: bool = False, **defines) -> tuple:
         """NVRTC's options for the variant ``defines``, as CuPy is given them."""
@@ -57,10 +60,11 @@ def _sampler_variants() -> tuple:
 
 SOURCES = {
     "weighted": Source("weighted.cu", ("gather_weighted", "scatter_weighted", "scatter_weighted_shared"),
-                       tuple({"FEATURES": f} for f in FEATURES), scalar_fallback=True),
+                       tuple({"FEATURES": f} for f in FEATURES), scalar_fallback=True, headers=("common.cuh",)),
     "grid": Source("grid.cu", ("read_grid", "read_grid_backward", "read_lattice_backward"),
-                   tuple({"FEATURES": f, "TAPS": t} for f in FEATURES for t in TAPS), scalar_fallback=True),
-    "sampler": Source("sampler.cu", ("picture_batch",), _sampler_variants()),
+                   tuple({"FEATURES": f, "TAPS": t} for f in FEATURES for t in TAPS), scalar_fallback=True,
+                   headers=("common.cuh",)),
+    "sampler": Source("sampler.cu", ("picture_batch",), _sampler_variants(), headers=("common.cuh",)),
     # CuPy's own options (fused multiply-adds kept), as the ElementwiseKernel of one parameter compiles.
     "adam_many": Source("adam_many.cu", ("adam_many",), fmad=True),
     "squared_error": Source("squared_error.cu", ("squared_error",), fmad=True),

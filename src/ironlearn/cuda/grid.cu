@@ -13,11 +13,7 @@ __device__ __forceinline__ void weights_along(const float t, float* w) {
     w[0] = 1.0f - t;
     w[1] = t;
 #else
-    const float s = 1.0f - t, t2 = t * t, t3 = t * t * t;
-    w[0] = s * s * s / 6.0f;
-    w[1] = (3.0f * t3 - 6.0f * t2 + 4.0f) / 6.0f;
-    w[2] = (-3.0f * t3 + 3.0f * t2 + 3.0f * t + 1.0f) / 6.0f;
-    w[3] = t3 / 6.0f;
+    bspline_weights(t, w);
 #endif
 }
 
@@ -94,15 +90,6 @@ extern "C" __global__ void read_grid(
     float* dst = out + ((long long)p * levels + level) * FEATURES;
     #pragma unroll
     for (int f = 0; f < FEATURES; ++f) dst[f] = acc[f];
-}
-
-__device__ __forceinline__ void add_row(float* dst, const float w, const float* g) {
-#if FEATURES == 2 && !defined(IRONLEARN_SCALAR_ATOMICS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float2*>(dst), make_float2(w * g[0], w * g[1]));
-#else
-    #pragma unroll
-    for (int f = 0; f < FEATURES; ++f) atomicAdd(dst + f, w * g[f]);
-#endif
 }
 
 // The transpose of read_grid into `out` (zeroed before), a block per `per_block` points of one

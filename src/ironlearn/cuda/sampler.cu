@@ -51,11 +51,7 @@ __device__ __forceinline__ void filter_weights(const float t, float* w) {
     #pragma unroll
     for (int o = 0; o < TAPS; ++o) w[o] /= sum;
 #else
-    const float s = 1.0f - t, t2 = t * t, t3 = t * t * t;
-    w[0] = s * s * s / 6.0f;
-    w[1] = (3.0f * t3 - 6.0f * t2 + 4.0f) / 6.0f;
-    w[2] = (-3.0f * t3 + 3.0f * t2 + 3.0f * t + 1.0f) / 6.0f;
-    w[3] = t3 / 6.0f;
+    bspline_weights(t, w);
 #endif
 }
 

@@ -1,12 +1,4 @@
-// FEATURES is defined before this source: one module for each feature count.
-__device__ __forceinline__ void add_row(float* dst, const float w, const float* g) {
-#if FEATURES == 2 && !defined(IRONLEARN_SCALAR_ATOMICS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float2*>(dst), make_float2(w * g[0], w * g[1]));
-#else
-    #pragma unroll
-    for (int f = 0; f < FEATURES; ++f) atomicAdd(dst + f, w * g[f]);
-#endif
-}
+// FEATURES is defined before this source: one module for each feature count (add_row: common.cuh).
 
 // One thread a (point, level): out[e] = sum_k weight[k, e] * table[index[k, e]].
 extern "C" __global__ void gather_weighted(
