@@ -4,7 +4,7 @@ in :mod:`ironlearn.image.batch_kernel`).
 
 On a GPU a training step of the hash-grid pyramid was bound by Python, not the GPU: the read
 worked out its vertices and weights in a few dozen array operations, the sampler in as many,
-and every launch costs the host tens of microseconds (issue 52; docs/benchmarks.md, 'GPU: how
+and every launch costs the host tens of microseconds (docs/benchmarks.md, 'GPU: how
 fast is a step, against PyTorch?').  Here each of those passes is one kernel that works out what it reads as it reads it:
 
 * :func:`read_grid`: every level of a :class:`~ironlearn.nn.HashGrid` at points ``(n, 2)`` or at
