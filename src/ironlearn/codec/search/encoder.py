@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ from ...backend import blas_threads
 from ...errors import OptionError
 from ...image.metrics import psnr_from_mse
 from ...limits import MAX_SECONDS
+from ...train.threads import ThreadPolicy, blas_thread_count
 from ..bitstream import read, write
 from ..bitstream.entropy import laplace_size
 from ..bitstream.header import MAX_PIXELS, MAX_SIDE
@@ -48,7 +50,7 @@ from ..shapes import FILTER_LEVELS, FILTER_OFFSETS, MAX_LEVELS, MODES
 from . import context as learned
 from .analysis import analyse, prepare_analysis
 from .filters import fit_filters
-from .leastwork import LARGE_PIXELS, TooLong, check_time
+from .leastwork import TooLong, check_time, middle_step
 from .ratecontrol import (FILTER_COST, FILTER_SHARE, FINISH_COST, MLP_OVERHEAD_COST, REFINE_ANALYSES, SLOPE_COST,
                           Clock, analyse_at_lambda, analyse_at_rate, latent_bits, slope, trade)
 from .refine import refine
@@ -56,12 +58,11 @@ from .synthesis import MLP_PIXELS, mlp_problem, train
 
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
 DEFAULT_BPP, MAX_BPP = 0.5, 24
-#: The whole encode runs on this many BLAS threads, whatever the picture's size.  The MLP's
-#: products are small: a second thread made them slower alone and 40 times as slow beside another
-#: busy process.  A large picture's analyses gain from a second thread on an idle machine, but
-#: beside other work two threads spin against it: on the 2-core VM among other jobs, a 2048x2048
-#: picture's least work took 39 s on two threads and 15 s on one, and two threads' time varied
-#: so much that no estimate of it held (docs/compression.md, 'Large pictures').
+#: The encode's analyses run on this many BLAS threads, whatever the picture's size: a large
+#: picture's gain from a second thread on an idle machine, but beside other work two threads spin
+#: against it (a 2048x2048 picture's least work: 39 s on two, 15 s on one), and their time varied
+#: so much that no estimate of it held (docs/compression.md, 'Large pictures').  The MLP's training
+#: and the tuning are Trainer runs that choose by timing their own steps (:class:`ThreadPolicy`).
 BLAS_THREADS = 1
 #: The weights' rounding, priced in the MLP's training steps (it runs the MLP forward on the same
 #: pixels whatever the picture's size): about this many steps' time at 160x128 and 768x512 alike
@@ -176,6 +177,11 @@ class _Job:
     seed: int
     clock: Clock
     progress: object
+    cores: int = 1  # the BLAS library's own threads, which a Trainer's thread policy may take
+
+    def threads(self) -> ThreadPolicy:
+        """A thread policy for one of the encode's Trainer runs (a run measures its own steps)."""
+        return ThreadPolicy(cores=self.cores)
 
     @property
     def pixels(self) -> int:
@@ -216,7 +222,8 @@ def _arguments(values, bpp, lmbda, seconds, levels, seed, progress) -> _Job:
     picture = target @ COLOURS[channels].T  # decorrelated colours
     # 8 bits a value, where float32 took 200 MB more at 16.8 MP for the whole encode.
     eight_bits = np.round(target * 255).astype(np.uint8)
-    return _Job(eight_bits, picture, bpp, lmbda, max(1, min(levels, MAX_LEVELS)), seed, clock, progress)
+    cores = min(blas_thread_count(), os.cpu_count() or 1)  # before the encode pins them to one
+    return _Job(eight_bits, picture, bpp, lmbda, max(1, min(levels, MAX_LEVELS)), seed, clock, progress, cores)
 
 
 def _plain(job: _Job):
@@ -227,7 +234,7 @@ def _plain(job: _Job):
     # Rate control keeps time for one file checked: the filters are left out first.
     if job.bpp is not None:
         bits = job.bpp * job.pixels - job.header_bits - job.filter_bits
-        pyramid = analyse_at_rate(job.picture, job.levels, bits, clock, FINISH_COST, _middle_step(job, bits),
+        pyramid = analyse_at_rate(job.picture, job.levels, bits, clock, FINISH_COST, middle_step(job.picture, job.levels, bits),
                                   job.progress)
     else:
         pyramid = analyse_at_lambda(job.picture, job.levels, job.lmbda, clock, FINISH_COST, job.progress)
@@ -238,28 +245,6 @@ def _plain(job: _Job):
                 time.perf_counter() + FILTER_SHARE * clock.seconds)
     fit_filters(job.picture, pyramid, lam, until)
     return pyramid, lam
-
-
-def _middle_step(job: _Job, bits: float) -> float | None:
-    """Past :data:`.leastwork.LARGE_PIXELS`, the log-step at which the picture's middle megapixel takes
-    its share of ``bits``: where rate control on the whole picture starts, and searches near.  An
-    analysis of 16.8 MP takes many seconds, so that the search from a fixed first step ran out of
-    time at its first guess, far over its target; the middle's search takes a fraction of that a
-    step (measured: docs/benchmark-log.md, 'Measurements the code's comments quoted')."""
-    if job.pixels <= LARGE_PIXELS:
-        return None
-    middle = _middle(job.picture)
-    share = middle.shape[0] * middle.shape[1] / job.pixels
-    prepare_analysis(middle.shape[0], middle.shape[1], job.levels)
-    found = analyse_at_rate(middle, job.levels, bits * share, Clock(MAX_SECONDS))
-    return math.log(float(found.steps[0, 0]))
-
-
-def _middle(picture: np.ndarray, side: int = 1 << 10) -> np.ndarray:
-    """The picture's middle ``side x side`` pixels (all of it along a shorter side)."""
-    height, width = picture.shape[:2]
-    top, left = max(0, (height - side) // 2), max(0, (width - side) // 2)
-    return picture[top:top + side, left:left + side]
 
 
 def _at_rate(job: _Job, bits, like):
@@ -296,7 +281,8 @@ def _with_mlp(job: _Job, plain, lam, fitted) -> list:
     tuning -= FINISH_COST * clock.analysis  # the tuning writes the file once to count its other sections' bits
     if training <= 0:
         return []
-    net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS)
+    net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS,
+                       threads=job.threads())
     rounding = time.perf_counter()
     weights = quantise_weights(net, inputs, residual, lam)
     rounding = time.perf_counter() - rounding
@@ -326,17 +312,17 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     if job.bpp is not None:
         others = 8 * len(write(pyramid, network)) - latent_bits(pyramid)
         room = job.bpp * job.pixels - others
-    net = copy.deepcopy(network[0])
+    net, threads = copy.deepcopy(network[0]), job.threads()
     if fitted is None or room is None:
         pyramid = refine(job.picture, pyramid, lam, until, bits=room, net=net, progress=job.progress,
-                         train_net=True)
+                         train_net=True, threads=threads)
     else:
         first = time.perf_counter() + REFIT_AT * (until - time.perf_counter() - REFIT_SHARE * job.clock.seconds)
         pyramid = refine(job.picture, pyramid, lam, first, bits=fitted.room(room, PLANNED_SAVING), net=net,
-                         progress=job.progress, train_net=True)
+                         progress=job.progress, train_net=True, threads=threads)
         fitted = learned.fit(pyramid, REFIT_SHARE * job.clock.seconds, job.seed, start=fitted) or fitted
         pyramid = refine(job.picture, pyramid, lam, until, bits=fitted.room(room, PLANNED_SAVING), net=net,
-                         progress=job.progress, train_net=True)
+                         progress=job.progress, train_net=True, threads=threads)
     inputs, residual = mlp_problem(pyramid, job.picture)
     return pyramid, (net, quantise_weights(net, inputs, residual, lam)), fitted
 
@@ -432,7 +418,8 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     MLP are left out, where they would not fit in it; only the first analysis and one file
     written and checked are done whatever it says, and a picture past a megapixel whose least
     work cannot end within it is refused before any (:func:`.leastwork.check_time`,
-    :class:`.leastwork.TooLong`).  It runs on one BLAS thread (:data:`BLAS_THREADS`).  ``progress``, if given, is called as
+    :class:`.leastwork.TooLong`).  Its analyses run on one BLAS thread (:data:`BLAS_THREADS`), its
+    Trainer runs on what their thread policy chooses.  ``progress``, if given, is called as
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
     about every second while the MLP trains, and every ten steps of the latents' tuning.
     """
