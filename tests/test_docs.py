@@ -33,6 +33,17 @@ def test_the_readme_stays_short():
     assert not long, f"README.md lines over 400 characters: {long}"
 
 
+def test_the_docs_stay_documentation_sized():
+    """The pages answer a user's questions about today, in at most 2,500 lines: history goes to the
+    log, and the GPU reports (docs/gpu/, as the check wrote them) are records, not pages."""
+    import pathlib
+
+    docs = pathlib.Path(__file__).resolve().parents[1] / "docs"
+    pages = [page for page in docs.glob("*.md") if page.name != "benchmark-log.md"]
+    lines = sum(len(page.read_text().splitlines()) for page in pages)
+    assert lines <= 2500, f"docs/ holds {lines} lines of pages besides the log; move history to benchmark-log.md"
+
+
 def test_the_benchmarks_page_gives_figures_with_their_commands():
     """docs/benchmarks.md is documentation, not a lab log: no commit id in its text (history goes to
     benchmark-log.md), and every section with a table names the command that reproduces it."""

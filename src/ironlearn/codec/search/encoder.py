@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import os
 import time
 from dataclasses import dataclass
 
@@ -39,7 +38,6 @@ from ...backend import blas_threads
 from ...errors import OptionError
 from ...image.metrics import psnr_from_mse
 from ...limits import MAX_SECONDS
-from ...train.threads import ThreadPolicy, blas_thread_count
 from ..bitstream import read, write
 from ..bitstream.entropy import laplace_size
 from ..bitstream.header import MAX_PIXELS, MAX_SIDE
@@ -58,11 +56,14 @@ from .synthesis import MLP_PIXELS, mlp_problem, train
 
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
 DEFAULT_BPP, MAX_BPP = 0.5, 24
-#: The encode's analyses run on this many BLAS threads, whatever the picture's size: a large
-#: picture's gain from a second thread on an idle machine, but beside other work two threads spin
-#: against it (a 2048x2048 picture's least work: 39 s on two, 15 s on one), and their time varied
-#: so much that no estimate of it held (docs/compression.md, 'Large pictures').  The MLP's training
-#: and the tuning are Trainer runs that choose by timing their own steps (:class:`ThreadPolicy`).
+#: The whole encode runs on this many BLAS threads, whatever the picture's size.  The MLP's
+#: products are small: a second thread made them slower alone and 40 times as slow beside another
+#: busy process.  A large picture's analyses gain from a second thread on an idle machine, but
+#: beside other work two threads spin against it (a 2048x2048 picture's least work: 39 s on two,
+#: 15 s on one; docs/compression.md, 'Large pictures').  The thread policy of a fit's Trainer
+#: (:class:`~ironlearn.train.ThreadPolicy`) was measured on the MLP and the tuning and not kept:
+#: level alone, and beside a busy process its trial steps on two threads of a whole picture ran
+#: encodes to 53 s of their 30 (docs/compression.md, 'What else was tried').
 BLAS_THREADS = 1
 #: The weights' rounding, priced in the MLP's training steps (it runs the MLP forward on the same
 #: pixels whatever the picture's size): about this many steps' time at 160x128 and 768x512 alike
@@ -177,11 +178,6 @@ class _Job:
     seed: int
     clock: Clock
     progress: object
-    cores: int = 1  # the BLAS library's own threads, which a Trainer's thread policy may take
-
-    def threads(self) -> ThreadPolicy:
-        """A thread policy for one of the encode's Trainer runs (a run measures its own steps)."""
-        return ThreadPolicy(cores=self.cores)
 
     @property
     def pixels(self) -> int:
@@ -222,8 +218,7 @@ def _arguments(values, bpp, lmbda, seconds, levels, seed, progress) -> _Job:
     picture = target @ COLOURS[channels].T  # decorrelated colours
     # 8 bits a value, where float32 took 200 MB more at 16.8 MP for the whole encode.
     eight_bits = np.round(target * 255).astype(np.uint8)
-    cores = min(blas_thread_count(), os.cpu_count() or 1)  # before the encode pins them to one
-    return _Job(eight_bits, picture, bpp, lmbda, max(1, min(levels, MAX_LEVELS)), seed, clock, progress, cores)
+    return _Job(eight_bits, picture, bpp, lmbda, max(1, min(levels, MAX_LEVELS)), seed, clock, progress)
 
 
 def _plain(job: _Job):
@@ -234,8 +229,8 @@ def _plain(job: _Job):
     # Rate control keeps time for one file checked: the filters are left out first.
     if job.bpp is not None:
         bits = job.bpp * job.pixels - job.header_bits - job.filter_bits
-        pyramid = analyse_at_rate(job.picture, job.levels, bits, clock, FINISH_COST, middle_step(job.picture, job.levels, bits),
-                                  job.progress)
+        start = middle_step(job.picture, job.levels, bits)
+        pyramid = analyse_at_rate(job.picture, job.levels, bits, clock, FINISH_COST, start, job.progress)
     else:
         pyramid = analyse_at_lambda(job.picture, job.levels, job.lmbda, clock, FINISH_COST, job.progress)
     if not clock.affords(AFTER_RATE_COST):
@@ -281,8 +276,7 @@ def _with_mlp(job: _Job, plain, lam, fitted) -> list:
     tuning -= FINISH_COST * clock.analysis  # the tuning writes the file once to count its other sections' bits
     if training <= 0:
         return []
-    net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS,
-                       threads=job.threads())
+    net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS)
     rounding = time.perf_counter()
     weights = quantise_weights(net, inputs, residual, lam)
     rounding = time.perf_counter() - rounding
@@ -312,17 +306,17 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     if job.bpp is not None:
         others = 8 * len(write(pyramid, network)) - latent_bits(pyramid)
         room = job.bpp * job.pixels - others
-    net, threads = copy.deepcopy(network[0]), job.threads()
+    net = copy.deepcopy(network[0])
     if fitted is None or room is None:
         pyramid = refine(job.picture, pyramid, lam, until, bits=room, net=net, progress=job.progress,
-                         train_net=True, threads=threads)
+                         train_net=True)
     else:
         first = time.perf_counter() + REFIT_AT * (until - time.perf_counter() - REFIT_SHARE * job.clock.seconds)
         pyramid = refine(job.picture, pyramid, lam, first, bits=fitted.room(room, PLANNED_SAVING), net=net,
-                         progress=job.progress, train_net=True, threads=threads)
+                         progress=job.progress, train_net=True)
         fitted = learned.fit(pyramid, REFIT_SHARE * job.clock.seconds, job.seed, start=fitted) or fitted
         pyramid = refine(job.picture, pyramid, lam, until, bits=fitted.room(room, PLANNED_SAVING), net=net,
-                         progress=job.progress, train_net=True, threads=threads)
+                         progress=job.progress, train_net=True)
     inputs, residual = mlp_problem(pyramid, job.picture)
     return pyramid, (net, quantise_weights(net, inputs, residual, lam)), fitted
 
@@ -418,8 +412,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     MLP are left out, where they would not fit in it; only the first analysis and one file
     written and checked are done whatever it says, and a picture past a megapixel whose least
     work cannot end within it is refused before any (:func:`.leastwork.check_time`,
-    :class:`.leastwork.TooLong`).  Its analyses run on one BLAS thread (:data:`BLAS_THREADS`), its
-    Trainer runs on what their thread policy chooses.  ``progress``, if given, is called as
+    :class:`.leastwork.TooLong`).  It runs on one BLAS thread (:data:`BLAS_THREADS`).  ``progress``, if given, is called as
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
     about every second while the MLP trains, and every ten steps of the latents' tuning.
     """

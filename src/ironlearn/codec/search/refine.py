@@ -366,7 +366,7 @@ class _Steering(Callback):
 
 
 def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits: float | None = None,
-           steps: int | None = None, net=None, progress=None, train_net: bool = False, threads=None) -> Pyramid:
+           steps: int | None = None, net=None, progress=None, train_net: bool = False) -> Pyramid:
     """``pyramid``'s latents refined for ``picture`` (``(H, W, C)``, decorrelated colours)
     against ``distortion + lam * bits per pixel`` until the ``time.perf_counter()`` value
     ``until``, the picture drawn as the file draws it: through the pyramid's filters and, when
@@ -378,14 +378,14 @@ def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits
 
     A :class:`~ironlearn.train.Trainer` run of :class:`Latents` on SGD, its cosine sized to the
     steps the time allows and re-sized as their pace drifts (:func:`~ironlearn.train.timed.run_planned`:
-    the first plan is :data:`MOST_STEPS`, re-planned after the first step), its BLAS threads
-    chosen by the :class:`~ironlearn.train.ThreadPolicy` ``threads`` (None: the caller's).  ``steps``, when given, is how many steps to take whatever the time.  ``progress``,
+    the first plan is :data:`MOST_STEPS`, re-planned after the first step), on the caller's BLAS
+    threads.  ``steps``, when given, is how many steps to take whatever the time.  ``progress``,
     if given, is called about every second as ``progress("latents step", step, planned, psnr)``."""
     latents = Latents(picture, pyramid, lam, net, train_net)
     steering = _Steering(latents, bits)
     optimizer = _Joint(latents.y, latents.synthesis.named_parameters()) if latents.train_net else SGD(latents.y)
     trainer = Trainer(latents, optimizer, mse, batches=lambda step: (None, latents.target),
-                      check_every=0, count_callbacks=True, blas_threads=threads)
+                      check_every=0, count_callbacks=True, blas_threads=None)
     if steps is not None:
         trainer.optimizer.schedule = cosine(1.0, 0.0, steps)
         trainer.callbacks = [steering]

@@ -59,7 +59,7 @@ def mlp_plan(steps: int, time_budget: float, held_back: int = 0) -> CosinePlan:
     return CosinePlan(NETWORK_LR, NETWORK_LR * FLOOR, steps, time_budget, held_back)
 
 
-def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0, threads=None):
+def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0):
     """Train the MLP that maps ``inputs`` to ``residual`` for about ``seconds`` (read from
     ``clock``) less ``held_back`` steps' time (for what follows, priced in the MLP's own steps),
     on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``.
@@ -67,9 +67,7 @@ def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, he
     A timed fit's loop: :func:`~ironlearn.train.timed.calibrate` times a few steps that change
     nothing, and :class:`~ironlearn.train.timed.Replan` counts the steps that fit again as the
     pace drifts, so that a machine that slows down part-way still ends on time, its cosine going
-    on down from the rate reached.  The BLAS threads are chosen by the
-    :class:`~ironlearn.train.ThreadPolicy` ``threads``, calibration's steps its first measurement
-    (None: the caller's)."""
+    on down from the rate reached.  The BLAS threads are the caller's (the encoder sets them)."""
     started = clock()
     net = network.build(inputs.shape[1], residual.shape[1], seed=seed)
     rng = np.random.default_rng(seed)
@@ -80,11 +78,11 @@ def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, he
         chosen = rng.integers(0, len(inputs), MLP_BATCH)
         return inputs[chosen], residual[chosen]
 
-    pace = calibrate(net, {"batches": batches}, threads=threads, clock=clock)
+    pace = calibrate(net, {"batches": batches}, clock=clock)
     budget = max(0.0, seconds - (clock() - started))
     plan = mlp_plan(max(1, int(budget / pace) - held_back), budget, held_back)
     trainer = Trainer(net, Adam(net.named_parameters(), lr=plan.make_schedule()), mse, batches=batches,
-                      check_every=0, count_callbacks=True, blas_threads=threads, clock=clock)
+                      check_every=0, count_callbacks=True, blas_threads=None, clock=clock)
 
     def report(trainer, plan):
         progress("MLP step", trainer.step, plan.steps, psnr_from_mse(trainer.loss))
