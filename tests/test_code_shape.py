@@ -17,7 +17,7 @@ MAX_MODULE_LINES = 450
 #: The layers, lowest first: a package imports only from its own layer and those below it.
 #: The modules at the top of ``ironlearn`` (backend, files, kernels, ...) are the lowest; the
 #: package's ``__init__`` (the short way in) is above everything.
-LAYERS = ("", "nn", "optim", "train", "image", "codec", "drawable", "viewer", "fitting", "api", "cli", "__init__", "__main__")
+LAYERS = ("", "nn", "optim", "image", "train", "codec", "drawable", "viewer", "fitting", "api", "cli", "__init__", "__main__")
 
 
 def python_files(*folders):

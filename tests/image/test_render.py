@@ -3,7 +3,7 @@ import pytest
 from PIL import Image
 
 from ironlearn.image.render import render, render_png
-from ironlearn.image.timelapse import Snapshots, frame_steps, write_gif
+from ironlearn.fitting.timelapse import Snapshots, frame_steps, write_gif
 from ironlearn.nn import siren
 
 
@@ -82,7 +82,7 @@ def test_a_timed_fits_frames_keep_to_their_time(tmp_path, backend):
     """Frames are renders of every pixel of their size: given a time for the frames planned, the
     first frame's render sizes them all (the aspect kept), and a resume keeps the size its frames
     were made at."""
-    from ironlearn.image.timelapse import MIN_FRAME_SIDE
+    from ironlearn.fitting.timelapse import MIN_FRAME_SIDE
 
     model = siren(2, 3, width=16, depth=1, rng=np.random.default_rng(0)).to(backend)
     roomy = Snapshots(range(10), 400, 200, backend, seconds=1e6)

@@ -17,7 +17,7 @@ from ..errors import OptionError
 from ..image.fingerprint import fingerprint
 from ..image.io import MODES
 from ..image.sampling import FILTERS
-from ..image.timelapse import frame_steps
+from .timelapse import frame_steps
 from ..optim import constant, cosine, warmup_cosine
 from ..train.timed import going_on
 from .options import SCHEDULES, FitOptions, UsageError, check_model_option

@@ -21,7 +21,7 @@ from ..image import metrics
 from ..image.coords import axis, pixel_grid
 from ..image.io import load_picture
 from ..image.sampling import BETWEEN, BETWEEN_WEIGHT, SPLINE_BETWEEN, EveryPixel, PictureSampler, TileSampler
-from ..image.timelapse import Snapshots
+from .timelapse import Snapshots
 from ..nn import mse
 from ..nn.lattice import Lattice
 from ..optim import Adam, constant

@@ -11,9 +11,9 @@ from PIL import Image, ImageDraw, ImageFont
 
 from .. import npz
 from ..files import atomic_write
+from ..image.io import scaled_size, to_uint8
+from ..image.render import render
 from ..train.callbacks import Callback
-from .io import scaled_size, to_uint8
-from .render import render
 
 MAX_FRAMES = 100
 #: The longest side of a time-lapse frame, in pixels (a smaller picture keeps its own size; the
