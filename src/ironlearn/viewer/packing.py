@@ -22,14 +22,14 @@ import zlib
 
 import numpy as np
 
-from .plan import Plan
+from .plan import DrawingPlan
 
 #: zlib's strongest, with its most memory and its strategy for small varied bytes (which favours
 #: Huffman codes over short matches).
 LEVEL, MEMORY_LEVEL, STRATEGY = 9, 9, zlib.Z_FILTERED
 
 
-def pack(plan: Plan) -> dict:
+def pack(plan: DrawingPlan) -> dict:
     """The page's payload for ``plan``'s buffer (see the module docstring)."""
     stream = np.asarray(plan.weights, "<f4").tobytes()
     parts = [{"type": "floats", "at": 0, "count": len(plan.weights), "from": 0, "bytes": len(stream)}]

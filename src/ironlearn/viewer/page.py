@@ -23,7 +23,7 @@ from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..version import __version__
 from .format_data import FORMAT_SCRIPT, format_script
 from .packing import pack
-from .plan import MAX_TEXTURE_ROWS, ROW_TEXELS, Plan, ViewerError, build_plan, check_texture, texture_shape
+from .plan import MAX_TEXTURE_ROWS, ROW_TEXELS, DrawingPlan, ViewerError, build_plan, check_texture, texture_shape
 from .run import MAX_ORIGINAL_SIDE, collect_extras
 from .shader import fragment_shader, template
 
@@ -143,7 +143,7 @@ def _decoder() -> dict:
             "templates": {name: template(name).template for name in PICTURE_TEMPLATES}, "version": __version__}
 
 
-def _drawing(plan: Plan) -> dict:
+def _drawing(plan: DrawingPlan) -> dict:
     """The payload's part that draws: the plan's operations, packed numbers and shader."""
     check_texture(plan.texels, "the model's weights")
     return {

@@ -59,7 +59,7 @@ ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed m
 #: The most rows a page's weight texture may have: most GPUs' MAX_TEXTURE_SIZE (WebGL2 guarantees
 #: only 2048).  A taller one failed only once the page had built it (4.4 GB, a 35 s freeze).
 MAX_TEXTURE_ROWS = 16384
-DRAWABLE = ("Linear", "ReLU", "Tanh", "Sigmoid", "Sine", "FourierFeatures", "HashGrid")
+DRAWN_LAYERS = ("Linear", "ReLU", "Tanh", "Sigmoid", "Sine", "FourierFeatures", "HashGrid")
 ACTIVATION_OPS = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Sine": "sine"}
 
 
@@ -69,7 +69,7 @@ class ViewerError(WordedError, ValueError):
 
 
 @dataclass
-class Plan:
+class DrawingPlan:
     """What the page needs to evaluate a model.
 
     Attributes
@@ -119,8 +119,8 @@ def _host(array) -> np.ndarray:
     return np.asarray(to_host(array), np.float32)
 
 
-def build_plan(model) -> Plan:
-    """Turn a :class:`~ironlearn.nn.Sequential` of drawable layers into a :class:`Plan`.
+def build_plan(model) -> DrawingPlan:
+    """Turn a :class:`~ironlearn.nn.Sequential` of drawable layers into a :class:`DrawingPlan`.
 
     Raises
     ------
@@ -132,11 +132,11 @@ def build_plan(model) -> Plan:
     ops, slots, _ = _layer_ops(model.layers, [0, 1], 1, packer)  # the coordinates (x, y) fill the first vec4
     if len(slots) not in (1, 3):
         raise ViewerError(f"the model has {len(slots)} outputs; the viewer draws 1 (gray) or 3 (rgb)")
-    return Plan(ops=ops, weights=packer.buffer(), output=list(slots))
+    return DrawingPlan(ops=ops, weights=packer.buffer(), output=list(slots))
 
 
-def build_picture_plan(decoded) -> Plan:
-    """Turn a compressed picture (a :class:`~ironlearn.codec.Decoded`) into a :class:`Plan`: its
+def build_picture_plan(decoded) -> DrawingPlan:
+    """Turn a compressed picture (a :class:`~ironlearn.codec.Decoded`) into a :class:`DrawingPlan`: its
     latent grids read at the point (a ``latents`` op), its MLP's layers on them, if it has one,
     then a ``mix`` that sums the levels, adds the MLP's correction and turns the colours back.
 
@@ -173,7 +173,7 @@ def build_picture_plan(decoded) -> Plan:
         ops += layer_ops
         terms.append(_term(_vectors(ops) - 1, colours, slots, width4, packer))
     ops.append({"type": "mix", "terms": terms, "n_out": channels, "out4": _ceil4(channels)})
-    return Plan(ops=ops, weights=packer.buffer(), output=list(range(channels)))
+    return DrawingPlan(ops=ops, weights=packer.buffer(), output=list(range(channels)))
 
 
 def _layer_ops(layers, slots, width4, packer):
@@ -182,9 +182,9 @@ def _layer_ops(layers, slots, width4, packer):
     ops = []
     for index, layer in enumerate(layers):
         name = type(layer).__name__
-        if name not in DRAWABLE:
+        if name not in DRAWN_LAYERS:
             raise ViewerError(f"layer {index} is a {name}, which the viewer cannot draw "
-                              f"(it draws {', '.join(DRAWABLE)})")
+                              f"(it draws {', '.join(DRAWN_LAYERS)})")
         if name == "Linear":
             op, slots = _linear(layer, slots, width4, packer, index)
         elif name == "FourierFeatures":
@@ -291,6 +291,6 @@ def check_texture(texels: int, what: str) -> None:
                           f"{MAX_TEXTURE_ROWS} rows most GPUs hold; draw it to a PNG with `ironlearn render` instead")
 
 
-def texture_shape(plan: Plan) -> tuple[int, int]:
+def texture_shape(plan: DrawingPlan) -> tuple[int, int]:
     """``(width, height)`` in texels of the weight texture holding ``plan.weights``."""
     return ROW_TEXELS, max(1, math.ceil(plan.texels / ROW_TEXELS))

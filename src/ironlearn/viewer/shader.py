@@ -14,7 +14,7 @@ from string import Template
 
 import numpy as np
 
-from .plan import ROW_TEXELS, TEXEL, Plan
+from .plan import ROW_TEXELS, TEXEL, DrawingPlan
 
 #: GLSL for the activations, slot by slot on a vec4 ``x`` (what layers.py computes, in the same order; the
 #: sigmoid in another form of the same function).
@@ -53,7 +53,7 @@ def _slot(array: int, slot: int) -> str:
     return f"v{array}[{slot // TEXEL}].{'xyzw'[slot % TEXEL]}"
 
 
-def fragment_shader(plan: Plan) -> str:
+def fragment_shader(plan: DrawingPlan) -> str:
     """GLSL ES 3.00 source that evaluates ``plan`` at every fragment of the canvas."""
     body, current = [], 0
     for index, op in enumerate(plan.ops):
