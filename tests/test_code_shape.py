@@ -158,3 +158,24 @@ def test_the_codec_is_laid_out_by_job(path):
     if CODEC_ROOMS[room] != "search":
         training = [name for name in imported if name.split(".")[0] in ("train", "optim")]
         assert not training, f"codec/{'/'.join(parts)} reads a file, yet imports {training}"
+
+
+def test_the_viewers_python_holds_no_reference_only_the_tests_use():
+    """The page's own Python (its plan, shader and payloads) is what ironlearn runs: every public
+    function and class of ``viewer/`` is used by ironlearn's code or by the command line, not only by
+    tests (a Python twin that only holds the page's JavaScript to account, like a compressed
+    picture's plan and shader, lives in ``tests/viewer/``).  The package's ``__init__`` re-exports,
+    which is not a use."""
+    viewer = SRC / "viewer"
+    sources = {path: path.read_text() for path in python_files(SRC) if path.name != "__init__.py" or path.parent != viewer}
+    unused = []
+    for path in python_files(viewer):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.parse(sources[path]).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                pattern = re.compile(rf"\b{node.name}\b")
+                uses = sum(len(pattern.findall(text)) for text in sources.values())
+                if uses <= 1:  # its definition alone
+                    unused.append(f"viewer/{path.name}: {node.name}")
+    assert not unused, f"used by nothing in ironlearn (a test's reference belongs in tests/viewer/): {unused}"

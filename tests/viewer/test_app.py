@@ -17,8 +17,8 @@ from ironlearn.codec.bitstream import entropy
 from ironlearn.codec.bitstream import portable
 from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.cli import main
-from ironlearn.viewer import build_picture_plan
 from pages import READY, bare_hash, read_rgb
+from picture_oracle import build_picture_plan
 from test_compressed import PAGE_ALLOWANCE, close_enough, expected_data, photograph_like
 
 SIZE = (96, 72)

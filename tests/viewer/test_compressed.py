@@ -20,8 +20,9 @@ from helpers import random_context, run_cli, waves, with_everything
 from ironlearn import codec
 from ironlearn.cli import main
 from ironlearn.codec.bitstream import sections as bitstream
-from ironlearn.viewer import build_picture_plan, fragment_shader, render_page
+from ironlearn.viewer import render_page
 from ironlearn.viewer.plan import texture_shape
+from picture_oracle import build_picture_plan, picture_shader
 from pages import NO_WEBGL2, READY, bare_hash, data_of, photograph, psnr_db, read_rgb, refusal, unpacked
 
 PICTURES = ["rgb", "gray", "rgb-mlp", "gray-mlp"]
@@ -47,7 +48,7 @@ def expected_data(decoded, name: str, file_bytes: int) -> dict:
                  + "read by Keys' cubic convolution and summed"
                  + (f"\nplus the MLP's correction: {decoded.net!r}" if decoded.net is not None else ""))
     return {"title": f"{name}: ironlearn viewer", "model": described, "ops": plan.ops, "output": plan.output,
-            "texture": list(texture_shape(plan)), "shader": fragment_shader(plan), "weights": plan.weights,
+            "texture": list(texture_shape(plan)), "shader": picture_shader(plan), "weights": plan.weights,
             "picture": {"width": decoded.width, "height": decoded.height, "mode": decoded.mode},
             "metrics": {"params": decoded.num_parameters, "bytes": file_bytes,
                         "bpp": 8 * file_bytes / (decoded.width * decoded.height)}}

@@ -9,9 +9,10 @@ from helpers import waves, with_mlp
 from ironlearn import codec
 from ironlearn.image.coords import pixel_grid
 from ironlearn.nn import Linear, ReLU, Sequential, Sigmoid, Tanh
-from ironlearn.viewer.plan import TEXEL, VECTOR_OPS, ViewerError, build_picture_plan, build_plan, texture_shape
+from ironlearn.viewer.plan import TEXEL, VECTOR_OPS, ViewerError, build_plan, texture_shape
 from ironlearn.viewer.shader import fragment_shader
 from models import PRESETS, make_model
+from picture_oracle import build_picture_plan, picture_shader
 
 
 def evaluate(plan, points):
@@ -131,7 +132,7 @@ def test_the_packed_plan_is_the_compressed_picture(channels, mlp):
     for size, view in [((40, 30), None), ((53, 71), None), ((31, 17), (-0.3, 0.1, 0.2, 0.45))]:
         drawn = np.clip(evaluate(plan, pixel_grid(*size, view=view)), 0, 1).reshape(size[1], size[0], channels)
         np.testing.assert_allclose(drawn, decoded.render(size[1], size[0], view), atol=1e-4)
-    assert fragment_shader(plan).count("keys_weights(pos.x") == decoded.pyramid.levels
+    assert picture_shader(plan).count("keys_weights(pos.x") == decoded.pyramid.levels
 
 
 def test_the_uint32_hash_is_numpys_uint64_hash():

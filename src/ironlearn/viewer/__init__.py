@@ -10,10 +10,10 @@ codec (:mod:`.format_data`).
 """
 
 from .page import app_payload, file_payload, payload, render_page, write_app, write_viewer
-from .plan import DRAWN_LAYERS, DrawingPlan, ViewerError, build_picture_plan, build_plan
+from .plan import DRAWN_LAYERS, DrawingPlan, ViewerError, build_plan
 from .serve import make_server, serve
 from .shader import fragment_shader
 
-__all__ = ["DRAWN_LAYERS", "DrawingPlan", "ViewerError", "app_payload", "build_picture_plan", "build_plan",
+__all__ = ["DRAWN_LAYERS", "DrawingPlan", "ViewerError", "app_payload", "build_plan",
            "file_payload", "fragment_shader", "make_server", "payload", "render_page", "serve", "write_app",
            "write_viewer"]

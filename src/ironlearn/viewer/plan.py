@@ -50,8 +50,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_host
-from ..codec.model.network import FEATURE_GAIN
-from ..codec.model.latents import COLOURS
 from ..errors import WordedError
 
 TEXEL = 4  # floats per RGBA32F texel
@@ -133,47 +131,6 @@ def build_plan(model) -> DrawingPlan:
     if len(slots) not in (1, 3):
         raise ViewerError(f"the model has {len(slots)} outputs; the viewer draws 1 (gray) or 3 (rgb)")
     return DrawingPlan(ops=ops, weights=packer.buffer(), output=list(slots))
-
-
-def build_picture_plan(decoded) -> DrawingPlan:
-    """Turn a compressed picture (a :class:`~ironlearn.codec.Decoded`) into a :class:`DrawingPlan`: its
-    latent grids read at the point (a ``latents`` op), its MLP's layers on them, if it has one,
-    then a ``mix`` that sums the levels, adds the MLP's correction and turns the colours back.
-
-    The grids are packed as upsampling reads them (times their steps, filtered) and times :data:`~ironlearn.codec.model.network.FEATURE_GAIN`,
-    which is what the MLP reads; the ``mix`` divides the gain back out of the sum.
-
-    A page builds this plan itself from the file's bytes (``static/picture.js``): this is its
-    reference, which the tests hold the page's to, operation for operation and bit for bit.
-    """
-    pyramid, channels = decoded.pyramid, decoded.channels
-    packer = _Packer()
-    levels = []
-    for k in range(pyramid.levels):
-        if pyramid.is_empty(k):  # one zero cell: reads clamp to it, so it draws what a grid of zeros does
-            cells = np.zeros((1, 1, TEXEL), np.float32)
-            levels.append({"cells": [1, 1], "scale": [pyramid.width / 2 ** k, pyramid.height / 2 ** k],
-                           "table": packer.add(cells)})
-            continue
-        integers = pyramid.latents[k]
-        values = pyramid.values(k) * np.float32(FEATURE_GAIN)  # (channels, rows, columns), filtered
-        cells = np.zeros((*integers.shape[1:], TEXEL), np.float32)
-        cells[..., :channels] = values.transpose(1, 2, 0)
-        table = packer.add(cells)
-        levels.append({"cells": [integers.shape[2], integers.shape[1]],
-                       "scale": [pyramid.width / 2 ** k, pyramid.height / 2 ** k], "table": table})
-    features = pyramid.levels * channels
-    ops = [{"type": "latents", "src": [0, 1], "channels": channels, "levels": levels, "out4": _ceil4(features),
-            "cubic": float(pyramid.cubic)}]
-    colours = COLOURS[channels]  # (channels, channels): decorrelated -> RGB or gray, as ``picture @ colours``
-    summed = np.tile(np.eye(channels, dtype=np.float32), (pyramid.levels, 1)) @ colours / np.float32(FEATURE_GAIN)
-    terms = [_term(1, summed, list(range(features)), ops[0]["out4"], packer)]
-    if decoded.net is not None:
-        layer_ops, slots, width4 = _layer_ops(decoded.net.layers, list(range(features)), ops[0]["out4"], packer)
-        ops += layer_ops
-        terms.append(_term(_vectors(ops) - 1, colours, slots, width4, packer))
-    ops.append({"type": "mix", "terms": terms, "n_out": channels, "out4": _ceil4(channels)})
-    return DrawingPlan(ops=ops, weights=packer.buffer(), output=list(range(channels)))
 
 
 def _layer_ops(layers, slots, width4, packer):

@@ -53,8 +53,11 @@ def _slot(array: int, slot: int) -> str:
     return f"v{array}[{slot // TEXEL}].{'xyzw'[slot % TEXEL]}"
 
 
-def fragment_shader(plan: DrawingPlan) -> str:
-    """GLSL ES 3.00 source that evaluates ``plan`` at every fragment of the canvas."""
+def fragment_shader(plan: DrawingPlan, blocks=None) -> str:
+    """GLSL ES 3.00 source that evaluates ``plan`` at every fragment of the canvas; ``blocks``
+    maps another operation's type to what writes its block, ``(index, op, current) -> GLSL``
+    (a compressed picture's page builds its shader itself, ``static/picture.js``: its reference
+    in Python, which the tests hold the page to, is the tests' own)."""
     body, current = [], 0
     for index, op in enumerate(plan.ops):
         kind = op["type"]
@@ -76,11 +79,8 @@ def fragment_shader(plan: DrawingPlan) -> str:
         elif kind == "hashgrid":
             body.append(_hashgrid(index, op, current))
             current += 1
-        elif kind == "latents":
-            body.append(_latents(index, op, current))
-            current += 1
-        elif kind == "mix":
-            body.append(_mix(index, op, current))
+        elif blocks and kind in blocks:
+            body.append(blocks[kind](index, op, current))
             current += 1
         else:
             raise ValueError(f"no shader for operation {kind!r}")
@@ -117,24 +117,3 @@ def _hashgrid(index: int, op: dict, current: int) -> str:
                             feature_lines="\n".join(lines)))
     return _fill("hashgrid", index=index, levels=len(op["levels"]), features=slot, out4=op["out4"], x=x,
                  out=current + 1, level_blocks="\n".join(blocks))
-
-
-def _latents(index: int, op: dict, current: int) -> str:
-    x = f"vec2({_slot(current, op['src'][0])}, {_slot(current, op['src'][1])})"
-    channels, blocks = op["channels"], []
-    for level, spec in enumerate(op["levels"]):
-        (columns, rows), (scale_x, scale_y) = spec["cells"], spec["scale"]
-        lines = [f"        {_slot(current + 1, level * channels + c)} = value.{'xyzw'[c]};" for c in range(channels)]
-        blocks.append(_fill("latents_level", level=level, columns=columns, rows=rows, index=index,
-                            scale_x=_float(scale_x), scale_y=_float(scale_y), table=spec["table"],
-                            cubic=_float(op["cubic"]), last_row=rows - 1, last_column=columns - 1,
-                            channel_lines="\n".join(lines)))
-    return _fill("latents", index=index, levels=len(op["levels"]), channels=channels, out4=op["out4"], x=x,
-                 out=current + 1, level_blocks="\n".join(blocks))
-
-
-def _mix(index: int, op: dict, current: int) -> str:
-    terms = [_fill("mix_term", vector=term["vector"], weight=term["weight"], in4=term["in4"],
-                   row_stride=TEXEL * term["in4"]) for term in op["terms"]]
-    what = " + ".join(f"v{term['vector']} @ weight" for term in op["terms"]) + f" -> {op['n_out']} channels"
-    return _fill("mix", index=index, what=what, out4=op["out4"], out=current + 1, terms="\n".join(terms))

@@ -1,6 +1,6 @@
 // picture.js: a decoded .ilc file (ilcdecode.js) as what the page draws: its operations, numbers and
-// fragment shader. It follows viewer/plan.py's build_picture_plan and viewer/shader.py's
-// fragment_shader for the operations a compressed picture uses (latents, linear, relu, mix), with
+// fragment shader. It follows the tests' reference (tests/viewer/picture_oracle.py: build_picture_plan
+// and picture_shader) for the operations a compressed picture uses (latents, linear, relu, mix), with
 // the GLSL templates the page carries (`codec`) and the codec's constants (IL.FORMAT, format.js), so
 // that a file's page and a file dropped on the page for any file draw what Python's plan draws: the
 // same operations, buffer and shader (tests/viewer/test_compressed.py, tests/viewer/test_app.py).
@@ -76,7 +76,7 @@ IL.fillGrid = function (weights, part, scaled) {
   }
 };
 
-// plan.build_picture_plan: the grids read at the point, the MLP on them, then the mix.
+// build_picture_plan (tests/viewer/picture_oracle.py): the grids read at the point, the MLP on them, then the mix.
 IL.picturePlan = function (picture) {
   const { header, latents, tensors, filters } = picture;
   const { channels, levels, height, width } = header;
