@@ -21,6 +21,7 @@ from ironlearn import codec
 from ironlearn.cli import main
 from ironlearn.codec.bitstream import sections as bitstream
 from ironlearn.viewer import render_page
+from ironlearn.viewer.page import DECODER_SCRIPTS
 from ironlearn.viewer.plan import texture_shape
 from picture_oracle import build_picture_plan, picture_shader
 from pages import NO_WEBGL2, READY, bare_hash, data_of, photograph, psnr_db, read_rgb, refusal, unpacked
@@ -250,7 +251,8 @@ def test_the_page_of_a_compressed_file(tmp_path, capsys, pictures):
     data = data_of(page)
     assert data["file"]["name"] == "rgb.ilc" and base64.b64decode(data["file"]["data"]) == packed.read_bytes()
     assert data["title"] == "rgb.ilc: ironlearn viewer" and "rangeDecoder" in data["codec"]
-    assert '<script data-file="format.js">' in page.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")  # the decoder's scripts marked for the worker, and no other
+    assert '<script data-file="format.js" data-worker>' in text and text.count(" data-worker>") == len(DECODER_SCRIPTS)
     assert [op["type"] for op in build_picture_plan(decoded).ops] == ["latents", "mix"]
     mlp = build_picture_plan(pictures["gray-mlp"][2])
     assert [op["type"] for op in mlp.ops] == ["latents", "linear", "relu", "linear", "relu", "linear", "mix"]

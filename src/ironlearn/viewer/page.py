@@ -29,10 +29,12 @@ from .shader import fragment_shader, template
 
 #: The page's script files, inlined in this order, each in a <script> named by its ``data-file``.
 SCRIPTS = ("network.js", "unpack.js", "painter.js", "viewer.js")
-#: The page of a compressed picture, and the page for any (``view --app``), also read and draw the
-#: file itself; ``format.js`` is generated (:func:`.format_data.format_script`).
-PICTURE_SCRIPTS = ("network.js", "unpack.js", FORMAT_SCRIPT, "ilcfile.js", "ilcdecode.js", "picture.js", "painter.js",
-                   "viewer.js")
+#: What reads a file: the page starts a worker from its own copies of these (``viewer.js``'s
+#: ``IL.readIlcOffThread`` finds them by ``data-worker``), so that decoding never freezes it;
+#: ``format.js`` is generated (:func:`.format_data.format_script`).
+DECODER_SCRIPTS = ("network.js", "unpack.js", FORMAT_SCRIPT, "ilcfile.js", "ilcdecode.js")
+#: The page of a compressed picture, and the page for any (``view --app``), also read and draw the file.
+PICTURE_SCRIPTS = (*DECODER_SCRIPTS, "picture.js", "painter.js", "viewer.js")
 #: The shader templates a compressed picture's operations use (``picture.js`` fills them in).
 PICTURE_TEMPLATES = ("prelude", "main", "latents", "latents_level", "linear", "activation", "mix", "mix_term")
 #: What a page that draws no model yet holds in the fields a model's page fills.
@@ -167,13 +169,17 @@ def _script(name: str) -> str:
 def render_page(data: dict, scripts=None) -> str:
     """The HTML of the page for a :func:`payload`, with ``scripts`` (those of ``static/``, or the
     generated ``format.js``) inlined in order: by default :data:`SCRIPTS` for a model's page, and
-    :data:`PICTURE_SCRIPTS` for a page that decodes a file."""
+    :data:`PICTURE_SCRIPTS` for a page that decodes a file, whose :data:`DECODER_SCRIPTS` are
+    marked ``data-worker``."""
     if scripts is None:
         scripts = PICTURE_SCRIPTS if "codec" in data else SCRIPTS
+    decodes = set(DECODER_SCRIPTS) <= set(scripts)
+    tags = [f'<script data-file="{name}"{" data-worker" if decodes and name in DECODER_SCRIPTS else ""}>\n'
+            f'{_script(name)}</script>' for name in scripts]
     # "<" escaped inside the JSON so no string in it can close the <script> block.
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     values = {"@title": html.escape(readable(data["title"])), "/*@style*/": _static("viewer.css"), "/*@data*/": blob,
-              "/*@script*/": "\n".join(f'<script data-file="{name}">\n{_script(name)}</script>' for name in scripts)}
+              "/*@script*/": "\n".join(tags)}
     page = _static("viewer.html")
     for marker in values:
         if page.count(marker) != 1:

@@ -74,17 +74,15 @@ IL.show = function (data, unpacked, options, api) {
   }, (error) => IL.refuse(api, error));
 };
 
-// The page's scripts a decoding worker is made of: the decoder and what it reads, none touching the page.
-IL.WORKER_SCRIPTS = ["network.js", "unpack.js", "format.js", "ilcfile.js", "ilcdecode.js"];
-
-// IL.readIlc in a worker made of the page's own scripts, so that decoding a file, however long it
+// IL.readIlc in a worker made of the page's own scripts (those Python marks data-worker: page.py's
+// DECODER_SCRIPTS), so that decoding a file, however long it
 // takes, never freezes the page; in this thread where no worker can start. A refusal comes back as
 // the same IL.FileRefused. Aborting `signal` (a later file took this one's place) ends the worker
 // at once and rejects with the signal's reason; a decode in this thread runs on, for the caller to
 // set aside.
 IL.readIlcOffThread = function (bytes, codec, signal) {
-  const sources = IL.WORKER_SCRIPTS.map((name) => document.querySelector(`script[data-file="${name}"]`));
-  if (typeof Worker === "undefined" || sources.some((script) => !script)) return IL.readIlc(bytes, codec);
+  const sources = [...document.querySelectorAll("script[data-worker]")];
+  if (typeof Worker === "undefined" || !sources.length) return IL.readIlc(bytes, codec);
   if (signal && signal.aborted) return Promise.reject(signal.reason);
   const answer = `self.onmessage = async (event) => {
     try {
