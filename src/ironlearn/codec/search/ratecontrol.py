@@ -76,8 +76,8 @@ class Clock:
     def files(self, count: int) -> float:
         """``count`` files written and checked, in analyses: each at :data:`FINISH_COST`, or what
         one took where more (a file under a learned context model also pays for its choice of
-        grids and its wavefront coding and decoding: on kodim23 at 0.5 bpp, 1.1 s against 0.3 s
-        for three analyses)."""
+        grids and its wavefront coding and decoding: on kodim23 at 0.5 bpp, 2.0 s against about
+        0.4 s for three analyses)."""
         return count * max(FINISH_COST, self.file / self.analysis if self.analysis > 0 else 0.0)
 
     @contextmanager
