@@ -67,7 +67,7 @@ def test_render_draws_a_run_at_its_own_size_unless_told_otherwise(run):
     assert ironlearn.render(run, view=(0, 0, 1, 1)).shape == (12, 12, 1)  # the region at the training pitch
     with pytest.raises(TypeError, match="not NoneType"):
         ironlearn.render(None, size=8)
-    with pytest.raises(ValueError, match="give size or scale"):
+    with pytest.raises(ValueError, match="does not record its training size; give size"):
         ironlearn.render(run.model)  # a bare network knows no size
 
 

@@ -94,11 +94,42 @@ def test_a_command_parses_calls_the_api_and_prints(name):
         f"cli/{name}.py composes a job itself ({sorted(outside - COMMAND_IMPORTS)}); let ironlearn.api do it"
 
 
-def test_only_the_picture_seam_tells_a_model_from_a_compressed_file():
-    """ironlearn.drawable.open (and locate) is the one place that asks "model or .ilc?"."""
-    asking = [str(path.relative_to(SRC)) for path in python_files(SRC)
-              if "container.is_compressed(" in path.read_text() and path.parent.name not in ("codec", "drawable")]
-    assert not asking, f"ask ironlearn.drawable instead: {asking}"
+#: The kinds of picture, and the questions that tell them apart, that only the seam (drawable/) and
+#: the codec, which defines a compressed file, may ask.
+PICTURE_KINDS = {"Run", "CompressedFile", "Decoded"}
+KIND_QUESTIONS = {"is_compressed", "is_run_model"}
+
+
+def _kinds_asked(tree) -> list[str]:
+    """Where ``tree`` asks which kind a picture is: ``isinstance`` (or ``issubclass``) on a kind,
+    however imported or spelt (``drawable.Run``, ``(Run, Sequential)``), and the kind questions."""
+    asked = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance",
+                                                                                               "issubclass"):
+            named = {part.id if isinstance(part, ast.Name) else part.attr for part in ast.walk(node.args[1])
+                     if isinstance(part, (ast.Name, ast.Attribute))}
+            asked += [f"line {node.lineno}: isinstance on {kind}" for kind in sorted(named & PICTURE_KINDS)]
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name in KIND_QUESTIONS:
+            asked.append(f"line {node.lineno}: {name}")
+    return asked
+
+
+@pytest.mark.parametrize("path", [path for path in python_files(SRC) if path.relative_to(SRC).parts[0]
+                                  not in ("drawable", "codec")], ids=lambda p: str(p.relative_to(SRC)))
+def test_only_the_picture_seam_tells_a_model_from_a_compressed_file(path):
+    """Who draws, describes or pages a picture asks the :class:`ironlearn.drawable.Picture`, not its
+    kind: ``isinstance`` on a kind and "is it compressed?" live in drawable/ (and the codec)."""
+    asked = _kinds_asked(ast.parse(path.read_text()))
+    assert not asked, f"ask the picture (ironlearn.drawable) instead: {asked}"
+
+
+def test_the_seam_test_sees_each_spelling():
+    spellings = ["isinstance(p, drawable.CompressedFile)", "isinstance(p, (Run, Sequential))",
+                 "issubclass(type(p), codec.Decoded)", "codec.is_compressed(path)", "drawable.is_run_model(path)"]
+    assert all(_kinds_asked(ast.parse(text)) for text in spellings)
+    assert not _kinds_asked(ast.parse("isinstance(p, Sequential)"))
 
 
 #: The text outside cli/ that names a command's flag because it is an artifact, not a message to a

@@ -100,7 +100,8 @@ def test_load_and_render_take_a_compressed_file(tmp_path, data):
     packed = tmp_path / "p.ilc"
     packed.write_bytes(data)
     loaded = ironlearn.load(packed)
-    assert isinstance(loaded, codec.Decoded) and loaded.size == (40, 30)
+    assert isinstance(loaded, ironlearn.CompressedFile) and loaded.size == (40, 30)
+    np.testing.assert_array_equal(loaded.redraw(), codec.read(data).render())  # its own size
     big = ironlearn.render(loaded, scale=2)
     assert big.shape == (60, 80, loaded.channels) and big.dtype == np.float32
     np.testing.assert_array_equal(big, codec.read(data).render(60, 80))

@@ -1,4 +1,4 @@
-"""The picture seam: ``ironlearn.drawable.open`` tells a fitted run from a compressed file, by its
+"""The picture seam: ``ironlearn.drawable.load`` tells a fitted run from a compressed file, by its
 bytes, and refuses anything else in one line; a compressed file decodes only when asked."""
 
 import os
@@ -21,7 +21,7 @@ def run_folder(tmp_path_factory):
 
 
 def test_a_run_folder_and_its_model_file_open_as_the_same_run(run_folder):
-    from_folder, from_file = drawable.open(run_folder), drawable.open(run_folder / "model.npz")
+    from_folder, from_file = drawable.load(run_folder), drawable.load(run_folder / "model.npz")
     assert isinstance(from_folder, drawable.Run)
     assert from_folder.folder == from_file.folder == os.path.abspath(run_folder)
     assert from_folder.path == str(run_folder / "model.npz") and from_folder.step == 3
@@ -32,7 +32,7 @@ def test_a_run_folder_and_its_model_file_open_as_the_same_run(run_folder):
 def test_a_bare_model_file_has_no_run_folder(run_folder, tmp_path):
     bare = tmp_path / "mine.npz"
     bare.write_bytes((run_folder / "model.npz").read_bytes())
-    assert drawable.open(bare).folder is None
+    assert drawable.load(bare).folder is None
 
 
 def test_a_compressed_file_is_told_by_its_bytes_and_decodes_only_when_asked(tmp_path, monkeypatch):
@@ -41,7 +41,7 @@ def test_a_compressed_file_is_told_by_its_bytes_and_decodes_only_when_asked(tmp_
     path.write_bytes(data)
     decodes = []
     monkeypatch.setattr(codec, "read", lambda data, real=codec.read: decodes.append(1) or real(data))
-    picture = drawable.open(path)
+    picture = drawable.load(path)
     assert isinstance(picture, drawable.CompressedFile)
     assert picture.size == (32, 24) and picture.channels == 3 and picture.data == data
     assert decodes == []  # the header alone, as info reads it
@@ -61,7 +61,7 @@ def test_both_kinds_answer_the_same_questions(run_folder, tmp_path, kind):
         source = tmp_path / "small.ilc"
         source.write_bytes(codec.compress_array((waves(24, 32, 3) * 255).astype(np.uint8), lmbda=1e-3,
                                                 seconds=0.3).data)
-    picture = drawable.open(source)
+    picture = drawable.load(source)
     width, height = picture.draw_size(scale=2.0)
     assert (width, height) == (2 * picture.size[0], 2 * picture.size[1])
     assert picture.draw_size(size=(10, 20), view=(-1, -1, 0, 0)) == (10, 20)
@@ -80,7 +80,7 @@ def test_both_kinds_answer_the_same_questions(run_folder, tmp_path, kind):
 ])
 def test_anything_else_is_refused_in_one_line(tmp_path, make, message):
     with pytest.raises(CheckpointError, match=message) as caught:
-        drawable.open(make(tmp_path))
+        drawable.load(make(tmp_path))
     assert "\n" not in str(caught.value)
 
 
@@ -88,7 +88,7 @@ def test_a_damaged_compressed_file_names_itself_once(tmp_path):
     path = tmp_path / "cut.ilc"
     path.write_bytes(codec.bitstream.container.MAGIC + b"\x00\x01")
     with pytest.raises(codec.CodecError) as caught:
-        drawable.open(path)
+        drawable.load(path)
     assert str(caught.value).count(str(path)) == 1
 
 

@@ -21,7 +21,7 @@ from .version import __version__
 #: ironlearn`` costs milliseconds, not the half second NumPy and the codec take, so the command
 #: handles SIGTERM from its first moments.
 _HOMES = {
-    **dict.fromkeys(["Run", "compress", "decompress", "fit", "load", "render"], "api"),
+    **dict.fromkeys(["CompressedFile", "Picture", "Run", "compress", "decompress", "fit", "load", "render"], "api"),
     **dict.fromkeys(["Backend", "BackendError", "get_backend"], "backend"),
     **dict.fromkeys(["FourierFeatures", "HashGrid", "Sequential", "classic", "fourier", "hashgrid", "mlp", "siren"],
                     "nn"),

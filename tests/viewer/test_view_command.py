@@ -213,7 +213,7 @@ def test_a_large_models_page_says_what_it_will_cost_before_it_is_written(tmp_pat
     """A 4096x4096 run's page was 243 MB, written with no word beforehand."""
     from ironlearn.api import pages as page_job
 
-    monkeypatch.setattr(page_job, "LARGE_MODEL_BYTES", 0)
+    monkeypatch.setattr(page_job, "LARGE_FILE_BYTES", 0)
     code, _, err = run_cli(capsys, "view", model_file)
     lines = err.strip().splitlines()
     assert code == 0 and lines[0].startswith("writing a page of up to about") and lines[1].startswith("wrote "), err

@@ -6,7 +6,7 @@ These functions do what ``ironlearn fit``, the model files, ``ironlearn render``
     run = ironlearn.fit("photo.png", out="runs/photo", steps=300)
     big = ironlearn.render(run, scale=2)          # (2H, 2W, C) float32 in [0, 1]
     again = ironlearn.load("runs/photo")           # a run folder, model.npz or checkpoint.npz
-    small = ironlearn.load("photo.ilc")            # or a compressed picture: a codec.Decoded
+    small = ironlearn.load("photo.ilc")            # or a compressed picture: the same questions
     corner = ironlearn.render(small, size=512, view=(0, 0, 1, 1))
 
 The layers, optimizers and trainer underneath are the library proper (``ironlearn.nn``,
@@ -19,13 +19,10 @@ import os
 
 import numpy as np
 
-from .. import codec, drawable
-from ..backend import DEVICES, get_backend
+from .. import drawable
+from ..backend import DEVICES
 from ..codec.search.encoder import DEFAULT_BPP
-from ..drawable import Run
-from ..image.render import render as render_bands
-from ..image.render import render_size
-from ..nn.model import Sequential
+from ..drawable import CompressedFile, Picture, Run
 from ..viewer.serve import check_port
 from .about import describe, info
 from .arguments import checked, checked_size, log_of, named_fit_options
@@ -39,7 +36,7 @@ from .pixels import MODES, csv_to_picture, picture_to_csv
 
 #: The public functions and what they take and give; each function checks its arguments at its entry
 #: (:func:`~ironlearn.api.arguments.checked`), and tests/test_api.py tries each of them.
-__all__ = ["APP_PAGE", "DEFAULT_BPP", "DEMO_SECONDS", "DEVICES", "MODES", "Demo", "Run", "compress", "csv_to_picture",
+__all__ = ["APP_PAGE", "DEFAULT_BPP", "DEMO_SECONDS", "DEVICES", "MODES", "CompressedFile", "Demo", "Picture", "Run", "compress", "csv_to_picture",
            "decompress", "decompress_file", "describe", "demo", "fit", "fit_many", "fit_run", "info", "load",
            "picture_to_csv", "render", "render_file", "view", "view_app"]
 
@@ -83,21 +80,23 @@ def fit(picture, out: str | os.PathLike | None = None, *, progress: bool = False
 
 
 @checked
-def load(path) -> Run | codec.Decoded:
-    """What ``path`` holds: a fitted model or a compressed picture.
+def load(path) -> Picture:
+    """What ``path`` holds: a fitted model or a compressed picture, as a picture that redraws.
 
     Parameters
     ----------
-    path : str or path
+    path : str, path or bytes
         A run folder (its model.npz, else its checkpoint), a model.npz or a checkpoint.npz; or a
-        file of ``ironlearn compress`` (told apart by its first bytes, whatever its name).
+        file of ``ironlearn compress`` (told apart by its first bytes, whatever its name), or
+        its bytes.
 
     Returns
     -------
-    Run or codec.Decoded
-        A model as a :class:`Run`; a compressed picture as the :class:`ironlearn.codec.Decoded`
-        it decodes to (its ``size``, ``mode``, latent ``pyramid`` and ``net``), which
-        :func:`render` draws at any size like a run.
+    Run or CompressedFile
+        A model as a :class:`Run`; a compressed picture as a
+        :class:`~ironlearn.drawable.CompressedFile` (its header read, its latents and MLP in
+        ``.decoded`` when asked).  Either has its ``size``, ``channels``, ``meta`` and
+        ``redraw(size, scale=..., view=...)``, and :func:`render` draws either.
 
     Raises
     ------
@@ -106,26 +105,22 @@ def load(path) -> Run | codec.Decoded:
     CodecError
         A compressed file that is damaged or of another format version (a ``ValueError``).
     """
-    if isinstance(path, (bytes, bytearray, memoryview)):  # a compressed file's bytes, as decompress() takes
-        return codec.read(bytes(path))
-    picture = drawable.open(path)
-    return picture.decoded if isinstance(picture, drawable.CompressedFile) else picture
+    return drawable.load(path)
 
 
 @checked
 def render(model, size=None, *, scale: float | None = None, view=None, device: str = "cpu") -> np.ndarray:
-    """Redraw ``model`` (a :class:`Run`, a :class:`~ironlearn.nn.Sequential`, a compressed
-    picture's :class:`~ironlearn.codec.Decoded`, or a path that :func:`load` reads) as an array.
+    """Redraw ``model`` (what :func:`load` returns, a bare :class:`~ironlearn.nn.Sequential`,
+    or a path or compressed file's bytes that :func:`load` reads) as an array.
 
     Parameters
     ----------
-    model : Run, Sequential, codec.Decoded, str or path
+    model : Run, CompressedFile, Sequential, str, path or bytes
     size : int or (int, int), optional
         N for the longest side (the training aspect kept), or ``(width, height)``.
     scale : float, optional
-        Instead of ``size``: this many times the training size (a :class:`Run` or a compressed
-        picture, whose size it has; for either, neither means its own size).  A bare
-        :class:`~ironlearn.nn.Sequential` knows no size: give one.
+        Instead of ``size``: this many times the picture's size.  Neither means its own size; a
+        bare :class:`~ironlearn.nn.Sequential` knows no size: give one.
     view : (x0, y0, x1, y1), optional
         Only this region of the [-1, 1] square (y grows downward), sized as the region's share of
         the training size; a compressed picture fills the square, so its view stays inside.
@@ -145,20 +140,8 @@ def render(model, size=None, *, scale: float | None = None, view=None, device: s
     TypeError
         ``model`` is none of the above.
     """
-    if isinstance(model, (str, os.PathLike)):
-        model = load(model)
     size = checked_size(size, scale, view)
-    if isinstance(model, codec.Decoded):
-        return model.redraw(size, scale, view)
-    if not isinstance(model, (Run, Sequential)):
-        raise TypeError(f"render() draws a Run, a Sequential, a codec.Decoded or a path, not {type(model).__name__}")
-    trained = model.size if isinstance(model, Run) else None
-    network = model.model if isinstance(model, Run) else model
-    if size is None and scale is None and trained is not None:
-        scale = 1.0  # the training size (or, with a view, its pixel pitch), as for a compressed picture
-    width, height = render_size(trained, size, scale, view)
-    backend = get_backend(device)
-    return render_bands(network.to(backend), width, height, backend, view=view)
+    return drawable.picture(model).redraw(size, scale, view, device=device)
 
 
 @checked
@@ -168,5 +151,4 @@ def decompress(source, size=None, *, scale: float | None = None, view=None) -> n
     ``view`` ``(x0, y0, x1, y1)`` draws only that region of the [-1, 1] square the picture
     spans (y down), as :func:`render` does."""
     size = checked_size(size, scale, view)
-    data = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else codec.read_file(source)
-    return codec.read(data).redraw(size, scale, view)
+    return drawable.load_compressed(source).redraw(size, scale, view)

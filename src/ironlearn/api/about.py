@@ -14,7 +14,7 @@ def info(source) -> dict:
     """The metadata of the run folder, model file or compressed file at ``source``: everything a
     model's file records, or a compressed file's format, size, rate and sections (what ``ironlearn
     info --json`` prints)."""
-    return drawable.open(source).meta
+    return drawable.load(source).meta
 
 
 @checked
@@ -22,4 +22,4 @@ def describe(source) -> str:
     """What ``source`` holds, in the lines ``ironlearn info`` prints: a model's layers,
     parameters, steps, training time, picture and PSNR, or a compressed file's picture, size and
     rate."""
-    return drawable.open(source).describe(os.fspath(source))
+    return drawable.load(source).describe(os.fspath(source))

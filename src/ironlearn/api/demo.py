@@ -8,16 +8,15 @@ from collections.abc import Callable
 from importlib import resources
 from typing import NamedTuple
 
-from ..backend import get_backend
 from ..errors import OptionError
 from ..fitting import FitOptions
 from ..fitting import fit as fit_job
 from ..image.fingerprint import fingerprint
 from ..image.io import load_picture
-from ..image.render import render_png
-from ..train import CheckpointError, load_checkpoint
+from ..train import CheckpointError
 from ..train.checkpoint import read_meta
 from .arguments import checked, log_of
+from .drawing import render_file
 
 DEMO_SECONDS = 20.0  # every pixel of the drawing is right within 5 s; the rest makes a longer time-lapse
 #: The demo's 4x render, beside the run's own outputs.
@@ -53,10 +52,8 @@ def demo(out: str | os.PathLike = "ironlearn-demo", *, time_budget: float = DEMO
         options = FitOptions(input=str(sample), out=out, mode="binary", steps=steps, time_budget=time_budget,
                              device=device, quiet=progress is False if quiet is None else quiet, force=force)
         metrics = fit_job(options, log=log)
-    saved = load_checkpoint(os.path.join(out, "model.npz"))
-    backend = get_backend(device or "auto")
     render = os.path.join(out, RENDER)
-    render_png(saved.model.to(backend), render, 4 * metrics["width"], 4 * metrics["height"], backend, 1)
+    render_file(out, render, scale=4, device=device or "auto", force=True)  # the demo's own, an earlier one replaced
     return Demo(metrics, render, os.path.join(out, "timelapse.gif"))
 
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Literal
 
-from .. import codec, drawable
+from .. import drawable
 from ..errors import Note, OptionError, UsageError
 from ..files import check_output
 from ..image.picture import megapixels
@@ -38,7 +38,7 @@ def render_file(source, out, size=None, *, scale: float | None = None, view=None
     check_output(out, force, reads=[os.fspath(source)])
     if not out.lower().endswith(".png"):
         raise UsageError(f"{out}: render writes PNG; give a name ending in .png")
-    picture = drawable.open(source)
+    picture = drawable.load(source)
     width, height = picture.draw_size(size, scale, view)
     _check_pixels(width, height, max_pixels)
     _note_the_aspect(size, picture.size, view, width, height, log)
@@ -58,9 +58,9 @@ def decompress_file(source, out, size=None, *, scale: float | None = None, view=
     check_output(out, force, reads=[os.fspath(source)])
     if not out.lower().endswith(".png"):
         raise UsageError(f"{out}: decompress writes PNG; give a name ending in .png")
-    _, decoded = codec.read_path(source)
-    width, height = decoded.draw_size(size, scale, view)  # a view that leaves the picture: refused first
-    save_bands(out, width, height, decoded.channels, decoded.bands(height, width, view), progress=progress)
+    picture = drawable.load_compressed(source)
+    width, height = picture.draw_size(size, scale, view)  # a view that leaves the picture: refused first
+    save_bands(out, width, height, picture.channels, picture.bands(height, width, view), progress=progress)
     return width, height
 
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 
 from .. import drawable
-from ..errors import OptionError, UsageError
+from ..errors import UsageError
 from ..files import check_output, is_generated_page
 from ..viewer import make_server, serve as serve_page, write_app, write_viewer
 from ..viewer.serve import check_port
@@ -16,9 +16,9 @@ from .arguments import checked, silent
 
 #: The page of the app (the page for any compressed file) when no ``out`` names one.
 APP_PAGE = "ironlearn-viewer.html"
-#: A model file past this size gets a line on the page's cost before the page is written (a
-#: 4096x4096 run's 201 MB model made a 243 MB page).
-LARGE_MODEL_BYTES = 20 << 20
+#: A model or compressed file past this size gets a line on the page's cost before the page is
+#: written (a 4096x4096 run's 201 MB model made a 243 MB page).
+LARGE_FILE_BYTES = 20 << 20
 
 
 @checked(port=check_port)
@@ -33,24 +33,20 @@ def view(source, out=None, *, with_picture: bool | None = None, serve: bool = Fa
     file's).  ``serve`` then serves it on 127.0.0.1:``port`` until Ctrl-C.  ``log`` gets what
     was written and its notes.
     """
-    model_path = drawable.locate(source)
-    compressed = drawable.is_compressed(model_path)
-    if compressed and with_picture:
-        raise OptionError("a compressed file holds no training picture to embed; leave out {with_picture}",
-                          with_picture="with_picture=True")
-    output = os.fspath(out) if out is not None else _default_page(model_path, compressed)
+    picture = drawable.load(source)
+    output = os.fspath(out) if out is not None else picture.page
     # The page ironlearn made beside the model is ironlearn's to rewrite; a page at a path the user
     # named is theirs, and is marked so, for the day it lies where another page would go.
-    check_output(output, force or (out is None and is_generated_page(output)), reads=[model_path])
+    check_output(output, force or (out is None and is_generated_page(output)), reads=[picture.path])
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"{output}: view writes an HTML page; give a name ending in .html")
     if serve:  # a port in use is refused before anything is written; serve() binds it again at once
         make_server(output, port).server_close()
-    if not compressed and os.path.getsize(model_path) > LARGE_MODEL_BYTES:  # said before the wait, not after
-        log(f"writing a page of up to about {os.path.getsize(model_path) * 4 / 3 / 2**20:.0f} MB (the model's weights "
-            "in base64): it takes a while to write, and a browser needs several times that in memory to open it")
+    if os.path.getsize(picture.path) > LARGE_FILE_BYTES:  # said before the wait, not after
+        log(f"writing a page of up to about {os.path.getsize(picture.path) * 4 / 3 / 2**20:.0f} MB (the file in "
+            "base64): it takes a while to write, and a browser needs several times that in memory to open it")
     notes = []
-    write_viewer(model_path, output, with_picture=with_picture, named=out is not None, log=notes.append)
+    write_viewer(picture, output, with_picture=with_picture, named=out is not None, log=notes.append)
     log(f"wrote {output} ({os.path.getsize(output) / 2**20:.1f} MB): open it in a browser, no server needed")
     for note in notes:  # the page says them too; here, before someone shares or serves it
         log(f"note: {note}")
@@ -77,11 +73,3 @@ def view_app(out=None, *, serve: bool = False, port: int | None = None, open_bro
         serve_page(output, port, open_browser=open_browser, log=log)
     return output
 
-
-def _default_page(model_path: str, compressed: bool) -> str:
-    """viewer.html beside a model (in its run folder); NAME.html beside a compressed NAME.ilc, so
-    that two pictures in one folder get two pages."""
-    if compressed:
-        stem, suffix = os.path.splitext(os.path.abspath(model_path))
-        return stem + (".html" if suffix.lower() not in (".html", ".htm") else ".viewer.html")
-    return os.path.join(os.path.dirname(os.path.abspath(model_path)), "viewer.html")

@@ -14,9 +14,10 @@ def add_parser(commands) -> None:
                                                "of 'ironlearn compress', at any size or a region of it at any "
                                                "zoom, in tiles so memory stays bounded.")
     add_model_argument(render_p)
-    how_big = render_p.add_mutually_exclusive_group(required=True)
+    how_big = render_p.add_mutually_exclusive_group()
     how_big.add_argument("--size", type=size_arg, metavar="N|WxH",
-                         help="N for the longest side (the training aspect kept) or WxH")
+                         help="N for the longest side (the training aspect kept) or WxH; default: the "
+                              "picture's own size")
     how_big.add_argument("--scale", type=positive_float, metavar="F",
                          help="F times the training size, or a compressed picture's (2: twice as wide and tall)")
     render_p.add_argument("--view", type=view_arg, metavar="X0,Y0,X1,Y1",

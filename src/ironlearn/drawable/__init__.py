@@ -1,21 +1,24 @@
 """One face over a picture that redraws: what ironlearn reads back, a fitted run or a file of
 ``ironlearn compress``.
 
-:func:`open` is the one place that tells the two apart (a compressed file by its first bytes,
+:func:`load` is the one place that tells the two apart (a compressed file by its first bytes,
 whatever its name) and finds a run's model file (its model.npz, else its checkpoint.npz).  It
 returns a :class:`Run` or a :class:`CompressedFile` and refuses anything else in one line.  Both
-answer the same questions, so that who draws one need not ask which it is:
+are a :class:`Picture`, so that who draws one never asks which it is (a test over the syntax tree
+keeps every ``isinstance`` on the kinds in here and in the codec):
 
-- ``size`` (the picture's ``(width, height)``) and ``channels``;
-- ``draw_size(size, scale, view)``: the ``(width, height)`` a render at those arguments has;
+- ``size`` (the picture's ``(width, height)``), ``channels``, ``mode`` and ``path`` (the file read);
+- ``draw_size(size, scale, view)``: the ``(width, height)`` a render at those arguments has
+  (neither size nor scale: the picture's own size);
 - ``bands(height, width, view, device)``: the picture drawn a band of rows at a time, as
-  ``(first_row, pixels)`` (what :func:`~ironlearn.image.render.save_bands` writes);
+  ``(first_row, pixels)`` (what :func:`~ironlearn.image.render.save_bands` writes), and
+  ``redraw(...)``, the same gathered into one array;
 - ``meta`` (what ``ironlearn info --json`` prints) and ``describe(name)`` (``ironlearn info``'s
-  lines).
+  lines); ``page`` (where its page goes when no one names one).
 
 A run carries its network and what its run recorded; a compressed file carries its bytes and
 header, and decodes only when asked (:attr:`CompressedFile.decoded`), so ``info`` reads a header
-alone.  What a page needs of each lives in the viewer, a floor above (:mod:`ironlearn.viewer.page`).
+alone.  What a page shows of each lives in the viewer, a floor above (:mod:`ironlearn.viewer.page`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
 
 from .. import codec
 from .. import run_files as folder
@@ -35,6 +41,41 @@ from ..train.checkpoint import IN_FEATURES
 
 #: A run's model files, the final model first: a run still training has only its checkpoint.
 MODEL_NAMES = (folder.MODEL, folder.CHECKPOINT)
+#: The page of a run's model when no one names one, in its folder.
+RUN_PAGE = "viewer.html"
+
+
+class Picture(Protocol):
+    """What ironlearn draws, whichever kind it is (:class:`Run`, :class:`CompressedFile`)."""
+
+    size: tuple[int, int] | None
+    channels: int
+    mode: str | None
+    path: str | None
+    meta: dict
+
+    def draw_size(self, size=None, scale: float | None = None, view=None) -> tuple[int, int]:
+        """The ``(width, height)`` of a render at ``size`` or ``scale`` of the region ``view``
+        (:func:`~ironlearn.image.render.render_size`: neither is the picture's own size)."""
+
+    def bands(self, height: int, width: int, view=None, device: str = "cpu", notify=None):
+        """The picture (or ``view``) at ``height x width``, a band of rows at a time."""
+
+    def describe(self, name: str) -> str:
+        """``ironlearn info``'s lines."""
+
+    @property
+    def page(self) -> str:
+        """Where the picture's page goes when no one names one."""
+
+    def redraw(self, size=None, scale: float | None = None, view=None, device: str = "cpu") -> np.ndarray:
+        """The picture at ``size``, ``scale`` or its own size (of ``view``), as one ``(H, W, C)``
+        float32 array in [0, 1] on the host, gathered from :meth:`bands`."""
+        width, height = self.draw_size(size, scale, view)
+        out = np.empty((height, width, self.channels), np.float32)
+        for top, pixels in self.bands(height, width, view, device=device):
+            out[top:top + len(pixels)] = pixels
+        return out
 
 
 def locate(source) -> str:
@@ -56,20 +97,9 @@ def locate(source) -> str:
     return source
 
 
-def is_compressed(path) -> bool:
-    """Whether the file :func:`locate` found is a compressed picture rather than a model."""
-    return codec.is_compressed(path)
-
-
-def is_run_model(path) -> bool:
-    """Whether the model file ``path`` is a run folder's (named model.npz or checkpoint.npz)
-    rather than a bare model file, whose folder is not its run's."""
-    return os.path.basename(os.fspath(path)) in MODEL_NAMES
-
-
-def open(source) -> Run | CompressedFile:  # noqa: A001 (the seam's one verb, as io.open)
-    """The picture at ``source``: a :class:`CompressedFile` for a file of ``ironlearn compress``,
-    else the :class:`Run` of a run folder or model file.
+def load(source) -> Run | CompressedFile:
+    """The picture at ``source``: a :class:`CompressedFile` for a file of ``ironlearn compress``
+    (or its bytes), else the :class:`Run` of a run folder or model file.
 
     Raises
     ------
@@ -78,18 +108,42 @@ def open(source) -> Run | CompressedFile:  # noqa: A001 (the seam's one verb, as
     codec.CodecError
         A compressed file that is damaged or of another format version (a ``ValueError``).
     """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return CompressedFile.of_bytes(bytes(source))
     path = locate(source)
-    if is_compressed(path):
+    if codec.is_compressed(path):
         return CompressedFile.read(path)
     saved = load_checkpoint(path)
-    in_a_run = is_run_model(path)
+    in_a_run = os.path.basename(path) in MODEL_NAMES  # else a bare model file, whose folder is not its run's
     return Run(model=saved.model, metrics=dict(saved.settings.get("metrics", {})), settings=dict(saved.settings),
                folder=os.path.dirname(os.path.abspath(path)) if in_a_run else None, path=path, step=saved.step,
                meta=saved.meta)
 
 
+def load_compressed(source) -> CompressedFile:
+    """The file of ``ironlearn compress`` at ``source`` (a path, or its bytes); one
+    :class:`codec.CodecError` for anything else."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return CompressedFile.of_bytes(bytes(source))
+    return CompressedFile.read(source)
+
+
+def picture(source) -> Picture:
+    """``source`` as a :class:`Picture`: itself when it is one; a bare
+    :class:`~ironlearn.nn.Sequential` as a :class:`Run` that knows no size; else :func:`load`'s.
+    ``TypeError`` for anything else."""
+    if isinstance(source, (Run, CompressedFile)):
+        return source
+    if isinstance(source, Sequential):
+        return Run(model=source)
+    if isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)):
+        return load(source)
+    raise TypeError(f"ironlearn draws a Run, a compressed file, a Sequential, a path or a compressed file's bytes, "
+                    f"not {type(source).__name__}")
+
+
 @dataclass(frozen=True)
-class Run:
+class Run(Picture):
     """A fitted model with what its run recorded.
 
     Attributes
@@ -130,13 +184,18 @@ class Run:
         return tuple(self.settings["size"]) if "size" in self.settings else None
 
     @property
+    def mode(self) -> str | None:
+        """The training picture's mode (``gray``, ``rgb``, ``binary``), when recorded."""
+        return self.settings.get("mode")
+
+    @property
     def channels(self) -> int:
         """Channels the network draws: 1 (gray) or 3 (rgb)."""
         return Sequential.out_features(self.model.config(), IN_FEATURES)
 
     def draw_size(self, size=None, scale: float | None = None, view=None) -> tuple[int, int]:
-        """The ``(width, height)`` of a render at ``size`` or ``scale`` (one of the two) of the
-        region ``view`` (:func:`~ironlearn.image.render.render_size`)."""
+        """The ``(width, height)`` of a render at ``size`` or ``scale`` (neither: the training
+        size) of the region ``view`` (:func:`~ironlearn.image.render.render_size`)."""
         return render_size(self.size, size, scale, view)
 
     def bands(self, height: int, width: int, view=None, device: str = "cpu", notify=None):
@@ -167,6 +226,11 @@ class Run:
         return "\n".join(lines)
 
     @property
+    def page(self) -> str:
+        """viewer.html beside the model (in its run folder, for a run's)."""
+        return os.path.join(os.path.dirname(os.path.abspath(self.path or ".")), RUN_PAGE)
+
+    @property
     def paths(self) -> dict:
         """``{file name: path}`` of the run folder's outputs that exist."""
         if self.folder is None:
@@ -176,11 +240,12 @@ class Run:
 
 
 @dataclass(frozen=True, eq=False)
-class CompressedFile:
-    """A file of ``ironlearn compress``: its ``path``, ``data`` (the bytes) and ``header``, read
-    and checked; :attr:`decoded` decodes it, once, when first asked."""
+class CompressedFile(Picture):
+    """A file of ``ironlearn compress``: its ``path`` (None for bytes read from elsewhere),
+    ``data`` (the bytes) and ``header``, read and checked; :attr:`decoded` decodes it, once, when
+    first asked."""
 
-    path: str
+    path: str | None
     data: bytes = field(repr=False)
     header: codec.Header = field(repr=False)
 
@@ -188,6 +253,10 @@ class CompressedFile:
     def read(cls, path) -> CompressedFile:
         data, header = codec.read_header_path(path)
         return cls(os.fspath(path), data, header)
+
+    @classmethod
+    def of_bytes(cls, data: bytes) -> CompressedFile:
+        return cls(None, data, codec.read_header(data))
 
     @property
     def size(self) -> tuple[int, int]:
@@ -197,22 +266,33 @@ class CompressedFile:
     def channels(self) -> int:
         return self.header.channels
 
+    @property
+    def mode(self) -> str:
+        return self.header.mode
+
     @functools.cached_property
     def decoded(self) -> codec.Decoded:
         """The picture the file holds (its latent pyramid and MLP), drawn at any size."""
         try:
             return codec.read(self.data)
         except codec.CodecError as exc:
-            raise codec.CodecError(f"{self.path}: {exc}") from None
+            raise codec.CodecError(f"{self.path}: {exc}" if self.path else str(exc)) from None
 
     def draw_size(self, size=None, scale: float | None = None, view=None) -> tuple[int, int]:
-        """As :meth:`Run.draw_size`; a ``view`` that leaves the picture is refused first."""
+        """As :meth:`Run.draw_size` (neither size nor scale: the file's own size); a ``view``
+        that leaves the picture is refused first."""
         self.decoded.region(view)  # one line, worded with the caller's name for it
         return render_size(self.size, size, scale, view)
 
     def bands(self, height: int, width: int, view=None, device: str = "cpu", notify=None):
         """As :meth:`Run.bands`, on the CPU whatever ``device`` (the codec's decoder is NumPy's)."""
         return self.decoded.bands(height, width, view)
+
+    @property
+    def page(self) -> str:
+        """NAME.html beside NAME.ilc, so that two pictures in one folder get two pages."""
+        stem, suffix = os.path.splitext(os.path.abspath(self.path or "picture.ilc"))
+        return stem + (".html" if suffix.lower() not in (".html", ".htm") else ".viewer.html")
 
     @property
     def meta(self) -> dict:

@@ -38,12 +38,17 @@ def render_size(trained, size=None, scale=None, view=None) -> tuple[int, int]:
     """The ``(width, height)`` to render a model trained at ``trained`` ``(W, H)`` (None: unknown).
 
     ``size`` is N (the longest side, the aspect kept) or ``(W, H)``; ``scale`` multiplies the
-    training size instead; ``view`` ``(x0, y0, x1, y1)`` sizes that region of the picture.
-    Raises :class:`~ironlearn.errors.OptionError` (a ValueError) when neither or both are given,
-    or the result is beyond MAX_RENDER_SIDE.
+    training size instead; neither is the picture's own size (or, with a view, its pixel pitch).
+    ``view`` ``(x0, y0, x1, y1)`` sizes that region of the picture.  Raises
+    :class:`~ironlearn.errors.OptionError` (a ValueError) when both are given, when neither is
+    and the size is unknown, or when the result is beyond MAX_RENDER_SIDE.
     """
-    if (size is None) == (scale is None):
-        raise OptionError("give {size} or {scale} (one of the two)", "size", "scale")
+    if size is not None and scale is not None:
+        raise OptionError("give {size} or {scale}, not both", "size", "scale")
+    if size is None and scale is None:
+        if trained is None:
+            raise OptionError("this model does not record its training size; give {size}", "size")
+        scale = 1.0
     if scale is not None and trained is None:
         raise OptionError("this model does not record its training size, so {scale} has nothing to scale; "
                           "give {size}", "size", "scale")

@@ -12,6 +12,7 @@ dropped on it.  Pictures travel as data URLs, the script and the style inline.  
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import os
@@ -19,6 +20,7 @@ import re
 from importlib import resources
 
 from .. import codec, drawable
+from ..errors import OptionError
 from ..files import NAMED_PAGE, PAGE_GENERATOR, write_bytes
 from ..version import __version__
 from .format_data import FORMAT_SCRIPT, format_script
@@ -58,8 +60,9 @@ def _static(name: str) -> str:
 
 
 def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture: bool | None = None) -> dict:
-    """Everything the page reads about the model at ``source`` (a run folder or model file, or a
-    file of ``ironlearn compress``: :func:`file_payload`), JSON-ready.
+    """Everything the page reads about the picture at ``source`` (a run folder or model file, a
+    file of ``ironlearn compress``, or what :func:`ironlearn.drawable.load` returned), JSON-ready:
+    :func:`run_payload` or :func:`file_payload`, by the picture's kind.
 
     ``with_picture`` None embeds the training picture for a run's model and not for a bare
     model file (see :mod:`.run`); True or False decides for either.  Either way the picture
@@ -71,13 +74,26 @@ def payload(source, max_original_side: int = MAX_ORIGINAL_SIDE, *, with_picture:
         A layer the page cannot draw, or a compressed file that is damaged.
     CheckpointError
         No model there, not an ironlearn model, or a newer format.
+    OptionError
+        ``with_picture`` True for a compressed file, which holds no training picture.
     """
     try:
-        picture = drawable.open(source)
-        if isinstance(picture, drawable.CompressedFile):
-            return file_payload(picture)
+        return picture_payload(drawable.picture(source), max_original_side, with_picture)
     except codec.CodecError as exc:
         raise ViewerError(str(exc)) from None
+
+
+@functools.singledispatch
+def picture_payload(picture, max_original_side: int, with_picture: bool | None) -> dict:
+    """What the page reads about ``picture``, by its kind (a page for each kind of
+    :class:`~ironlearn.drawable.Picture`, registered below)."""
+    raise TypeError(f"no page for a {type(picture).__name__}")
+
+
+@picture_payload.register
+def run_payload(picture: drawable.Run, max_original_side: int = MAX_ORIGINAL_SIDE,
+                with_picture: bool | None = None) -> dict:
+    """The page of a fitted run's model: the network, its run's metrics and extras."""
     in_a_run = picture.folder is not None
     extras = collect_extras(picture.folder, picture.settings, max_original_side,
                             with_picture=in_a_run if with_picture is None else with_picture)
@@ -109,20 +125,24 @@ def model_payload(model, settings: dict, extras, *, step: int, title: str, drawn
     }
 
 
-def file_payload(picture) -> dict:
-    """What the page of a compressed file (a :class:`~ironlearn.drawable.CompressedFile`) reads,
-    JSON-ready: the file's own bytes (``file``: its ``name`` and base64 ``data``) and the decoder
-    (:func:`_decoder`).  The page decodes the file and draws it as ``view --app`` draws a file
-    dropped on it (``static/picture.js``).  The file is decoded here first, so that a damaged one
-    is refused before any page is written (:class:`~ironlearn.codec.CodecError`)."""
-    header = picture.header
+@picture_payload.register
+def file_payload(picture: drawable.CompressedFile, max_original_side: int = MAX_ORIGINAL_SIDE,
+                 with_picture: bool | None = None) -> dict:
+    """What the page of a compressed file reads, JSON-ready: the file's own bytes (``file``: its
+    ``name`` and base64 ``data``) and the decoder (:func:`_decoder`).  The page decodes the file
+    and draws it as ``view --app`` draws a file dropped on it (``static/picture.js``).  The file
+    is decoded here first, so that a damaged one is refused before any page is written
+    (:class:`~ironlearn.codec.CodecError`); it holds no training picture to embed."""
+    if with_picture:
+        raise OptionError("a compressed file holds no training picture to embed; leave out {with_picture}",
+                          with_picture="with_picture=True")
+    header, name = picture.header, readable(os.path.basename(picture.path or "picture.ilc"))
     coded = [any(grid[3] for grid in header.grids[k * header.channels:(k + 1) * header.channels])
              for k in range(header.levels)]
     # A cell a texel for each level that codes anything, one for an empty one (picture.js's picturePlan).
     check_texture(sum(h * w if any_coded else 1 for (h, w), any_coded in zip(header.grid_shapes, coded)),
-                  f"{os.path.basename(picture.path)}: its latents")
+                  f"{name}: its latents")
     picture.decoded  # decoded for its checks alone: a page is written only for a file that Python reads
-    name = readable(os.path.basename(picture.path))
     return {"title": f"{name}: ironlearn viewer", **_NO_MODEL, "version": __version__, "codec": _decoder(),
             "file": {"name": name, "data": base64.b64encode(picture.data).decode("ascii")}}
 
@@ -204,9 +224,10 @@ def write_viewer(source, out_html, *, max_original_side: int = MAX_ORIGINAL_SIDE
 
     Parameters
     ----------
-    source : str or path
+    source : str, path or Picture
         A run folder of ``ironlearn fit`` (its model.npz, else its checkpoint.npz), a model file,
-        or a file of ``ironlearn compress`` (whose page carries the file and decodes it).
+        or a file of ``ironlearn compress`` (whose page carries the file and decodes it); or
+        what :func:`ironlearn.drawable.load` read from one.
     out_html : str or path
         The page to write (replaced if it exists).
     max_original_side : int

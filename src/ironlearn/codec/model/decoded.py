@@ -95,8 +95,6 @@ class Decoded:
     def draw_size(self, size=None, scale: float | None = None, view=None) -> tuple[int, int]:
         """The ``(width, height)`` that :meth:`redraw` draws for these arguments."""
         self.region(view)  # a bad view is reported as such, not as a size
-        if size is None and scale is None:
-            scale = 1.0
         return render_size(self.size, size, scale, view)
 
     def redraw(self, size=None, scale: float | None = None, view=None) -> np.ndarray:
