@@ -274,3 +274,15 @@ def test_a_fit_options_flag_is_a_bool_too(tmp_path):
         with pytest.raises(TypeError, match=f"{flag} must be True or False \\(got 'no', of type str\\)"):
             api.fit_many([tmp_path / "a.png"], tmp_path / "out", options=FitOptions(input="", **{flag: "no"}))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_folder_given_as_the_picture_says_how_to_resume_in_pythons_words(run):
+    """The command pastes a command line (tests/test_cli.py); Python gets the call to make."""
+    from ironlearn.errors import OptionError
+
+    with pytest.raises(OptionError) as caught:
+        ironlearn.fit(run.folder, out=run.folder)
+    message = str(caught.value)
+    assert "is a run folder, not a picture; resume it with: ironlearn.fit(" in message
+    assert f"out={run.folder!r}, resume=True)" in message and "--" not in message
+    assert caught.value.worded(lambda name: "--" + name).endswith(f"--out {run.folder} --resume")

@@ -15,12 +15,14 @@ class WordedError(Exception):
     Given a message alone, it is that message."""
 
     def __init__(self, template: str, *options: str, **python: str):
-        self.template, self.options = template, options + tuple(python)
-        super().__init__(self.worded(lambda name: python.get(name, name)))
+        self.template, self.options, self.python = template, options + tuple(python), python
+        super().__init__(_worded(template, self.options, lambda name: python.get(name, name)))
 
     def worded(self, name_of) -> str:
-        """The message with each option named by ``name_of(option)``."""
-        return _worded(self.template, self.options, name_of)
+        """The message with each option named by ``name_of(option)``; a :class:`Note` given as
+        an option's Python words (a whole call) is worded as the note words itself."""
+        return _worded(self.template, self.options, lambda name: self.python[name].worded(name_of)
+                       if isinstance(self.python.get(name), Note) else name_of(name))
 
 
 class OptionError(WordedError, UsageError):

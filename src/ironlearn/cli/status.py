@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         say(f"ironlearn {args.command}: error: {message}")
         return ExitCode.USAGE
     except (Interrupted, ManyInterrupted) as exc:
-        say(str(exc))
+        say(exc.worded(flag) if isinstance(exc, WordedError) else str(exc))  # a resume's command line
         return ExitCode.TERMINATED if getattr(exc, "signal", None) == signal.SIGTERM else ExitCode.INTERRUPTED
     except DivergenceError as exc:
         say(f"ironlearn {args.command}: error: training diverged at step {exc.step}: loss {exc.loss:.4g} at "

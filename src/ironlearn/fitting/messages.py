@@ -68,8 +68,18 @@ def nothing_left_message(plan: RunPlan) -> Note:
                 "steps", "time_budget")
 
 
-def resume_command(plan: RunPlan) -> str:
-    return f"ironlearn fit {shlex.quote(plan.input)} --out {shlex.quote(plan.out)} --resume"
+class ResumeNote(Note):
+    """How to go on with the run in ``out`` of the picture ``picture``, in its reader's words: as a
+    ``str``, the Python call (``ironlearn.fit('photo.png', out='runs/photo', resume=True)``);
+    :meth:`worded`, the command line, to paste (``ironlearn fit photo.png --out runs/photo --resume``)."""
+
+    def __new__(cls, picture: str, out: str):
+        note = super().__new__(cls, f"ironlearn.fit({str(picture)!r}, out={str(out)!r}, resume=True)")
+        note.picture, note.out = str(picture), str(out)
+        return note
+
+    def worded(self, name_of) -> str:
+        return f"ironlearn fit {shlex.quote(self.picture)} {name_of('out')} {shlex.quote(self.out)} {name_of('resume')}"
 
 
 def moments_restart_message(step: int, timelapse: bool) -> str:

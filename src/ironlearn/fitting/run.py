@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import get_backend
-from ..errors import Note, OptionError
+from ..errors import Note, OptionError, WordedError
 from ..image import metrics
 from ..image.coords import axis, pixel_grid
 from ..image.io import load_picture
@@ -32,7 +32,7 @@ from ..train.timed import Replan, calibrate
 from ..train.trainer import CoreShare
 from . import folder
 from .messages import describe_progress, kept_start_message, moments_restart_message, nothing_left_message, \
-    progress_style, resume_command, start_message
+    progress_style, ResumeNote, start_message
 from .options import FitOptions, UsageError, plain_numbers, validate
 from .outputs import Recorder, write_outputs
 from .plan import RunPlan, check_saved, make_plan, resume_options
@@ -54,16 +54,17 @@ MAX_LOSS = 1e3  # an MSE on [0, 1] pixels above this is an explosion, not traini
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class Interrupted(Exception):
-    """Ctrl-C or SIGTERM: the checkpoint is saved; ``resume_command`` continues the run.
+class Interrupted(WordedError):
+    """Ctrl-C or SIGTERM: the checkpoint is saved; ``resume`` (a :class:`ResumeNote`) says how to
+    go on, as a Python call and, :meth:`worded` by the command, as its command line.
 
     ``signal`` is the signal that stopped it (``signal.SIGINT`` for Ctrl-C).
     """
 
-    def __init__(self, step: int, resume_command: str, signum: int = signal.SIGINT):
-        self.step, self.resume_command, self.signal = step, resume_command, signal.Signals(signum)
+    def __init__(self, step: int, resume: ResumeNote, signum: int = signal.SIGINT):
+        self.step, self.resume, self.signal = step, resume, signal.Signals(signum)
         what = "interrupted" if self.signal == signal.SIGINT else f"stopped by {self.signal.name}"
-        super().__init__(f"{what} at step {step}; checkpoint saved. Resume with:\n  {resume_command}")
+        super().__init__(f"{what} at step {step}; checkpoint saved. Resume with:\n  {{resume}}", resume=resume)
 
 
 def fit(options: FitOptions, *, log=print, live=None) -> dict:
@@ -102,7 +103,7 @@ def check_start(options: FitOptions) -> FitOptions:
     options = plain_numbers(options)
     validate(options)
     if os.path.isdir(options.input) and os.path.isfile(os.path.join(options.input, folder.CHECKPOINT)):
-        raise UsageError(f"{options.input} is a run folder, not a picture; {_resume_hint(options.input)}")
+        raise _run_folder_given(options.input)
     if options.resume:
         folder.check_resumable(options.run_folder)
     else:
@@ -113,13 +114,15 @@ def check_start(options: FitOptions) -> FitOptions:
     return options
 
 
-def _resume_hint(run_folder: str) -> str:
-    """How to resume the run in ``run_folder``: with the picture its checkpoint names, when it does."""
+def _run_folder_given(run_folder: str) -> WordedError:
+    """The refusal of a run folder given as the picture, with how to resume it: with the picture
+    its checkpoint names, when it does."""
     try:
         picture = checkpoint.read_meta(os.path.join(run_folder, folder.CHECKPOINT))["settings"]["input"]
     except (checkpoint.CheckpointError, KeyError, TypeError):
         picture = "PICTURE"
-    return f"resume it with: ironlearn fit {shlex.quote(str(picture))} --out {shlex.quote(run_folder)} --resume"
+    return OptionError(f"{run_folder} is a run folder, not a picture; resume it with: {{resume}}",
+                       resume=ResumeNote(picture, run_folder))
 
 
 def check_kept_start(saved: dict, options: FitOptions) -> None:
@@ -415,7 +418,7 @@ def train(job: Job, log) -> None:
                 log(f"loss became {exc.loss:.3g} at step {exc.step}; rolled back to step {trainer.step}, "
                     f"retrying with learning rate {job.plan.lr:.3g} ({attempt + 1} of {MAX_RETRIES})")
     if interrupted:
-        raise Interrupted(trainer.step, resume_command(job.plan), interrupted[0])
+        raise Interrupted(trainer.step, ResumeNote(job.plan.input, job.plan.out), interrupted[0])
 
 
 @contextlib.contextmanager
