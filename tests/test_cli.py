@@ -77,7 +77,7 @@ def test_binary_mode_reports_accuracy(tmp_path, picture, capsys):
 
 
 def test_fit_reads_a_pixel_csv(tmp_path, picture, capsys):
-    assert run_cli(capsys, "encode", picture, "-o", tmp_path / "p.csv", "--mode", "binary")[0] == 0
+    assert run_cli(capsys, "to-csv", picture, "-o", tmp_path / "p.csv", "--mode", "binary")[0] == 0
     code, _, err = run_cli(capsys, "fit", tmp_path / "p.csv", "--out", tmp_path / "c", "--steps", 20, *QUICK)
     assert code == 0, err
     assert json.loads((tmp_path / "c" / "metrics.json").read_text())["mode"] == "binary"
@@ -196,10 +196,12 @@ def test_info(fitted, capsys):
     assert json.loads(out)["step"] == 150
 
 
-def test_encode_decode_round_trip(tmp_path, picture, capsys):
-    assert run_cli(capsys, "encode", picture, "-o", tmp_path / "p.csv")[0] == 0
+@pytest.mark.parametrize("there, back", [("to-csv", "from-csv"), ("encode", "decode")], ids=["names", "old-names"])
+def test_to_csv_and_back_round_trip(tmp_path, picture, capsys, there, back):
+    """The original project's names, encode and decode, still work (aliases): only the help shows the new ones."""
+    assert run_cli(capsys, there, picture, "-o", tmp_path / "p.csv")[0] == 0
     assert (tmp_path / "p.csv").read_text().startswith("x,y,pixel_value\n0,0,")
-    assert run_cli(capsys, "decode", tmp_path / "p.csv", "-o", tmp_path / "back.png")[0] == 0
+    assert run_cli(capsys, back, tmp_path / "p.csv", "-o", tmp_path / "back.png")[0] == 0
     with Image.open(picture) as a, Image.open(tmp_path / "back.png") as b:
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -223,7 +225,7 @@ def test_encode_decode_round_trip(tmp_path, picture, capsys):
     (["render", "{picture}", "--size", "70000", "-o", "{tmp}/x.png"], "not a readable ironlearn model or checkpoint"),
     (["render", "{model}", "--size", "70000", "-o", "{tmp}/x.png"], "above the limit"),
     (["render", "{model}", "--size", "8", "-o", "{picture}"], "already exists"),
-    (["decode", "{csv}", "-o", "{tmp}/d.png"], "missing column"),
+    (["from-csv", "{csv}", "-o", "{tmp}/d.png"], "missing column"),
     (["info", "{text}"], "not a readable"),
     (["render", "{model}", "--scale", "1e400", "-o", "{tmp}/x.png"], "'1e400' is not a finite number"),  # "above 0"
 ])

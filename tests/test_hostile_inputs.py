@@ -62,7 +62,7 @@ def test_a_png_whose_data_stops_short_is_refused_before_it_is_decoded(tmp_path):
     path = tmp_path / "short.png"
     path.write_bytes(short_png(10000, 10000, 3))
     assert len(path.read_bytes()) < 200
-    for command in (["encode", path, "-o", tmp_path / "out.csv"],
+    for command in (["to-csv", path, "-o", tmp_path / "out.csv"],
                     ["fit", path, "--out", tmp_path / "run", "--steps", 3, "--device", "cpu"]):
         done, peak = run_measured(*command, memory_limit=ADDRESS_LIMIT)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
@@ -120,7 +120,7 @@ def test_a_coordinate_at_int64s_limit_is_one_line(tmp_path, capsys, rows, reach)
     1x0 with -1 pixels missing)."""
     path = tmp_path / "big.csv"
     path.write_text(f"x,y,pixel_value\n{rows}\n")
-    for command in (["decode", path, "-o", tmp_path / "out.png"], ["compress", path, "-o", tmp_path / "out.ilc"],
+    for command in (["from-csv", path, "-o", tmp_path / "out.png"], ["compress", path, "-o", tmp_path / "out.ilc"],
                     ["fit", path, "--out", tmp_path / "run", "--steps", 2, "--device", "cpu"]):
         one_line(capsys, command, message=f"coordinates reach {reach} pixels")
     assert sorted(os.listdir(tmp_path)) == ["big.csv"]

@@ -137,7 +137,7 @@ def test_the_commands_refuse_such_a_picture_in_little_memory(run_folder, tmp_pat
     """encode and fit: one line; view of a run whose model names such a picture: no comparison, as
     for any other picture (2.7 GB before it refused)."""
     picture = tiny_webp_declaring(tmp_path / "big.webp", 10000, 10000)
-    for command in (["encode", picture, "-o", tmp_path / "out.csv"],
+    for command in (["to-csv", picture, "-o", tmp_path / "out.csv"],
                     ["fit", picture, "--out", tmp_path / "run", "--steps", 3, "--device", "cpu"]):
         done, peak = run_measured(*command, memory_limit=ADDRESS_LIMIT)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -163,12 +163,12 @@ def test_a_flat_picture_past_the_bound_is_read_when_the_user_raises_the_limit(tm
     once --max-pixels is given (here a 2100x2100 screen of one pixel's frame, 35 bytes)."""
     picture = tiny_gif_declaring(tmp_path / "flat.gif", 2100, 2100)
     out = tmp_path / "out.csv"
-    one_line(capsys, ["encode", picture, "-o", out, "--size", 8], "or give --max-pixels 4410000 to read it as it is")
+    one_line(capsys, ["to-csv", picture, "-o", out, "--size", 8], "or give --max-pixels 4410000 to read it as it is")
     assert not out.exists()
-    code, _, err = run_cli(capsys, "encode", picture, "-o", out, "--size", 8, "--max-pixels", 4410000)
+    code, _, err = run_cli(capsys, "to-csv", picture, "-o", out, "--size", 8, "--max-pixels", 4410000)
     assert code == 0 and "8x8" in err, err
     tiny_gif_declaring(picture, 2048, 2048)  # 4.2 MP: read whatever its file
-    code, _, err = run_cli(capsys, "encode", picture, "-o", out, "--size", 8, "--force")
+    code, _, err = run_cli(capsys, "to-csv", picture, "-o", out, "--size", 8, "--force")
     assert code == 0, err
 
 
@@ -188,9 +188,9 @@ def test_real_pictures_stay_within_the_bound(tmp_path):
 
 
 # -- numbers a typo made huge ------------------------------------------------------------------------
-@pytest.mark.parametrize("command", [["encode", "{pic}", "-o", "{tmp}/out.csv"],
+@pytest.mark.parametrize("command", [["to-csv", "{pic}", "-o", "{tmp}/out.csv"],
                                      ["fit", "{pic}", "--out", "{tmp}/run", "--steps", "1", "--device", "cpu"]],
-                         ids=["encode", "fit"])
+                         ids=["to-csv", "fit"])
 def test_a_size_of_401_digits_is_one_line(run_folder, tmp_path, capsys, command):
     """OverflowError and a traceback: the longest side's scale is a float division."""
     args = [a.format(pic=run_folder.parent / "pic.png", tmp=tmp_path) for a in command]

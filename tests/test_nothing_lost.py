@@ -201,7 +201,7 @@ def made(tmp_path_factory):
     """A picture, its pixel CSV, a fitted model and a compressed file, to give each command as input."""
     folder = tmp_path_factory.mktemp("made")
     picture = make_picture(folder / "pic.png", colour=True)
-    for args in (["encode", picture, "-o", folder / "pic.csv"],
+    for args in (["to-csv", picture, "-o", folder / "pic.csv"],
                  ["fit", picture, "--out", folder / "run", "--steps", "5", *QUICK],
                  ["compress", picture, "-o", folder / "pic.ilc", "--seconds", "0.2"]):
         assert subprocess.run([sys.executable, "-m", "ironlearn", *map(str, args)], capture_output=True).returncode == 0
@@ -210,8 +210,8 @@ def made(tmp_path_factory):
 
 # Each command, given an input under a name it could also write (the command's own output type).
 SAME_AS_INPUT = {
-    "encode": lambda f: ("pic.png", ["encode", f / "x", "-o", f / "x"]),
-    "decode": lambda f: ("pic.csv", ["decode", f / "x", "-o", f / "x"]),
+    "encode": lambda f: ("pic.png", ["to-csv", f / "x", "-o", f / "x"]),
+    "decode": lambda f: ("pic.csv", ["from-csv", f / "x", "-o", f / "x"]),
     "compress": lambda f: ("pic.png", ["compress", f / "x", "-o", f / "x", "--seconds", "0.2"]),
     "decompress": lambda f: ("pic.ilc", ["decompress", f / "x.png", "-o", f / "x.png"]),
     "render": lambda f: ("run/model.npz", ["render", f / "x.png", "--size", "8", "-o", f / "x.png"]),
@@ -236,7 +236,7 @@ def test_force_never_swaps_a_device_or_pipe_for_a_file(made, tmp_path, capsys, k
         os.mkfifo(out)
     else:
         out.symlink_to(os.devnull)
-    assert_refused(capsys, ["encode", made / "pic.png", "-o", out, "--force"], "not a plain file", tmp_path)
+    assert_refused(capsys, ["to-csv", made / "pic.png", "-o", out, "--force"], "not a plain file", tmp_path)
     assert out.is_fifo() if kind == "fifo" else os.readlink(out) == os.devnull
 
 

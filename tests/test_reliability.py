@@ -277,16 +277,16 @@ def test_bad_options(tmp_path, capsys, extra, message):
 
 @pytest.mark.parametrize("args,message", [
     (["compress", "{pic}", "-o", "{tmp}/c.ilc", "--bpp", "100"], "--bpp 100 is more than the 24 bits"),
-    (["encode", "{pic}", "-o", "{tmp}/p.csv", "--max-pixels", "100"], "over the limit you set (--max-pixels 100)"),
-    (["encode", "{pic}", "-o", "{tmp}/p.png"], "encode writes a pixel CSV"),
-    (["decode", "{csv}", "-o", "{tmp}/d.csv"], "decode writes an image"),
-    (["decode", "{csv}", "-o", "{tmp}/d"], "decode writes an image"),
+    (["to-csv", "{pic}", "-o", "{tmp}/p.csv", "--max-pixels", "100"], "over the limit you set (--max-pixels 100)"),
+    (["to-csv", "{pic}", "-o", "{tmp}/p.png"], "to-csv writes a pixel CSV"),
+    (["from-csv", "{csv}", "-o", "{tmp}/d.csv"], "from-csv writes an image"),
+    (["from-csv", "{csv}", "-o", "{tmp}/d"], "from-csv writes an image"),
 ])
 def test_bad_options_of_other_commands(tmp_path, capsys, args, message):
     """Checked before any work (--bpp used to fail after the 'compressing' line, naming no flag;
     encode and decode wrote CSV text or PNG bytes under any name)."""
     picture = make_picture(tmp_path / "disc.png")
-    assert run_cli(capsys, "encode", picture, "-o", tmp_path / "disc.csv")[0] == 0
+    assert run_cli(capsys, "to-csv", picture, "-o", tmp_path / "disc.csv")[0] == 0
     args = [a.format(pic=picture, csv=tmp_path / "disc.csv", tmp=tmp_path) for a in args]
     expect_clean_failure(capsys, tmp_path, args, message)
     assert sorted(os.listdir(tmp_path)) == ["disc.csv", "disc.png"]
@@ -319,7 +319,7 @@ def test_running_out_of_memory_is_one_line(tmp_path):
 def test_an_image_format_that_cannot_hold_the_picture_says_why(tmp_path, capsys):
     """Pillow's OSError for a gray picture written as XBM has no errno: its reason used to be dropped."""
     (tmp_path / "p.csv").write_text("x,y,pixel_value\n0,0,10\n1,0,200\n0,1,30\n1,1,90\n")
-    expect_clean_failure(capsys, tmp_path, ["decode", tmp_path / "p.csv", "-o", tmp_path / "p.xbm"],
+    expect_clean_failure(capsys, tmp_path, ["from-csv", tmp_path / "p.csv", "-o", tmp_path / "p.xbm"],
                          "cannot write mode L as XBM")
     assert not (tmp_path / "p.xbm").exists()
 
@@ -329,7 +329,7 @@ def test_output_path_that_is_a_file(tmp_path, capsys):
     (tmp_path / "taken").write_text("mine")
     expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", tmp_path / "taken"], "is a file")
     expect_clean_failure(capsys, tmp_path, ["fit", picture, "--out", tmp_path / "taken" / "run"], "output folder")
-    expect_clean_failure(capsys, tmp_path, ["encode", picture, "-o", tmp_path / "taken" / "p.csv"], "does not exist")
+    expect_clean_failure(capsys, tmp_path, ["to-csv", picture, "-o", tmp_path / "taken" / "p.csv"], "does not exist")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")

@@ -94,7 +94,7 @@ def baseline(tmp_path_factory) -> int:
     """The peak of an encode of a 4x4 picture: what the command costs before its picture."""
     folder = tmp_path_factory.mktemp("baseline")
     Image.new("RGB", (4, 4), (10, 20, 30)).save(folder / "small.png")
-    done, peak = run_measured("encode", folder / "small.png", "-o", folder / "small.csv")
+    done, peak = run_measured("to-csv", folder / "small.png", "-o", folder / "small.csv")
     assert done.returncode == 0, done.stderr
     return peak
 
@@ -116,7 +116,7 @@ def test_encode_of_a_tiny_file_declaring_a_large_picture_holds_about_the_picture
     worth of memory over an idle command's (it took 520 MB more, and 10 GB at 9000x9000)."""
     picture = tiny_jpeg_declaring(tmp_path / "tiny.jpg", 2000, 2000)
     before = digest(picture)
-    done, peak = run_measured("encode", picture, "-o", tmp_path / "pixels.csv")
+    done, peak = run_measured("to-csv", picture, "-o", tmp_path / "pixels.csv")
     assert done.returncode == 0 and one_line(done.stderr) == f"wrote {tmp_path / 'pixels.csv'}: 2000x2000 rgb, " \
                                                              "4,000,000 rows"
     assert digest(picture) == before
@@ -131,7 +131,7 @@ def test_decode_reads_its_csv_in_pieces(tmp_path, baseline):
     levels = np.random.default_rng(0).integers(0, 256, (1000, 1000, 3), dtype=np.uint8)
     write_pixel_csv(tmp_path / "pixels.csv", Picture(levels, "rgb", "drawn"))
     before = digest(tmp_path / "pixels.csv")
-    done, peak = run_measured("decode", tmp_path / "pixels.csv", "-o", tmp_path / "back.png")
+    done, peak = run_measured("from-csv", tmp_path / "pixels.csv", "-o", tmp_path / "back.png")
     assert done.returncode == 0 and one_line(done.stderr).startswith("wrote")
     assert digest(tmp_path / "pixels.csv") == before
     np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "back.png")), levels)
@@ -142,7 +142,7 @@ def test_a_csv_of_two_rows_declaring_a_large_grid_is_refused_holding_only_its_ro
     """Two rows reaching x=9999, y=9999 declare a 100 MP grid: the missing pixels are found from the
     rows themselves, not from a map of the grid (about 100 MB more before)."""
     (tmp_path / "two.csv").write_text("x,y,pixel_value\n0,0,1\n9999,9999,0\n")
-    done, peak = run_measured("decode", tmp_path / "two.csv", "-o", tmp_path / "two.png")
+    done, peak = run_measured("from-csv", tmp_path / "two.csv", "-o", tmp_path / "two.png")
     assert done.returncode == 2 and "99999998 pixel(s) of the 10000x10000 grid are missing" in one_line(done.stderr)
     assert not (tmp_path / "two.png").exists()
     assert peak - baseline < 16 * MB, f"{(peak - baseline) / MB:.0f} MB over an idle command"
@@ -163,7 +163,7 @@ def test_a_float_tiff_at_float32s_limits_is_stretched_for_every_command(extreme_
     """It was stretched in float32 (3e38 - -3e38 = inf): encode wrote all zeros, compress failed with
     "uint takes ...", and fit diverged after 3 retries, with 6 RuntimeWarnings."""
     before = digest(extreme_tiff)
-    code, _, err = run_cli(capsys, "encode", extreme_tiff, "-o", tmp_path / "pixels.csv")
+    code, _, err = run_cli(capsys, "to-csv", extreme_tiff, "-o", tmp_path / "pixels.csv")
     assert code == 0, err
     levels = np.loadtxt(tmp_path / "pixels.csv", delimiter=",", skiprows=1, dtype=np.int64)[:, 2].reshape(32, 32)
     assert levels[0, 0] == 0 and levels[-1, -1] == 255 and levels[5, 5] == 128  # 1.0 is mid-range
@@ -179,5 +179,5 @@ def test_a_float_tiff_holding_inf_is_refused_in_one_line(tmp_path, capsys):
     values = np.zeros((8, 8), np.float32)
     values[3, 3] = np.inf
     Image.fromarray(values, "F").save(tmp_path / "inf.tif")
-    code, _, err = run_cli(capsys, "encode", tmp_path / "inf.tif", "-o", tmp_path / "pixels.csv")
+    code, _, err = run_cli(capsys, "to-csv", tmp_path / "inf.tif", "-o", tmp_path / "pixels.csv")
     assert code == 2 and "NaN or infinite" in one_line(err) and not (tmp_path / "pixels.csv").exists()

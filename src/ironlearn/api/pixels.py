@@ -1,5 +1,5 @@
-"""The original project's converters, composed once for Python and for ``ironlearn encode`` and
-``ironlearn decode``: a picture to a pixel CSV (one row a pixel) and a pixel CSV back to a picture."""
+"""The original project's converters, composed once for Python and for ``ironlearn to-csv`` and
+``ironlearn from-csv``: a picture to a pixel CSV (one row a pixel) and a pixel CSV back to a picture."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ __all__ = ["MODES", "csv_to_picture", "picture_to_csv"]
 @checked
 def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixels: int | None = None,
                    force: bool = False) -> Picture:
-    """Write ``picture`` (an image file) to ``csv`` as ``ironlearn encode`` does: one row a pixel,
+    """Write ``picture`` (an image file) to ``csv`` as ``ironlearn to-csv`` does: one row a pixel,
     ``x,y,pixel_value`` (binary: 1 = black; gray: 0-255) or ``x,y,r,g,b``.
 
     ``size`` resizes first (N for the longest side, or ``(W, H)``); ``mode`` is binary, gray or rgb
@@ -34,7 +34,7 @@ def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixe
     csv = os.fspath(csv)
     check_output(csv, force, reads=[os.fspath(picture)])
     if not csv.lower().endswith(CSV_SUFFIXES):
-        raise UsageError(f"{csv}: encode writes a pixel CSV; give a name ending in .csv")
+        raise UsageError(f"{csv}: to-csv writes a pixel CSV; give a name ending in .csv")
     loaded = load_picture(picture, mode=mode, size=size, max_pixels=max_pixels)
     write_pixel_csv(csv, loaded)
     return loaded
@@ -43,14 +43,14 @@ def picture_to_csv(picture, csv, *, size=None, mode: str | None = None, max_pixe
 @checked
 def csv_to_picture(csv, picture, *, force: bool = False) -> tuple[np.ndarray, str]:
     """Write the pixel CSV ``csv`` (``x,y,pixel_value`` or ``x,y,r,g,b``) to the image ``picture``
-    as ``ironlearn decode`` does, in the format its name ends in (.png, .bmp, ...): a new file, or
+    as ``ironlearn from-csv`` does, in the format its name ends in (.png, .bmp, ...): a new file, or
     with ``force`` one that exists.  Returns the pixels, ``(H, W, C)`` uint8 (255 white), and the
     CSV's mode (binary, gray or rgb).
     """
     picture = os.fspath(picture)
     check_output(picture, force, reads=[os.fspath(csv)])
     if not image_format(picture):
-        raise UsageError(f"{picture}: decode writes an image in the format its name ends in; give a name "
+        raise UsageError(f"{picture}: from-csv writes an image in the format its name ends in; give a name "
                          "ending in .png (or .bmp, .tif, .webp, ...)")
     levels, mode = read_pixel_levels(csv)
     save_image(picture, levels)

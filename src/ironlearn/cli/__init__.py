@@ -1,11 +1,11 @@
-"""The ``ironlearn`` command: fit, fit-many, render, view, compress, decompress, encode, decode, info, demo.
+"""The ``ironlearn`` command: fit, fit-many, render, view, compress, decompress, to-csv, from-csv, info, demo.
 
 Bad input of any kind ends with one line on stderr (what is wrong, what to do)
 and exit code 2; Ctrl-C during a fit saves a checkpoint and exits with 130, SIGTERM likewise with 143.
 :class:`ExitCode` lists every code; :func:`~ironlearn.cli.status.run` maps exceptions to them in one place.
 
 One module per command (``fit``, ``many``, ``render``, ``view``, ``compress`` for compress and
-decompress, ``pixels`` for encode and decode,
+decompress, ``pixels`` for to-csv and from-csv,
 ``info``, ``demo``), each with its ``add_parser`` and its ``cmd_*``; ``argtypes`` holds the argument
 types and :class:`Parser`, ``status`` the exit codes, ``common`` what several commands share.
 """
