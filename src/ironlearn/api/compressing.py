@@ -9,17 +9,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import codec
-from ..codec.search.encoder import MAX_BPP
-from ..codec.search.leastwork import check_time
-from ..errors import OptionError, UsageError
-from ..files import check_output, write_bytes
-from ..image.io import MODES, declared_size, load_picture, to_mode
-from ..limits import MAX_SECONDS
+from ..codec.search.job import check_request, compress_path, encode
+from ..files import check_output
+from ..image.io import MODES, to_mode
 from .arguments import checked, log_of
-
-#: Seconds between the lines that say how far a long encode has got: large pictures take minutes.
-PROGRESS_SECONDS = 10
 
 
 @checked
@@ -53,56 +46,12 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     is_path = isinstance(picture, (str, os.PathLike))
     if out is not None:
         check_output(os.fspath(out), force, reads=[os.fspath(picture)] if is_path else [])
-    if bpp is not None and bpp > MAX_BPP:
-        raise OptionError(f"{{bpp}} {bpp:g} is more than the {MAX_BPP} bits a pixel of 8-bit colour; give less", "bpp")
-    if seconds > MAX_SECONDS:
-        raise OptionError(f"{{seconds}} {seconds:g} is more than the {MAX_SECONDS:,} (30 days) an encode may take; "
-                          "give less", "seconds")
+    check_request(bpp, seconds)
     if is_path:
-        _check_time(picture, mode, seconds, started)
-        loaded = load_picture(picture, mode=mode, max_pixels=codec.MAX_PIXELS, option=None, plausible=True)
-        for note in loaded.notes:
-            log(f"note: {note}")
-        values, name, mode = loaded.values, os.fspath(picture), loaded.mode
-    else:
-        values = _picture_array(picture, mode)
-        name, mode = "the array", mode or ("rgb" if values.shape[2] == 3 else "gray")
-    height, width = values.shape[:2]
-    log(f"compressing {name} ({width}x{height} {mode}) in at most {seconds:g} s")
-    # Reading the picture took some of the time; what is left is the encoder's (a sliver at least).
-    left = max(seconds - (time.perf_counter() - started), 1e-3) if seconds > 0 else seconds
-    try:
-        result = codec.compress_array(values, bpp=bpp, lmbda=lmbda, seconds=left, progress=_every(log))
-    except OptionError:
-        raise  # worded with the command's flags where the command reports it
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if out is not None:
-        write_bytes(out, result.data)
-    return result
-
-
-def _check_time(path, mode: str | None, seconds: float, started: float) -> None:
-    """Refuse a large picture whose least work, its reading counted, cannot end within the
-    ``seconds`` left since ``started``: from the size its file declares, before it is decoded
-    (a 16.8 MP picture's reading alone took 2.5 s and 0.9 GB before; :mod:`..codec.search.leastwork`)."""
-    declared = declared_size(path)
-    if declared is None or seconds <= 0:
-        return
-    width, height, channels = declared
-    channels = channels if mode is None else 3 if mode == "rgb" else 1
-    check_time(height, width, channels, seconds - (time.perf_counter() - started), given=seconds, reading=True)
-
-
-def _every(log):
-    """The encoder's progress callback: a line on ``log`` every :data:`PROGRESS_SECONDS`."""
-    shown = [time.perf_counter()]
-
-    def progress(what, done, total, psnr):
-        if time.perf_counter() - shown[0] >= PROGRESS_SECONDS:
-            shown[0] = time.perf_counter()
-            log(f"  {what} {done}/{total}" + ("" if psnr is None else f": {psnr:.2f} dB"))
-    return progress
+        return compress_path(picture, out, bpp=bpp, lmbda=lmbda, seconds=seconds, mode=mode, started=started, log=log)
+    values = _picture_array(picture, mode)
+    mode = mode or ("rgb" if values.shape[2] == 3 else "gray")
+    return encode(values, "the array", mode, out, bpp=bpp, lmbda=lmbda, seconds=seconds, started=started, log=log)
 
 
 def _picture_array(values, mode: str | None) -> np.ndarray:
