@@ -13,7 +13,7 @@ from PIL import Image
 from ironlearn import codec
 from ironlearn.api import compressing
 from ironlearn.cli import main
-from ironlearn.codec.search import leastwork
+from ironlearn.codec.search import job, leastwork
 
 #: Run in a child process: ``compress --seconds 1`` of the PNG in argv[1], its exit code, wall
 #: time and peak memory (ru_maxrss, KB on Linux) before and after printed as JSON.
@@ -62,7 +62,7 @@ def test_the_refusal_comes_before_the_picture_is_decoded(large_png, tmp_path, mo
     def decode(*args, **kwargs):
         raise AssertionError("the picture was decoded before the refusal")
 
-    monkeypatch.setattr(compressing, "load_picture", decode)
+    monkeypatch.setattr(job, "load_picture", decode)
     with pytest.raises(codec.TooLong, match=r"more than the 1 s given"):
         compressing.compress(large_png, tmp_path / "large.ilc", seconds=1)
 
