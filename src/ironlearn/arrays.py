@@ -16,7 +16,7 @@ from .backend import get_array_module
 
 
 #: Values in one row of :func:`broadcast_rows`' blocks: long enough that NumPy's inner loop runs at
-#: its vector speed (measured 8,192 and 32,768 alike, 1,024 half as fast).
+#: its vector speed (longer blocks ran no faster, much shorter ones slower).
 ROW_BLOCK = 8192
 
 
@@ -26,7 +26,7 @@ def broadcast_rows(ufunc, matrix, row, out):
     NumPy runs a broadcast of a short row one inner loop a row: adding a bias of 32 to 65,536
     rows is 65,536 loops of 32 values.  Here the rows go in blocks of ``ROW_BLOCK`` values against
     the row tiled as many times, a few long loops, with the same arithmetic value for value
-    (measured: docs/benchmarks.md, 'How fast is a step, and how far from its floor?').  CuPy arrays, arrays that
+    (measured: docs/benchmark-log.md, '(f) How far is a step from its floor?').  CuPy arrays, arrays that
     are not C-contiguous and arrays that are not 2-D
     broadcast as usual.
     """
@@ -48,8 +48,8 @@ def outer(column, row):
     """The ``(n, 1) x (1, m)`` product ``column @ row``, a product a value.
 
     A matrix product of inner size 1 is slow in OpenBLAS; NumPy's einsum is the fastest of the
-    three ways (one product a value in each: the same result; measured: docs/benchmarks.md,
-    'How fast is a step, and how far from its floor?').
+    three ways (one product a value in each: the same result; measured: docs/benchmark-log.md,
+    'Measurements the code's comments quoted').
     """
     xp = get_array_module(column)
     if xp is not np:
@@ -61,8 +61,8 @@ def join_columns(parts):
     """``concatenate(parts, axis=1)`` of 2-D arrays with the same number of rows.
 
     Concatenated along the columns, each part's rows are copied a few values at a time; copied a
-    column at a time, each copy runs down the rows (measured: docs/benchmarks.md,
-    'How fast is a step, and how far from its floor?').
+    column at a time, each copy runs down the rows (measured: docs/benchmark-log.md,
+    '(f) How far is a step from its floor?').
     """
     xp = get_array_module(parts[0])
     if xp is not np or len(parts) == 1:

@@ -6,5 +6,6 @@ MAX_SECONDS = 30 * 86400
 
 #: The most pixels ``ironlearn render`` draws unasked (268 MP, 16384x16384); ``--max-pixels`` raises
 #: it.  Past it a size is likelier a typo than a plan: ``--scale 100`` for 10 drew for 6 minutes
-#: and wrote a 218 MB PNG without a word.
+#: and wrote a PNG of hundreds of megabytes without a word (measured: docs/benchmark-log.md,
+#: 'reliability.md: what it held before it became documentation').
 MAX_RENDER_PIXELS = 1 << 28

@@ -18,7 +18,9 @@ from ..train.checkpoint import read_meta
 from .arguments import checked, log_of
 from .drawing import render_file
 
-DEMO_SECONDS = 20.0  # every pixel of the drawing is right within 5 s; the rest makes a longer time-lapse
+#: The demo's fit: every pixel of the drawing is right within 5 s (measured: docs/any-size.md,
+#: 'Drawings: a vertex per pixel, learning the spline between them'); the rest makes a longer time-lapse.
+DEMO_SECONDS = 20.0
 #: The demo's 4x render, beside the run's own outputs.
 RENDER = "render_4x.png"
 

@@ -17,7 +17,8 @@ from .arguments import checked, silent
 #: The page of the app (the page for any compressed file) when no ``out`` names one.
 APP_PAGE = "ironlearn-viewer.html"
 #: A model or compressed file past this size gets a line on the page's cost before the page is
-#: written (a 4096x4096 run's 201 MB model made a 243 MB page).
+#: written (a 201 MB model made a 261 MB page; measured: docs/any-size.md, 'Past 16.8 megapixels:
+#: the same level, of 2^24 vertices').
 LARGE_FILE_BYTES = 20 << 20
 
 

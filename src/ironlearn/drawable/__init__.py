@@ -173,7 +173,7 @@ class Run(Picture):
     step: int = field(default=0, repr=False)
     meta: dict = field(default_factory=dict, repr=False)
 
-    def __repr__(self) -> str:  # the dicts in full took 1.5 kB, the metrics twice over
+    def __repr__(self) -> str:  # the dicts in full ran to screenfuls, the metrics twice over
         shown = {"folder": self.folder, "size": self.size, "psnr_db": self.metrics.get("psnr_db"),
                  "steps": self.metrics.get("steps"), "parameters": self.model.num_parameters}
         return "Run(" + ", ".join(f"{k}={v!r}" for k, v in shown.items() if v is not None) + ")"

@@ -98,7 +98,8 @@ STALL_NOTICE_SHARE = 0.1
 #: A run whose steps took this many times the pace measured at its start says so when it ends.
 SLOWDOWN_NOTICE = 1.5
 #: A run on the CPU that had a core less than this share of the time it was ready to run says so
-#: when it ends: the machine was busy (alone, a fit has one 95-100% of that time).
+#: when it ends: the machine was busy (alone, a fit has one nearly all of that time; fits beside a
+#: neighbour had 0.5-0.65 of it: docs/benchmarks.md, 'How does a fit hold on a busy machine?').
 BUSY_NOTICE = 0.8
 
 

@@ -211,7 +211,8 @@ PIXEL_SPLINE = Regime("pixel spline", f"colour and gray pictures past {THUMBNAIL
                       "sigmoid; a photograph starts where training would end, a drawing learns from random",
                       _pixel_spline, filter=lambda o, mode: "spline" if drawn_thumbnail(o, mode) else "centres")
 # The detail level and the pyramid's cell for every 4 x 4 pixels are pinned by the pixels alone:
-# samples between them have no freedom left to constrain, and cost a sixth of the step.
+# samples between them have no freedom left to constrain, and cost a sixth of the step (measured:
+# docs/benchmark-log.md, 'Why the defaults: measurements behind the hash grid's regimes').
 COLOUR_DETAIL = Regime("colour detail", f"colour pictures up to {THUMBNAIL} px a side and 2:1",
                        "a coarse pyramid of two levels and a dense detail level, and a small MLP", _colour_detail,
                        filter=lambda o, mode: "centres")

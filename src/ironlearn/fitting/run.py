@@ -44,7 +44,7 @@ FRAME_SHARE = 0.05
 CHECKPOINT_SECONDS = 60.0  # also save after this much training time, whatever the step interval
 #: The most of the training time the default checkpoints may take (``--checkpoint-every`` is kept
 #: as given): a large picture's level and Adam's moments take seconds a save (measured:
-#: docs/reliability.md).
+#: docs/reliability.md, 'How a run stays safe').
 SAVING_SHARE = 0.1
 MAX_LOSS = 1e3  # an MSE on [0, 1] pixels above this is an explosion, not training
 
@@ -301,8 +301,9 @@ def thread_policy(plan: RunPlan, model, data, backend) -> tuple[RunPlan, ThreadP
     run of fixed steps promises the same numbers on a resume and on its live page, and BLAS gives
     other last bits on another thread count, so it measures once, on throwaway steps as
     calibration's (the model untouched), and keeps that count: the plan records it, and a resume
-    goes on with it.  Before, such a run kept one thread, a quarter slower for SIREN on two
-    cores and one core of sixteen on a large machine (docs/benchmarks.md).
+    goes on with it.  Before, such a run kept one thread: one core of sixteen on a large machine,
+    and SIREN's products at two thirds of their speed on two cores (measured: docs/benchmarks.md,
+    'How does a fit hold on a busy machine?').
     """
     if backend.device != "cpu":
         return plan, None

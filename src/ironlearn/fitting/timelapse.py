@@ -44,7 +44,8 @@ class Snapshots(Callback):
     Given ``seconds``, the frames planned take about that long at most, as the first one's render
     shows: past it, every frame is made smaller (all alike, down to :data:`MIN_FRAME_SIDE`).  A
     frame renders every pixel of its size, and a timed fit's frames count against its budget: a
-    5 s SIREN fit of a 256 px picture spent more than half of it on frames of 256 px.
+    5 s SIREN fit of a 256 px picture spent more than half of it on frames of 256 px (measured:
+    docs/benchmark-log.md, 'benchmarks.md: what it held before it became documentation').
     """
 
     def __init__(self, at_steps, width: int, height: int, backend, max_frames: int = MAX_FRAMES,

@@ -40,10 +40,12 @@ PIXELS_PER_BYTE = {"JPEG": 512, "MPO": 512, "BMP": 256, "PPM": 16}
 #: The same for the formats that code a flat area in next to nothing (GIF, WebP, TIFF): past the
 #: densest real pictures measured (a drawing enlarged 8 times, as lossless WebP: 2,826 a byte),
 #: short of flat ones (white 8000x8000 as lossless WebP: 25,539; as a G4 TIFF: 14,000), which the
-#: user reads knowingly (``--max-pixels``).
+#: user reads knowingly (``--max-pixels``; measured: docs/reliability.md, 'How a run stays safe').
 FLAT_PIXELS_PER_BYTE = 8192
 #: The most scans a JPEG may have: each decodes the whole picture again (2,000 copies of one scan made
-#: a 48 KB file of 4 MP take 6.6 s), and encoders write 1 to about 12 (libjpeg's progressive: 10).
+#: a 48 KB file of 4 MP take 6.6 s; measured: docs/benchmark-log.md, 'reliability.md: what it held
+#: before it became documentation'), and encoders write 1 to about 12 (Pillow's progressive: 10;
+#: docs/reliability.md, 'How a run stays safe').
 MAX_JPEG_SCANS = 100
 #: A marker inside a JPEG's coded data: 0xFF then neither a stuffed 0, a restart marker nor fill.
 _JPEG_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
@@ -108,7 +110,8 @@ def _check_png_whole(path: str) -> None:
 def _check_plausible(path: str, image: Image.Image, option: str | None) -> None:
     """Refuse a picture that declares more pixels than its file plausibly holds (:data:`PIXELS_PER_BYTE`),
     before it is decoded: Pillow decodes a truncated or crafted file whole, the pixels it never got
-    drawn black (a 35-byte GIF or a 632-byte JPEG declaring 10000x10000 became a 1.1 GB CSV)."""
+    drawn black (files of 35 to 1,389 bytes declaring 10000x10000 became 1.1 to 2.2 GB of CSV;
+    measured: docs/benchmark-log.md, 'reliability.md: what it held before it became documentation')."""
     if image.format == "PNG":
         return
     width, height = image.size
@@ -342,9 +345,10 @@ def load_picture(path, *, mode: str | None = None, size=None, max_pixels: int | 
     decoded, with a message that says to raise ``option`` (None: a caller without one).  With ``max_enlarged``, a ``size`` of
     more pixels than both the file's own and ``max_enlarged`` is refused before any resize (for
     a size read from a file from elsewhere: a model's settings claiming 100 MP made ``view``
-    resize any picture to it, 2.3 GB).  With ``plausible`` (by default, unless ``max_pixels`` is
-    given: a limit the user raised knowingly), a file that declares more pixels than it plausibly
-    holds is refused too, before it is decoded (:data:`PIXELS_PER_BYTE`).
+    resize any picture to it, 2.3 GB; measured: the same log section as :func:`_check_plausible`'s).
+    With ``plausible`` (by default, unless ``max_pixels`` is given: a limit the user raised
+    knowingly), a file that declares more pixels than it plausibly holds is refused too, before
+    it is decoded (:data:`PIXELS_PER_BYTE`).
     """
     path = os.fspath(path)
     plausible = max_pixels is None if plausible is None else plausible

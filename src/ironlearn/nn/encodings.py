@@ -30,7 +30,8 @@ LOG2_TABLE_SIZES = range(6, 25)
 #: The most levels a saved hash grid may have: twice the 32 that ``fit --levels`` allows.  A
 #: pixel's multiply-adds and table reads are at most a few times the parameters a file stores, so
 #: they follow its size; a level's own work does not: an 84 KB model of 4096 levels took 8.7 s and
-#: 1.75 GB to render 64x64, and its page a 3.46 MB shader.
+#: 1.75 GB to render 64x64, and its page a 3.46 MB shader (measured: docs/benchmark-log.md,
+#: 'reliability.md: what it held before it became documentation').
 MAX_GRID_LEVELS = 64
 
 

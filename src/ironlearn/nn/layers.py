@@ -233,7 +233,7 @@ class Sigmoid(Layer):
     """``y = 1 / (1 + exp(-x))``.
 
     ``exp`` is cheaper than ``tanh`` in NumPy (than ``(1 + tanh(x/2)) / 2``; measured:
-    docs/benchmarks.md, 'How fast is a step, and how far from its floor?'), and keeps the lower tail:
+    docs/benchmark-log.md, '(f) How far is a step from its floor?'), and keeps the lower tail:
     ``tanh`` rounds to -1 below x = -18 and
     the sigmoid to 0, where this form gives ``exp(x)``.  Below x = -88, ``exp(-x)`` overflows to
     inf and ``y`` is 0, the limit, without a warning.

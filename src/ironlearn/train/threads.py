@@ -10,8 +10,9 @@ measures: it runs a few real steps on each setting, alternating so that a change
 machine's load falls on both, keeps the faster, and measures again now and then, and at once
 when steps on more threads fall far behind their measured pace.  The two mistakes do not cost the
 same: one thread where two were faster costs at most the second core's share; two threads beside
-a neighbour cost many times over (a default fit made 53 steps in 10 s where it makes about 160
-alone in 5), so one thread keeps every tie and every doubt.
+a neighbour cost many times over (fits beside one ran a third to a sixth of their steps, up to
+10 dB under; measured: docs/benchmark-log.md, '2026-11-28, a fit beside other work, before and
+after the thread policy's fix'), so one thread keeps every tie and every doubt.
 """
 
 from __future__ import annotations

@@ -45,10 +45,11 @@ def calibrate(model, data: dict, loss=mse, threads: ThreadPolicy | None = None, 
     measured: docs/benchmark-log.md, 'Measurements the code's comments quoted').
 
     The median of single steps after two warm-up ones: a mean let one slow step (a page fault,
-    another process) shorten a whole run's plan by a fifth.  Given the CPU's ``threads`` policy,
+    another process) shorten a whole run's plan.  Given the CPU's ``threads`` policy,
     the steps are the policy's first measurement, and the pace is that of the thread count it
     chose: the training runs on the same (calibrated on two spinning threads beside a neighbour,
-    a plan came out 20 to 100 times too short).
+    a plan came out 20 to 100 times too short; measured: docs/benchmark-log.md, 'On a shared
+    machine: a timed fit beside other work').
     """
     trainer = Trainer(model, Adam(model.named_parameters(), lr=_no_step), loss, **data, check_every=0,
                       blas_threads=threads.chosen if threads is not None else None, clock=clock)
@@ -81,8 +82,8 @@ class Replan(Callback):
     machine.
 
     It re-plans each :attr:`share` of the budget, and at once when the run is far ahead of its
-    plan (:meth:`ahead`): a plan calibrated while a neighbour held the cores can be 40 times too
-    short, and its cosine would reach the floor in the first second.
+    plan (:meth:`ahead`): a plan calibrated while a neighbour held the cores can be tens of times
+    too short (:func:`calibrate`), and its cosine would reach the floor in the first second.
     """
 
     #: The plan is revised each time this share of the budget has passed.
@@ -133,9 +134,9 @@ def going_on(reached: float, fresh: float) -> float:
     move the rate up and down (going on from a fresh cosine each time cost a 5 s fit over a dB at
     worst; measured: docs/benchmark-log.md, 'On a shared machine: a timed fit beside other work').
     But when it is under :data:`LIFT` of the ``fresh`` cosine's over the new count at that step, the
-    first plan was far too short (calibrated on a busy machine, it can be 40 times too short and
-    reach the floor in a second), and it goes on from the fresh rate instead: before, most of such
-    a fit's steps sat at the floor (measured: docs/benchmark-log.md, 'Measurements the code's
+    first plan was far too short (calibrated on a busy machine, it can be tens of times too short
+    and reach the floor in a second), and it goes on from the fresh rate instead: before, most of
+    such a fit's steps sat at the floor (measured: docs/benchmark-log.md, 'Measurements the code's
     comments quoted')."""
     return fresh if reached < LIFT * fresh else reached
 

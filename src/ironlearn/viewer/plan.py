@@ -55,7 +55,8 @@ from ..errors import WordedError
 TEXEL = 4  # floats per RGBA32F texel
 ROW_TEXELS = 2048  # texels per row of the weight texture: WebGL2's guaranteed minimum MAX_TEXTURE_SIZE
 #: The most rows a page's weight texture may have: most GPUs' MAX_TEXTURE_SIZE (WebGL2 guarantees
-#: only 2048).  A taller one failed only once the page had built it (4.4 GB, a 35 s freeze).
+#: only 2048).  A taller one failed only once the page had built it (4.4 GB, a 35 s freeze;
+#: measured: docs/benchmark-log.md, 'reliability.md: what it held before it became documentation').
 MAX_TEXTURE_ROWS = 16384
 DRAWN_LAYERS = ("Linear", "ReLU", "Tanh", "Sigmoid", "Sine", "FourierFeatures", "HashGrid")
 ACTIVATION_OPS = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Sine": "sine"}

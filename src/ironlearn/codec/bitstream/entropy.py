@@ -190,7 +190,7 @@ def fit(q, parent) -> tuple[Model, float]:
 def _pair_counts(q, parent, band_cells: int = 1 << 18):
     """How many latents of grid ``q`` fall in each (class, magnitude) pair: ``(class, magnitude,
     count)``, int64 arrays.  Counted a band of rows at a time: the whole grid's activity took a
-    dozen int64 temporaries of its size, 1.3 GB for a 16.8 MP picture's finest grid."""
+    dozen int64 temporaries of its size, over a gigabyte for a 16.8 MP picture's finest grid."""
     height, width = q.shape
     base = int(np.abs(q).max()) + 1  # (class, magnitude) pairs as one key
     box = None if parent is None else parent_box(parent)

@@ -43,14 +43,16 @@ CODER_PRECISION, CODER_STATE_BITS = 24, 64
 #: 99.8 KB file coded 201 million and took 45 s and 2.4 GB to draw at 64x64.  Now the costliest
 #: file under 100 KB codes 17 million: 3.6 s and 257 MB.  Photographs code 4 to 15 latents a bit
 #: at 0.003 to 0.1 bpp, and any picture of 4 million latents or fewer (1 MP RGB, 3 MP gray) is
-#: free; a flat picture with one dot at 0.02 bpp codes 100 a bit, and ``compress`` empties its
-#: sparsest grids rather than write a file over the bound (measured: docs/reliability.md).
+#: free; flat pictures with one dot code 57 to 1,560 at 0.005 to 0.05 bpp, and ``compress`` empties
+#: their sparsest grids rather than write a file over the bound (measured: docs/reliability.md, 'How a
+#: run stays safe'; the old bound's: docs/benchmark-log.md, 'reliability.md: what it held before it
+#: became documentation').
 LATENTS_PER_BIT, FREE_LATENTS = 16, 1 << 22
 #: Latents coded under the context model cost more to decode: about 0.55 us each, and 40 us a
-#: wavefront (:mod:`.context`), measured on the 2-core VM; a wavefront is counted as
-#: ``LEARNED_STEP_WORK`` latents.  A latents section may hold at most ``FREE_LEARNED``
-#: ``+ LEARNED_PER_BIT`` a bit of such work, so that the costliest file under 100 KB decodes in
-#: about 4 s, as under the two-number model; a 768x512 photograph's (1.5 million latents, 14,000
+#: wavefront (:mod:`.context`; measured: docs/compression.md, 'The file format (version 7)'); a
+#: wavefront is counted as ``LEARNED_STEP_WORK`` latents.  A latents section may hold at most
+#: ``FREE_LEARNED + LEARNED_PER_BIT`` a bit of such work, so that the costliest file under 100 KB
+#: decodes in about 4 s, as under the two-number model; a 768x512 photograph's (1.5 million latents, 14,000
 #: wavefronts) is within it at any rate, and the writer drops the costliest grids from the model
 #: where a larger picture's is not.
 LEARNED_STEP_WORK, LEARNED_PER_BIT, FREE_LEARNED = 80, 4, 1 << 22

@@ -68,7 +68,7 @@ class Decoded:
 
         def drawn():
             # Once, not a band; but level 0 read at its own size, a band's rows at a time (whole,
-            # with its filter, it took 1.5 GB at 16.8 MP).
+            # with its filter, it took over a gigabyte at 16.8 MP).
             native = (height, width) == (self.height, self.width) and region is None
             values = [None if k == 0 and native else self.pyramid.values(k) for k in range(self.pyramid.levels)]
             for top in range(0, height, band):

@@ -86,6 +86,6 @@ def _projection(pixels: int, level: int):
 
     The pseudo-inverse is solved from the normal equations, ``(U^T U)^-1 U^T``: cubic upsampling's
     ``U^T U`` is well conditioned (about 2.2 at every level and size measured), and an SVD took
-    ten times as long and, at 8192 pixels, gigabytes of workspace."""
+    many times as long and, at 8192 pixels, gigabytes of workspace."""
     matrix = upsampling(pixels, pixels, level).astype(np.float64)
     return Banded(matrix), Banded(np.linalg.solve(matrix.T @ matrix, matrix.T))

@@ -57,13 +57,13 @@ from .synthesis import MLP_PIXELS, mlp_problem, train
 #: The rate target without one given, and the largest (8-bit colour is 24 bits a pixel).
 DEFAULT_BPP, MAX_BPP = 0.5, 24
 #: The whole encode runs on this many BLAS threads, whatever the picture's size.  The MLP's
-#: products are small: a second thread made them slower alone and 40 times as slow beside another
+#: products are small: a second thread made them slower alone and many times as slow beside another
 #: busy process.  A large picture's analyses gain from a second thread on an idle machine, but
 #: beside other work two threads spin against it (a 2048x2048 picture's least work: 39 s on two,
-#: 15 s on one; docs/compression.md, 'Large pictures').  The thread policy of a fit's Trainer
-#: (:class:`~ironlearn.train.ThreadPolicy`) was measured on the MLP and the tuning and not kept:
-#: level alone, and beside a busy process its trial steps on two threads of a whole picture ran
-#: encodes to 53 s of their 30 (docs/compression.md, 'What else was tried').
+#: 15 s on one; docs/compression.md, 'How an encode spends its `--seconds`').  The thread policy of
+#: a fit's Trainer (:class:`~ironlearn.train.ThreadPolicy`) was measured on the MLP and the tuning
+#: and not kept: level alone, and beside a busy process its trial steps on two threads of a whole
+#: picture ran encodes to 53 s of their 30 (docs/compression.md, 'What else was tried').
 BLAS_THREADS = 1
 #: The weights' rounding, priced in the MLP's training steps (it runs the MLP forward on the same
 #: pixels whatever the picture's size): about this many steps' time at 160x128 and 768x512 alike
@@ -72,8 +72,8 @@ ROUNDING_STEPS = 100
 #: The share of the MLP's time given to the latents, refined through it once it is trained
 #: (:func:`.refine.refine`); up to :data:`~.synthesis.MLP_PIXELS` pixels, which it draws whole.
 #: On sporco's four at 0.25 and 0.5 bpp, 30 s encodes, half gained +0.12 to +0.63 dB over the
-#: MLP given all the time, a third -0.02 to +0.55 (docs/compression.md, 'The tuning: the
-#: latents and the MLP trained together').
+#: MLP given all the time, a third -0.02 to +0.55 (measured: docs/benchmark-log.md, 'compression.md
+#: as it stood before it became documentation', 'The latents tuned through the MLP').
 TUNING_SHARE = 0.5
 #: The share of the encode's time the latents' learned context model is fitted for, on the
 #: pyramid at the target rate, where it takes at most a third of what is left; the latents'
@@ -89,7 +89,8 @@ REFIT_SHARE = 0.05
 #: The share of the context model's estimated saving that the latents' refinement plans to spend:
 #: planned with all of it, a file came out over its target where the model saved less on the
 #: final latents than estimated, and the encode fell back to the pyramid alone (tulips at 0.25
-#: bpp: 26.70 dB, against 28.0-28.5 without the model; sail at 0.5: 27.16 against 27.3-27.8).
+#: bpp: 26.70 dB, 1.5 dB under its usual file; measured: docs/benchmark-log.md, 'compression.md as
+#: it stood before it became documentation', 'A learned context model, as built').
 #: The MLP's candidates that rate control makes plan with none of it: they are the fallback.
 PLANNED_SAVING = 0.75
 #: What follows rate control, in analyses: the slope the filters trade at, their fit, and two
@@ -216,7 +217,7 @@ def _arguments(values, bpp, lmbda, seconds, levels, seed, progress) -> _Job:
     check_time(height, width, channels, seconds)
     target = _as_unit(values)
     picture = target @ COLOURS[channels].T  # decorrelated colours
-    # 8 bits a value, where float32 took 200 MB more at 16.8 MP for the whole encode.
+    # 8 bits a value: a float32 copy, held through the whole encode, would be four times the size.
     eight_bits = np.round(target * 255).astype(np.uint8)
     return _Job(eight_bits, picture, bpp, lmbda, max(1, min(levels, MAX_LEVELS)), seed, clock, progress)
 
@@ -298,7 +299,8 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     ``network`` ``(net, weights)``, trained with them (:func:`.refine.refine`), its weights rounded
     again after: with a target, within the bits that the file written now leaves them (the
     latents' as the context model ``fitted``, or None, will code them).  Refining changes the
-    latents' statistics (monarch at 0.25 bpp: 7.3% saved before, 4.2% after), so with a model
+    latents' statistics (monarch at 0.25 bpp: 7.3% saved before, 4.2% after; measured:
+    docs/compression.md, 'The tuning: the latents and the MLP trained together'), so with a model
     the refinement stops at :data:`REFIT_AT` of its time, fits the model again for
     :data:`REFIT_SHARE` of the encode's, and starts again within the bits that one leaves.
     Returns the pyramid, its network and its context model."""
@@ -390,8 +392,8 @@ def _cheapest(job: _Job, candidates) -> Compressed:
 
 def _decoded_error(decoded, target: np.ndarray) -> float:
     """The mean squared error of the 8-bit picture ``decoded`` draws against ``target`` (uint8;
-    in [0, 1] units), a band of rows at a time (whole, its float temporaries took a GB at
-    16.8 MP)."""
+    in [0, 1] units), a band of rows at a time (whole, its float temporaries are many times the
+    8-bit picture's size)."""
     height, width, _ = target.shape
     total = 0.0
     for top, pixels in decoded.bands(height, width):

@@ -21,7 +21,8 @@ from .analysis import spread
 FILTER_FIT_PIXELS, FILTER_BAND_PIXELS = 1 << 19, 1 << 13
 #: Bands that :func:`least_squares` reads whatever its deadline says: the first two (ten rows each
 #: at 768x512) gave filters worse than none for four of eight files (sporco's four, two rates);
-#: the first three or five, better than none for all eight.
+#: the first three or five, better than none for all eight (measured: docs/benchmark-log.md,
+#: 'compression.md as it stood before it became documentation', 'The filters, alone').
 FILTER_MIN_BANDS = 4
 #: A grid is filtered only where the rows read hold all its non-zero latents or at least this
 #: many: fewer, of more, leave its 13 taps free to take values that the rows not read pay for (a
@@ -46,7 +47,7 @@ def least_squares(picture: np.ndarray, pyramid: Pyramid, until: float | None = N
         return {"levels": [], "gram": None, "moment": None, "count": 0}
     plain = pyramid.unfiltered()
     # Level 0 is read a band of rows at a time (whole, its values and their padded copy took
-    # 800 MB at 16.8 MP); the coarser levels are a quarter of its size and less.
+    # hundreds of megabytes at 16.8 MP); the coarser levels are a quarter of its size and less.
     values = [None] + [plain.values(k) for k in range(1, plain.levels)]
     padded = {k: pad(values[k]) for k in levels if k > 0}
     band = max(1, FILTER_BAND_PIXELS // width)
@@ -76,7 +77,7 @@ def least_squares(picture: np.ndarray, pyramid: Pyramid, until: float | None = N
                 read = upsample(slab, (index_y - first, weight_y), taps(width, width, k, None, pyramid.cubic))
                 seen[k][first:last] = True
             columns.append(read.reshape(n_taps, channels, -1))
-        # (C, levels * taps, pixels): products by BLAS, where einsum's own loops took 20 times as long
+        # (C, levels * taps, pixels): products by BLAS, where einsum's own loops took many times as long
         design = np.ascontiguousarray(np.concatenate(columns).astype(np.float64).transpose(1, 0, 2))
         gram += design @ design.transpose(0, 2, 1)
         moment += (design @ error.T[:, :, None])[..., 0]

@@ -8,11 +8,12 @@ the whole picture and one file written, read back and checked against it.  Its t
 now on one BLAS thread as the encode runs (:func:`probe`), in the time of the thread's own work
 (CPU time) and in wall time.  The first, steady on a machine shared with other jobs, is this
 machine's speed; the second adds the share of a core the encode gets now, which on such a
-machine swung from 0.4 to 0.9 over a minute.  So an encode is refused only where a whole core
+machine swung from 0.4 to 0.9 over a minute (measured: docs/benchmark-log.md, 'compression.md as
+it stood before it became documentation').  So an encode is refused only where a whole core
 could not do its least work in time (the refusal is then right), and the time it is told to give
 is the wall time, where the machine's neighbours are counted in.  The probe and the arithmetic
-take about 0.3 s and a few MB, whatever the picture's size (measured: docs/compression.md,
-'Large pictures').
+take a fraction of a second and a few MB, whatever the picture's size (a refusal at 16.8 MP,
+the process's start included: 0.7 s and 57 MB; measured: docs/compression.md, 'Large pictures').
 """
 
 from __future__ import annotations
@@ -34,19 +35,21 @@ from .ratecontrol import Clock, analyse_at_rate
 #: and its rate control starts from the step at which its middle megapixel meets the rate.  Up
 #: to it, the first analysis and one file checked are done whatever the time.
 LARGE_PIXELS = 1 << 20
-#: The probe: an analysis of a ``PROBE_SIDE`` square (about 8 ms of a core on the 2-core VM),
-#: run once cold, then again and again for ``PROBE_SECONDS`` of wall time, their mean taken.
+#: The probe: an analysis of a ``PROBE_SIDE`` square (5 to 8 ms of a core on the 2-core VM, by its
+#: load; measured: docs/benchmark-log.md, 'compression.md as it stood before it became
+#: documentation'), run once cold, then again and again for ``PROBE_SECONDS`` of wall time, their
+#: mean taken.
 PROBE_SIDE, PROBE_SECONDS = 256, 0.25
 #: The least work of a colour picture in probes of a core's time: ``UNITS * megapixels ** GROWTH``
 #: (megapixels of 2**20 pixels), scaled by the channels' share of three, and ``READING`` a
 #: megapixel more to read a PNG file.  Fitted to least-work encodes of sporco's photographs
-#: tiled at 1.8 to 16.8 MP, each within 8% of it (docs/compression.md, 'Large pictures').
+#: tiled at 1.8 to 16.8 MP, each within 8% of it (measured: the same log section as the probe's).
 UNITS, GROWTH, READING = 350.0, 0.84, 5.0
 #: An encode is refused when its least work on a whole core is more than this many times its time.
 OVERRUN = 1.1
-#: The time a refusal asks for is this many times the estimate: on the quiet 2-core VM the least
-#: work took 1.07 to 1.28 times it (2048x2048 to 4096x4096 mosaics of sporco's photographs), and
-#: an encode given what it was told to give must keep to it.
+#: The time a refusal asks for is this many times the estimate: on the quiet 2-core VM the estimate
+#: was 0.78 to 0.93 of the least work (mosaics of sporco's photographs, 4 to 16.8 MP; measured:
+#: docs/compression.md, 'Large pictures'), and an encode given what it was told to give must keep to it.
 ASK_MARGIN = 1.3
 
 

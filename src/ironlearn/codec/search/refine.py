@@ -52,7 +52,8 @@ from .ratecontrol import trade
 #: A level's step, as a share of its Newton step (its own curvature alone: the levels overlap, so
 #: a full step overshoots).  Through the MLP, 20 steps from the same start on sporco's four at
 #: 0.25 bpp: 0.08 gained +0.03 to +0.19 dB, 0.15 up to +0.52, 0.25 +0.20 to +0.69, 0.35 and 0.5
-#: less again (docs/compression.md, 'The tuning: the latents and the MLP trained together').
+#: less again (measured: docs/benchmark-log.md, 'compression.md as it stood before it became
+#: documentation', 'The latents tuned through the MLP').
 STEP_SIZE = 0.25
 #: Steps between the entropy models' fits (each latent's scale, and the rate, measured then): the
 #: best pyramid is chosen among those seen at the fits, and a refinement has 20 to 40 steps.
@@ -66,7 +67,7 @@ RATE_FOLLOWING, LAMBDA_STEP = 4.0, 1.1
 #: Steps between two estimates of the rate (and two moves of lambda) between fits.
 RATE_EVERY = 4
 #: Steps at most, whatever the time: a small picture's take milliseconds, where a 768x512
-#: picture makes 25 to 30 in a 30 s encode.
+#: picture makes 25 to 30 in a 30 s encode (measured: the same page and section as :data:`STEP_SIZE`).
 MOST_STEPS = 100
 #: Adam's rate for the MLP's weights when they train with the latents, times the latents' cosine
 #: (the MLP's own training starts at 1e-2 and ends at 1e-4).
