@@ -347,8 +347,9 @@ def blas_threads(threads: int | None):
     """At most ``threads`` BLAS threads within the block (None: as they are), set in the BLAS
     library itself, which reads its environment only once, at load (threadpoolctl).  One thread
     suits small products: on 2 cores, a second spins while the first works, and beside another
-    busy process each product waits for both (the codec's MLP: 1.5 times the steps alone on one
-    thread, 40 times beside a 2-thread job)."""
+    busy process each product waits for both (the codec's MLP made 1.5 times the steps alone on
+    one thread, and its steps on two ran many times as long beside a 2-thread job; measured:
+    docs/benchmark-log.md, 'Measurements the code's comments quoted')."""
     if threads is None:
         return contextlib.nullcontext()
     return _limited(threads)

@@ -283,7 +283,7 @@ class TileSampler:
     grid reads a tile's dense levels as two matrix products (see :class:`~ironlearn.nn.HashGrid`),
     its gradient and the optimizer's update confined to the rectangle of vertices under the
     tile, an order of magnitude shorter a step than runs of 16 pixels along rows (measured:
-    docs/benchmarks.md, 'How fast is a step, and how far from its floor?').
+    docs/benchmark-log.md, 'Measurements the code's comments quoted').
 
     Parameters
     ----------
