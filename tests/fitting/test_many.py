@@ -21,7 +21,7 @@ from ironlearn.fitting import folder as run_folder
 from ironlearn.fitting.many import COLUMNS, Source, expand, fit_many, summary
 from ironlearn.fitting.many.inputs import unique_names
 from ironlearn.fitting.many.local import THREAD_VARIABLES, worker_environment
-from ironlearn.fitting.many.task import prepare
+from ironlearn.fitting.many.fit_job import FIT, prepare
 from ironlearn.train.checkpoint import read_meta
 
 QUICK = ["--steps", "10", "--width", "8", "--depth", "1", "--device", "cpu", "--quiet"]
@@ -198,9 +198,9 @@ def test_a_stop_before_any_fit_began_claims_no_checkpoint(tmp_path, capsys, monk
     assert code == ExitCode.INTERRUPTED and err.count("\n") == 1, err
     assert "before any fit began: no checkpoint was written" in err and "kept" not in err
     monkeypatch.undo()
-    prepare = driver.prepare
-    monkeypatch.setattr(driver, "prepare", lambda source, *args, **kwargs: (
-        stopped() if source.name == "b" else prepare(source, *args, **kwargs)))  # one picture found, none started
+    first = FIT.prepare
+    monkeypatch.setattr(FIT, "prepare", lambda source, *args, **kwargs: (
+        stopped() if source.name == "b" else first(source, *args, **kwargs)))  # one picture found, none started
     code, _, err = run_cli(capsys, "fit-many", *pictures, "--out", tmp_path / "out", *QUICK)
     assert code == ExitCode.INTERRUPTED and "checkpoint" not in err and "1 not started" in err, err
 
@@ -512,7 +512,7 @@ def test_a_stopped_driver_keeps_finished_runs_and_a_rerun_resumes_the_others(tmp
 def test_the_ray_task_fits_in_a_temporary_folder_and_sends_the_files_back(tmp_path, monkeypatch):
     """What runs on a Ray worker, called directly: it writes nothing into the output folder (the driver
     does), leaves no temporary folder, and a resume carries the checkpoint both ways."""
-    from ironlearn.fitting.many.remote import fit_shipped, land, ship
+    from ironlearn.fitting.many.remote import run_shipped, ship
 
     worker_tmp = tmp_path / "worker-tmp"
     worker_tmp.mkdir()
@@ -520,22 +520,22 @@ def test_the_ray_task_fits_in_a_temporary_folder_and_sends_the_files_back(tmp_pa
     out = tmp_path / "out"
     source = Source("a", str(make_picture(tmp_path / "a.png", 16)))
     task = prepare(source, str(out), quick_options(), force=False)
-    outcome, files = fit_shipped(ship(task))
+    outcome, files = run_shipped(ship(task))
     assert outcome.status == "done" and set(files) == FINISHED
     assert not out.exists() and os.listdir(worker_tmp) == []
-    land(task, files)
+    FIT.land(task.options, files)
     assert json.loads((out / "a" / "metrics.json").read_text()) == outcome.metrics
     assert set(os.listdir(out / "a")) == FINISHED
 
     longer = prepare(source, str(out), quick_options(steps=20), force=False)
     # A finished run keeps no frames.npz, and its checkpoint keeps its model in model.npz.
     assert longer.options.resume and set(ship(longer).files) == {"checkpoint.npz", "model.npz", "history.csv"}
-    outcome, files = fit_shipped(ship(longer))
+    outcome, files = run_shipped(ship(longer))
     assert outcome.status == "done" and outcome.metrics["steps"] == 20 and os.listdir(worker_tmp) == []
 
     (tmp_path / "bad.png").write_bytes(b"not a picture")
     bad = prepare(Source("bad", str(tmp_path / "bad.png")), str(out), quick_options(), force=False)
-    outcome, files = fit_shipped(ship(bad))
+    outcome, files = run_shipped(ship(bad))
     assert outcome.status == "failed" and outcome.error.startswith(f"{tmp_path / 'bad.png'} is not a picture ironlearn reads")
     assert files == {} and not (out / "bad").exists()
 

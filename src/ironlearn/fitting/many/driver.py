@@ -1,4 +1,5 @@
-"""``fit_many``: every picture its own ``ironlearn fit``, run by an engine, summarised as they end."""
+"""``fit_many``: every picture its own ``ironlearn fit``, run by an engine, summarised as they end;
+:func:`run_many`, the same for any :class:`~.task.Job` (``compress-many``'s too)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from ...errors import OptionError
 from ...signals import Terminated, handling
 from .. import folder
 from ..options import FitOptions, UsageError, validate
-from ..outputs import describe_result
 from ..run import STOP_SIGNALS
 from . import summary
+from .fit_job import FIT
 from .inputs import SUMMARY, expand
-from .task import DONE, FAILED, INTERRUPTED, Outcome, Task, prepare
+from .task import DONE, FAILED, INTERRUPTED, Job, Outcome, Task
 
 ENGINES = ("local", "ray")
 
@@ -85,20 +86,30 @@ def fit_many(inputs, out, *, options: FitOptions | None = None, workers: int | N
     ManyInterrupted
         After Ctrl-C or SIGTERM, once the running fits saved their checkpoints (its ``rows`` is the summary).
     """
-    if isinstance(inputs, (str, bytes, os.PathLike)):
-        inputs = [inputs]  # one input, not its letters
     template = _template(options, force)
     if engine == "local" and template.device == "cuda":
         cuda_module()  # BackendError before anything starts (workers are fresh processes: no CUDA shared)
+    return run_many(FIT, inputs, out, template, workers=workers, engine=engine, address=address,
+                    cpus_per_fit=cpus_per_fit, gpus_per_fit=gpus_per_fit, log=log, progress=progress)
+
+
+def run_many(job: Job, inputs, out, template, *, workers: int | None = None, engine: str = "local",
+             address: str | None = None, cpus_per_fit: float | None = None, gpus_per_fit: float = 0.0, log=print,
+             progress: bool | None = None) -> list[dict]:
+    """Run ``job`` for every picture that ``inputs`` name into ``out``, with the options
+    ``template`` (checked), on the ``engine``, as :func:`fit_many` describes; the rows of
+    ``out/summary.csv`` (``job.columns``) of these pictures come back."""
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]  # one input, not its letters
     runner = _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log)
     with _before_fitting({}):  # a glob over a large tree takes a while
-        earlier = summary.earlier(os.path.join(out, SUMMARY))  # first: a user's file there stops the command
+        earlier = summary.earlier(os.path.join(out, SUMMARY), job.headers, job.command)  # a user's file stops it
         sources = expand(inputs, summary.recorded_names(earlier, out), skip=[os.path.join(out, SUMMARY)])
         folder.create(out)
     show_bar = (not template.quiet and sys.stderr.isatty()) if progress is None else progress
     with folder.RunLock(out):  # one fit-many per output folder
         try:
-            return _fit_all(sources, out, earlier, template, runner, log, show_bar)
+            return _run_all(job, sources, out, earlier, template, runner, log, show_bar)
         finally:
             runner.close()
 
@@ -137,37 +148,37 @@ def _engine(engine, workers, address, cpus_per_fit, gpus_per_fit, log):
     return LocalEngine(workers, threads, log)
 
 
-def _fit_all(sources, out, earlier, template, runner, log, show_bar: bool) -> list[dict]:
+def _run_all(job: Job, sources, out, earlier, template, runner, log, show_bar: bool) -> list[dict]:
     started = time.perf_counter()
     path = os.path.join(out, SUMMARY)
-    # The pictures earlier runs fitted here stay listed, so that their names stay theirs.
+    # The pictures earlier runs did here stay listed, so that their names stay theirs.
     kept = {entry["picture"]: entry for entry in earlier}
     rows, tasks = {}, []
 
     def save() -> None:
-        summary.write(path, {**kept, **rows}.values())
+        summary.write(path, {**kept, **rows}.values(), job.columns)
 
     with _before_fitting(rows):
         for source in sources:
-            prepared = prepare(source, out, template, force=template.force)
+            prepared = job.prepare(source, out, template, force=template.force, earlier=kept.get(source.name))
             if isinstance(prepared, Task):
                 tasks.append(prepared)
             rows[source.name] = summary.row(source.name, summary.input_cell(source.path, out),
-                                            prepared if isinstance(prepared, Outcome) else None)
+                                            prepared if isinstance(prepared, Outcome) else None, job.columns)
         save()
         if tasks:
             runner.start()  # only now: a Ray cluster is not joined when every picture is done
-    skipped, resumed = len(sources) - len(tasks), sum(t.options.resume for t in tasks)
-    log(f"fitting {len(tasks)} of {len(sources)} pictures into {out}/ ({skipped} done before, {resumed} resuming)"
-        + (f" with {runner.describe()}" if tasks else ""))
+    skipped, resumed = len(sources) - len(tasks), sum(getattr(t.options, "resume", False) for t in tasks)
+    log(f"{job.verb} {len(tasks)} of {len(sources)} pictures into {out}/ ({skipped} done before"
+        + (f", {resumed} resuming)" if resumed else ")") + (f" with {runner.describe()}" if tasks else ""))
     bar = _bar(len(sources), skipped) if show_bar else None
     say = _beside(bar, log)
     _show_mean(bar, rows.values())
 
     def report(task: Task, outcome: Outcome) -> None:
-        rows[task.name] = summary.row(task.name, rows[task.name]["input"], outcome)
+        rows[task.name] = summary.row(task.name, rows[task.name]["input"], outcome, job.columns)
         save()
-        say(_message(task, outcome))
+        say(job.message(task.name, outcome))
         if bar is not None:
             _show_mean(bar, rows.values())
             bar.update()
@@ -186,12 +197,6 @@ def _fit_all(sources, out, earlier, template, runner, log, show_bar: bool) -> li
     if stop.count:
         raise ManyInterrupted(result, stop.signal)
     return result
-
-
-def _message(task: Task, outcome: Outcome) -> str:
-    if outcome.status == DONE:
-        return f"{task.name}: {describe_result(outcome.metrics)}"
-    return f"{task.name}: {outcome.status}: {outcome.error}"
 
 
 # -- the terminal -----------------------------------------------------------------------------

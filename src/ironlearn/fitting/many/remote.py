@@ -1,9 +1,10 @@
 """The Ray engine: each picture a Ray task, on this machine or on a cluster, no shared disk needed.
 
-The driver sends the picture's bytes (and, to resume, the run folder's checkpoint) with the
-task; the task fits in a temporary folder on whichever node runs it, sends the run
-folder's files back through Ray's object store and removes its folder; the driver writes
-them atomically into ``DIR/<name>/``.  Ray is imported only here, when this engine is asked for.
+The driver sends the picture's bytes (and what its job needs besides: a fit's checkpoint, to
+resume) with the task; the task works in a temporary folder on whichever node runs it, sends
+its files back through Ray's object store (a fit's run folder, an encode's file) and removes
+its folder; the driver writes them atomically where they belong (:meth:`.task.Job.land`).  Ray is
+imported only here, when this engine is asked for.
 """
 
 from __future__ import annotations
@@ -20,18 +21,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ...files import write_bytes
-from .. import folder
-from ..options import FitOptions, UsageError
+from ..options import UsageError
 from .local import thread_environment
-from .task import FAILED, INTERRUPTED, Outcome, Task, one_line, run_task
+from .task import FAILED, INTERRUPTED, Job, Outcome, Task, one_line
 
 MISSING = "the ray engine needs Ray, which is not installed; install it with pip install 'ironlearn[ray]'"
-#: What a resume reads from the run folder: a finished run's checkpoint keeps its model in model.npz.
-RESUME_FILES = (folder.CHECKPOINT, folder.MODEL, folder.FRAMES, folder.HISTORY)
-#: Written last, in this order: a finished run's checkpoint needs the model.npz it names, and the
-#: three together mark a run as done.
-LAST = (folder.MODEL, folder.CHECKPOINT, folder.METRICS)
 POLL_SECONDS = 0.2
 _DEATHS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError")  # ray.exceptions that mean a lost worker
 
@@ -48,27 +42,22 @@ def import_ray():
 # -- the task, as it travels --------------------------------------------------------------------
 @dataclass(frozen=True)
 class Shipment:
-    """What a Ray task needs, all in memory: the picture's bytes and name, the run folder's
-    files to resume from, and the options (whose ``input`` and ``out`` are the driver's paths)."""
+    """What a Ray task needs, all in memory: the picture's bytes and name, the files its job
+    needs besides (a fit's checkpoint, to resume), the options (whose paths are the driver's)
+    and the job."""
 
     name: str
     picture: bytes
-    options: FitOptions
+    options: object
     files: dict
+    job: Job
 
 
 def ship(task: Task) -> Shipment:
     """Read what ``task`` needs into memory (raises OSError when the picture cannot be read)."""
-    with open(task.options.input, "rb") as file:
+    with open(task.picture, "rb") as file:
         picture = file.read()
-    files = {}
-    if task.options.resume:
-        for name in RESUME_FILES:
-            path = os.path.join(task.options.run_folder, name)
-            if os.path.isfile(path):
-                with open(path, "rb") as file:
-                    files[name] = file.read()
-    return Shipment(task.name, picture, task.options, files)
+    return Shipment(task.name, picture, task.options, task.job.files_to_ship(task.options), task.job)
 
 
 def unreadable(path: str, exc: OSError) -> str:
@@ -82,49 +71,14 @@ def unreadable(path: str, exc: OSError) -> str:
     return f"{path}: {exc.strerror or exc}"
 
 
-def fit_shipped(shipment: Shipment) -> tuple[Outcome, dict]:
-    """The Ray task: fit in a temporary folder, return the outcome and the run folder's files
-    (``{file name: bytes}``), and leave nothing behind.  Paths in an error are the driver's."""
-    with tempfile.TemporaryDirectory(prefix="ironlearn-fit-") as tmp:
+def run_shipped(shipment: Shipment) -> tuple[Outcome, dict]:
+    """The Ray task: the job done in a temporary folder; the outcome and the files to send back
+    (``{file name: bytes}``), and nothing left behind.  Paths in an error are the driver's."""
+    with tempfile.TemporaryDirectory(prefix="ironlearn-") as tmp:
         picture = os.path.join(tmp, os.path.basename(shipment.options.input) or "picture")
         with open(picture, "wb") as file:
             file.write(shipment.picture)
-        out = os.path.join(tmp, "run")
-        os.makedirs(out)
-        for name, data in shipment.files.items():
-            with open(os.path.join(out, name), "wb") as file:
-                file.write(data)
-        outcome = run_task(dataclasses.replace(shipment.options, input=picture, out=out))
-        files = {}
-        for name in folder.FILES:
-            if os.path.isfile(os.path.join(out, name)):
-                with open(os.path.join(out, name), "rb") as file:
-                    files[name] = file.read()
-    error = outcome.error.replace(out, shipment.options.run_folder).replace(picture, shipment.options.input)
-    return dataclasses.replace(outcome, error=error), files
-
-
-def check_run_folder(task: Task) -> None:
-    """What fit() checks of a new run's folder, checked here, where the files will land: the task
-    fits in an empty temporary folder, and DIR/<name> must be empty, or hold a run that ``--force``
-    replaces (UsageError otherwise, in fit's words)."""
-    if not task.options.resume:
-        folder.check_new(task.options.run_folder, force=task.options.force, input=task.options.input)
-
-
-def land(task: Task, files: dict) -> None:
-    """Write the files a task sent back into its run folder, each atomically, model.npz,
-    checkpoint.npz and metrics.json last; a new (not resumed) run's folder is left with its files only."""
-    out = task.options.run_folder
-    os.makedirs(out, exist_ok=True)
-    if not task.options.resume:
-        for name in set(folder.FILES) - set(files):
-            try:
-                os.unlink(os.path.join(out, name))
-            except FileNotFoundError:
-                pass
-    for name in [n for n in files if n not in LAST] + [n for n in LAST if n in files]:
-        write_bytes(os.path.join(out, name), files[name])
+        return shipment.job.run_shipped(shipment.options, picture, shipment.files, tmp)
 
 
 # -- the engine -------------------------------------------------------------------------------
@@ -201,20 +155,21 @@ class RayEngine:
         at once); a third kills the workers.
         """
         ray = self.ray
-        remote = ray.remote(fit_shipped).options(
+        remote = ray.remote(run_shipped).options(
             num_cpus=self.cpus, num_gpus=self.gpus, max_retries=1, retry_exceptions=False,
             runtime_env={"env_vars": thread_environment(max(1, int(self.cpus)))})
         queue, flying, cancelled = collections.deque(tasks), {}, 0
         while flying or (queue and not stop.count):
             while queue and not stop.count and len(flying) < self.workers:
-                task = self._on_device(queue.popleft())
+                task = queue.popleft()
+                task = dataclasses.replace(task, options=task.job.on_ray(task.options, self.gpus))
                 try:
-                    check_run_folder(task)
+                    task.job.check_destination(task.options)
                     flying[remote.remote(ship(task))] = task, time.time()
                 except UsageError as exc:
                     report(task, Outcome(FAILED, error=one_line(exc)))
                 except OSError as exc:
-                    report(task, Outcome(FAILED, error=unreadable(task.options.input, exc)))
+                    report(task, Outcome(FAILED, error=unreadable(task.picture, exc)))
             if stop.count > cancelled:
                 cancelled = stop.count
                 for ref in flying:
@@ -226,7 +181,7 @@ class RayEngine:
                 task, started = flying.pop(ref)
                 outcome, files = self._result(ref, stopping=bool(stop.count))
                 if files:
-                    land(task, files)
+                    task.job.land(task.options, files)
                 if outcome.status == INTERRUPTED and not stop.count and task.attempt == 1:
                     # Stopped by a signal to its own worker: a node being preempted or drained, more
                     # often than a user. Go on elsewhere, from the checkpoint that came back.
@@ -234,14 +189,6 @@ class RayEngine:
                     queue.appendleft(task.retry(started))
                     continue
                 report(task, outcome)
-
-    def _on_device(self, task: Task) -> Task:
-        """On Ray, ``--device auto`` means the GPU exactly when the task asked for one: Ray leaves
-        GPUs visible to tasks that did not, and they would share them unaccounted."""
-        if task.options.device not in (None, "auto"):
-            return task
-        options = dataclasses.replace(task.options, device="cuda" if self.gpus else "cpu")
-        return dataclasses.replace(task, options=options)
 
     def _result(self, ref, stopping: bool) -> tuple[Outcome, dict]:
         ray = self.ray

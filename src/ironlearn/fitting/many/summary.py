@@ -21,19 +21,21 @@ PENDING = "pending"  # not started (yet, or before a Ctrl-C)
 #: system) is a str with surrogates on POSIX, written back as the same bytes and read back as the
 #: same str, so the rerun finds the file it names.
 ENCODING, ERRORS = "utf-8", "surrogateescape"
-_FROM_METRICS = ("width", "height", "mode", "model", "params", "steps", "seconds", "psnr_db", "accuracy")
+#: The columns every summary has, filled by the engine rather than from a picture's metrics.
+_OWN = ("picture", "input", "status", "error")
 
 
-def row(name: str, input: str, outcome: Outcome | None = None) -> dict:
+def row(name: str, input: str, outcome: Outcome | None = None, columns: tuple = COLUMNS) -> dict:
     """The summary row of picture ``name`` (its run folder's name) whose file is ``input`` (as
-    :func:`input_cell` gives it); pending without an ``outcome``.  Columns a picture has no
+    :func:`input_cell` gives it); pending without an ``outcome``.  Its ``columns`` besides the
+    picture, input, status and error come from the outcome's metrics; those a picture has no
     value for (accuracy outside binary mode, all but the error of a failure) are None, written
     as empty cells."""
-    entry = dict.fromkeys(COLUMNS)
+    entry = dict.fromkeys(columns)
     entry.update(picture=name, input=input, status=PENDING, error="")
     if outcome is not None:
         entry.update(status=outcome.status, error=outcome.error)
-        entry.update({key: (outcome.metrics or {}).get(key) for key in _FROM_METRICS})
+        entry.update({key: (outcome.metrics or {}).get(key) for key in columns if key not in _OWN})
     return entry
 
 
@@ -61,9 +63,9 @@ def recorded_names(rows, out) -> dict:
     return found
 
 
-def write(path, rows) -> None:
+def write(path, rows, columns: tuple = COLUMNS) -> None:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     write_bytes(path, buffer.getvalue().encode(ENCODING, ERRORS))
@@ -75,24 +77,24 @@ def read(path) -> list[dict]:
         return list(csv.DictReader(file))
 
 
-def earlier(path) -> list[dict]:
-    """The rows of the summary that fit-many wrote at ``path`` before (as :func:`read` gives them),
-    or [] when there is nothing there.
+def earlier(path, headers=HEADERS, command: str = "fit-many") -> list[dict]:
+    """The rows of the summary that ``command`` wrote at ``path`` before (as :func:`read` gives
+    them), or [] when there is nothing there.
 
-    A summary is fit-many's when its first line is a header fit-many writes (or wrote).  Anything else at
-    ``path`` (a user's file, a folder) is a UsageError: fit-many replaces only its own summary,
-    ``--force`` or not.
+    A summary is the command's when its first line is one of the ``headers`` it writes (or
+    wrote).  Anything else at ``path`` (a user's file, a folder, another command's summary) is a
+    UsageError: a command replaces only its own summary, ``--force`` or not.
     """
     if not os.path.lexists(path):
         return []
     try:
         with open(path, newline="", encoding="utf-8-sig", errors=ERRORS) as file:
-            if file.readline().rstrip("\r\n") in HEADERS:
+            if file.readline().rstrip("\r\n") in headers:
                 file.seek(0)
                 return list(csv.DictReader(file))
     except (OSError, UnicodeDecodeError):  # a folder, a dangling link, unreadable or binary
         pass
-    raise OptionError(f"{path} is not a summary that fit-many wrote, and fit-many does not replace it (not even "
+    raise OptionError(f"{path} is not a summary that {command} wrote, and {command} does not replace it (not even "
                       "with {force}); move it away or choose another {out}", "out", force="force=True")
 
 

@@ -1,52 +1,48 @@
-"""One picture's fit as a worker runs it: a :class:`Task` in, an :class:`Outcome` out.
+"""One picture's job as a worker runs it: a :class:`Task` in, an :class:`Outcome` out.
 
-The driver decides what each run folder needs (:func:`prepare`): nothing (it is done),
-a resume from its checkpoint, or a new fit.  A worker, in whatever process or on
-whatever machine, runs :func:`run_task`, which turns every way a fit can end into an
-:class:`Outcome` with a one-line error, so that one bad picture never stops the others.
+A :class:`Job` says what the engines do for each picture.  The driver asks it what each picture
+needs (:meth:`Job.prepare`: nothing, it is done; or a task); a worker, in whatever process or on
+whatever machine, runs :meth:`Job.run`, which turns every way the work can end into an
+:class:`Outcome` with a one-line error (:func:`failure`), so that one bad picture never stops
+the others.  The jobs: a fit (:mod:`.fit_job`, ``fit-many``) and an encode (:mod:`.compress_job`,
+``compress-many``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import signal
-import time
 from dataclasses import dataclass
 
 from ...backend import BackendError
 from ...errors import WordedError
-from ...image.io import InputError, load_picture
+from ...image.io import InputError
 from ...signals import terminate_cleanly
 from ...train import CheckpointError, DivergenceError
-from ...train.checkpoint import read_meta
-from .. import folder
-from ..options import FitOptions, UsageError, flag
-from ..plan import make_plan, resume_options
-from ..run import Interrupted, fit
+from ..options import UsageError, flag
 from .inputs import Source
 
 DONE, FAILED, INTERRUPTED = "done", "failed", "interrupted"
-LOCK_WAIT = 30.0  # seconds to wait for a run folder still locked by a worker of a killed driver, saving
 
 
 @dataclass(frozen=True)
 class Task:
-    """Fit one picture: ``options`` has its input, run folder, ``resume`` and ``force`` set."""
+    """One picture's ``job``: ``options`` says what to do with the picture and where its output
+    goes (a fit's run folder, ``resume`` and ``force``; an encode's file)."""
 
     name: str
-    options: FitOptions
+    options: object
+    job: Job
     attempt: int = 1
 
-    def retry(self, since: float) -> "Task":
-        """This task once more, after its worker died: resumed from the checkpoint the dead attempt
-        wrote (at ``since``, a ``time.time()``, or later), else as first planned."""
-        options = self.options
-        checkpoint = os.path.join(options.run_folder, folder.CHECKPOINT)
-        if os.path.isfile(checkpoint) and (options.resume or os.path.getmtime(checkpoint) >= since):
-            options = dataclasses.replace(options, resume=True, force=False)
-        return dataclasses.replace(self, options=options, attempt=self.attempt + 1)
+    @property
+    def picture(self) -> str:
+        """The picture's path, as the driver sees it."""
+        return self.options.input
+
+    def retry(self, since: float) -> Task:
+        """This task once more, after its worker died (at ``since``, a ``time.time()``), as its
+        job goes on (:meth:`Job.again`)."""
+        return dataclasses.replace(self, options=self.job.again(self.options, since), attempt=self.attempt + 1)
 
 
 @dataclass(frozen=True)
@@ -78,67 +74,66 @@ def failure(exc: BaseException) -> str:
     return one_line(f"{type(exc).__name__}: {exc}")  # a bug, but still one picture's
 
 
-def run_task(options: FitOptions, *, log=None) -> Outcome:
-    """Run ``fit(options)`` and say how it ended; never raises for the fit's own errors.
-
-    Ctrl-C (SIGINT) or SIGTERM during training saves the checkpoint, as in ``ironlearn fit``,
-    and gives an ``interrupted`` outcome; outside training either one gives that outcome too,
-    with the last checkpoint written kept.
-    """
+def guarded(work) -> Outcome:
+    """``work()``'s outcome, with SIGTERM as Ctrl-C: a KeyboardInterrupt is ``interrupted``, any
+    other exception this picture's failure; never raises for the picture's own errors."""
     try:
         with terminate_cleanly():
-            _wait_for_lock(options.run_folder)
-            return Outcome(DONE, metrics=fit(options, log=log or (lambda message: None)))
-    except Interrupted as exc:
-        by = "" if exc.signal == signal.SIGINT else f" by {exc.signal.name}"
-        return Outcome(INTERRUPTED, error=f"stopped{by} at step {exc.step:,}; checkpoint saved")
+            return work()
     except KeyboardInterrupt:
         return Outcome(INTERRUPTED, error="stopped; the last checkpoint written is kept")
     except Exception as exc:  # noqa: BLE001  (every failure is this picture's alone)
         return Outcome(FAILED, error=failure(exc))
 
 
-def _wait_for_lock(out: str) -> None:
-    """Wait (up to LOCK_WAIT) while another process holds ``out``'s lock: a worker of a driver that
-    was killed may still be saving its checkpoint there.  fit() then takes the lock itself."""
-    deadline = time.monotonic() + LOCK_WAIT
-    while folder.holder(out) is not None and time.monotonic() < deadline:
-        time.sleep(0.2)  # then fit() reports who holds it, if anyone still does
+class Job:
+    """What the engines do for each picture, and what its summary keeps: ``command`` names it in
+    messages, ``columns`` are its summary.csv's; ``Source``, ``Task`` and ``Outcome`` travel
+    between them.  Subclasses say the rest."""
 
+    command = ""
+    verb = ""
+    columns: tuple = ()
 
-# -- what a run folder needs -------------------------------------------------------------------
-def prepare(source: Source, out: str, template: FitOptions, *, force: bool) -> Task | Outcome:
-    """The task that fits ``source`` into ``out/<name>``, or the Outcome of the run already done there.
+    @property
+    def headers(self) -> tuple:
+        """The header rows of the summaries this job writes (or wrote)."""
+        return (",".join(self.columns),)
 
-    A folder holding a checkpoint is resumed (unless ``force``): fit() itself then refuses a
-    different picture or different settings, with a message that says to use --force.
-    """
-    options = dataclasses.replace(template, input=source.path, out=os.path.join(out, source.name),
-                                  resume=False, force=force, quiet=True, progress="none")
-    if force or not os.path.isfile(os.path.join(options.out, folder.CHECKPOINT)):
-        return Task(source.name, options)
-    metrics = finished(options)
-    if metrics is not None:
-        return Outcome(DONE, metrics=metrics)
-    return Task(source.name, dataclasses.replace(options, resume=True))
+    def prepare(self, source: Source, out: str, template, *, force: bool, earlier: dict | None) -> Task | Outcome:
+        """The task for ``source`` into ``out``, or the outcome of the work done before
+        (``earlier``: the picture's row in the summary, if any)."""
+        raise NotImplementedError
 
+    def run(self, options) -> Outcome:
+        """The work, in a worker; never raises for the picture's own errors."""
+        raise NotImplementedError
 
-def finished(options: FitOptions) -> dict | None:
-    """The metrics of the run in ``options.out`` when it is complete and is what ``options`` ask for:
-    model.npz and metrics.json come from its last checkpoint, the picture is the one it was trained
-    on, and a resume with ``options`` would have nothing left to train.  None otherwise."""
-    out = options.run_folder
-    try:
-        with open(os.path.join(out, folder.METRICS)) as file:
-            metrics = json.load(file)
-        saved = read_meta(os.path.join(out, folder.CHECKPOINT))
-        step = int(saved.get("step", 0))
-        if read_meta(os.path.join(out, folder.MODEL)).get("step") != step or metrics.get("steps") != step:
-            return None  # trained further (and stopped) since the outputs were written
-        merged = resume_options(dataclasses.replace(options, resume=True), saved["settings"])
-        picture = load_picture(merged.input, mode=merged.mode, size=merged.size,
-                               max_pixels=merged.max_pixels)
-        plan = make_plan(merged, picture, saved["settings"], start_step=step)
-    except (OSError, ValueError, KeyError, TypeError):  # incl. UsageError, InputError, CheckpointError
-        return None  # fit() says what is wrong when it resumes
-    return metrics if plan.nothing_left else None
+    def again(self, options, since: float):
+        """The options of a retry after the worker died at ``since``: the same."""
+        return options
+
+    def message(self, name: str, outcome: Outcome) -> str:
+        """The line said when a picture's work ends."""
+        return f"{name}: {outcome.status}: {outcome.error}"
+
+    def on_ray(self, options, gpus: float):
+        """The options as a Ray task that declares ``gpus`` runs them: the same."""
+        return options
+
+    def files_to_ship(self, options) -> dict:
+        """What a Ray task needs besides the picture (``{file name: bytes}``): nothing."""
+        return {}
+
+    def run_shipped(self, options, picture: str, files: dict, tmp: str) -> tuple[Outcome, dict]:
+        """A Ray task's work in the folder ``tmp``, on the copy ``picture`` of the picture and
+        ``files``: the outcome (paths in its error the driver's) and the files to send back."""
+        raise NotImplementedError
+
+    def check_destination(self, options) -> None:
+        """What the work checks of where its output goes, checked where it lands (a Ray task
+        works elsewhere); UsageError to refuse."""
+
+    def land(self, options, files: dict) -> None:
+        """Write what a Ray task sent back where it belongs, atomically."""
+        raise NotImplementedError

@@ -18,7 +18,7 @@ import struct
 import sys
 import threading
 
-from .task import INTERRUPTED, run_task
+from .task import INTERRUPTED
 
 _HEADER = struct.Struct("<Q")
 
@@ -63,7 +63,7 @@ def main() -> None:
     try:
         while (task := inbox.get()) is not None:
             busy.set()
-            outcome = run_task(task.options)
+            outcome = task.job.run(task.options)
             busy.clear()
             write_message(results, outcome)
             if outcome.status == INTERRUPTED:  # a signal stopped it: it was meant for this process too
