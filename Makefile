@@ -33,7 +33,7 @@ test: $(VENV)/.installed-test
 
 OUT ?= runs/gpu-check
 gpu-check:
-	$(PYTHON) benchmarks/gpu.py --out $(OUT)
+	$(PYTHON) benchmarks/gpu --out $(OUT)
 
 clean:
 	rm -rf $(VENV) ironlearn-demo .pytest_cache

@@ -1,4 +1,4 @@
-"""benchmarks/gpu.py, the one command a GPU machine runs, runs here on the CPU at tiny sizes, so
+"""benchmarks/gpu, the one command a GPU machine runs, runs here on the CPU at tiny sizes, so
 that it cannot rot before a GPU comes; it measures the models ``fit`` trains (the pixel spline a
 tile a step, the pyramid, SIREN); and its PyTorch peer is the same model as ironlearn's."""
 
@@ -19,10 +19,10 @@ BENCHMARKS = os.path.join(ROOT, "benchmarks")
 sys.path.insert(0, BENCHMARKS)
 
 import common  # noqa: E402
-import gpu  # noqa: E402
-import gpu_device  # noqa: E402
-import gpu_report  # noqa: E402
-import gpu_speed  # noqa: E402
+import gpu.device  # noqa: E402
+import gpu.harness  # noqa: E402
+import gpu.report  # noqa: E402
+import gpu.speed  # noqa: E402
 
 
 def _torch_importable() -> bool:
@@ -34,7 +34,7 @@ def _torch_importable() -> bool:
 
 
 def _run(out, *arguments, timeout=240):
-    return subprocess.run([sys.executable, os.path.join(BENCHMARKS, "gpu.py"), "--device", "cpu", "--out", str(out),
+    return subprocess.run([sys.executable, os.path.join(BENCHMARKS, "gpu"), "--device", "cpu", "--out", str(out),
                            *arguments], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
@@ -45,7 +45,7 @@ def test_the_gpu_check_runs_every_part_on_the_cpu(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["meta"]["device"] == "cpu" and report["meta"]["size"] == "tiny"
     parts = report["parts"]
-    assert list(parts) == list(gpu.PARTS)
+    assert list(parts) == list(gpu.harness.PARTS)
     for name, part in parts.items():
         expected = "skipped" if name == "torch" and not _torch_importable() else "ok"
         assert part["status"] == expected, (name, part.get("error"))
@@ -56,22 +56,22 @@ def test_the_gpu_check_runs_every_part_on_the_cpu(tmp_path):
     assert result["syncs"]["clean"] is True
     assert all(row["copies"] == 0 and row["sync or copy error"] is None for row in result["syncs"]["rows"])
     assert [(row["model"], row["batch"]) for row in result["step"]["rows"]] == [
-        (model, batch) for model in gpu_speed.MODELS for batch in gpu.TINY.batches]
+        (model, batch) for model in gpu.speed.MODELS for batch in gpu.harness.TINY.batches]
     for row in result["step"]["rows"]:
-        assert row["cold_ms"] > 0 and row["warm_median_ms"] > 0 and row["steps"] == gpu.TINY.steps
+        assert row["cold_ms"] > 0 and row["warm_median_ms"] > 0 and row["steps"] == gpu.harness.TINY.steps
         assert row["tiles"] is (row["model"] == "pixel spline") and row["fit loop ms/step"] > 0
     spline = result["syncs"]["rows"][0]
     assert "pixel spline" in spline["step"] and spline["held"] != "-"  # the head held, as fit holds it
     assert {"gather numpy ms", "scatter numpy ms"} <= set(result["kernels"]["rows"][0])
     assert result["siren"]["rows"][-1]["framework"].startswith("ironlearn")
     assert result["camera"]["final_psnr_db"] > 15 and "target_hit" in result["camera"]
-    assert set(result["photo12"]["marks"]) == {str(m) for m in gpu.TINY.photo_marks}
+    assert set(result["photo12"]["marks"]) == {str(m) for m in gpu.harness.TINY.photo_marks}
     assert result["photo12"]["tiles"] and result["photo12"]["start"] == "picture" and result["photo12"]["held"]
-    assert set(result["photo100"]["marks"]) == {str(m) for m in gpu.TINY.big_marks}
+    assert set(result["photo100"]["marks"]) == {str(m) for m in gpu.harness.TINY.big_marks}
     assert result["parity"]["psnr_difference_db"] == 0  # NumPy against NumPy, same seed
     markdown = (tmp_path / "report.md").read_text()
     assert "These figures measure nothing" in markdown
-    assert all(f"## {name}:" in markdown for name in gpu.PARTS)
+    assert all(f"## {name}:" in markdown for name in gpu.harness.PARTS)
 
 
 def test_the_gpu_parts_run_their_device_code_on_a_pretend_gpu(monkeypatch, tmp_path):
@@ -80,8 +80,8 @@ def test_the_gpu_parts_run_their_device_code_on_a_pretend_gpu(monkeypatch, tmp_p
     args = argparse.Namespace(device="cuda", size="tiny", out=str(tmp_path), tests="cuda", limit=60)
     with strict_device(monkeypatch):
         for name in ("env", "syncs", "kernels", "step", "fused", "siren", "camera", "photo12", "parity"):
-            ctx = gpu.Context(name, args)
-            gpu.PARTS[name].run(ctx)
+            ctx = gpu.harness.Context(name, args)
+            gpu.harness.PARTS[name].run(ctx)
             assert ctx.result.get("headline"), name
             assert (tmp_path / "parts" / f"{name}.json").is_file()
             if name == "syncs":  # no copy, no sync; a pretend GPU is never busy, so that check fails
@@ -89,7 +89,8 @@ def test_the_gpu_parts_run_their_device_code_on_a_pretend_gpu(monkeypatch, tmp_p
                 assert {r["mode"] for r in ctx.result["rows"]} == set(kernels.MODES)
             if name == "step":
                 assert {(r["model"], r["batch"], r["mode"]) for r in ctx.result["rows"]} == {
-                    (model, b, m) for model in gpu_speed.MODELS for b in gpu.TINY.batches for m in kernels.MODES}
+                    (model, b, m) for model in gpu.speed.MODELS for b in gpu.harness.TINY.batches
+                    for m in kernels.MODES}
             if name == "parity":
                 assert [r["device"] for r in ctx.result["rows"]] == ["cpu", "cuda"]
                 assert abs(ctx.result["psnr_difference_db"]) < 0.5
@@ -105,19 +106,19 @@ def test_a_part_past_the_budget_is_skipped_and_said(tmp_path):
 
 
 def test_the_report_keeps_a_failed_part(tmp_path):
-    report = {"meta": {"started": "now", "command": "gpu.py", "device": "cuda", "size": "full", "parts": ["step"],
+    report = {"meta": {"started": "now", "command": "gpu", "device": "cuda", "size": "full", "parts": ["step"],
                        "finished_parts": 1, "seconds": 3.0},
               "parts": {"step": {"status": "error", "seconds": 1.0, "result": {"rows": [{"batch": 1, "x": None}]},
                                  "error": "Traceback: CompileException"}}}
-    gpu_report.write_report(str(tmp_path), report)
+    gpu.report.write_report(str(tmp_path), report)
     markdown = (tmp_path / "report.md").read_text()
     assert "| step | error |" in markdown and "CompileException" in markdown and "| batch | x |" in markdown
 
 
 def test_the_synthetic_photograph_has_detail_at_every_scale():
-    picture = gpu_device.synthetic_photo(np, 300, 200, 3)
+    picture = gpu.device.synthetic_photo(np, 300, 200, 3)
     assert picture.shape == (200, 300, 3) and picture.dtype == np.uint8
-    np.testing.assert_array_equal(picture, gpu_device.synthetic_photo(np, 300, 200, 3))
+    np.testing.assert_array_equal(picture, gpu.device.synthetic_photo(np, 300, 200, 3))
     fine = np.abs(np.diff(picture.astype(np.int16), axis=1)).mean()
     coarse = picture.reshape(10, 20, 20, 15, 3).mean(axis=(1, 3)).std()
     assert fine > 2 and coarse > 10

@@ -1,6 +1,6 @@
 """A training step makes no host<->device copy and no device sync.
 
-On a GPU, ``benchmarks/gpu.py`` proves it with CuPy's ``allow_synchronize(False)``; here, the
+On a GPU, ``benchmarks/gpu`` proves it with CuPy's ``allow_synchronize(False)``; here, the
 CPU shows it on a pretend GPU (``strict_device``) whose arrays raise at every hidden sync and
 whose module raises at every uncounted copy, while the backend's counter proves the counted
 copies are none.  The same steps are checked against the NumPy path, since the device path

@@ -1,8 +1,8 @@
 """Experiment: what a learned context model (Cool-chic's ARM) would save on today's files.
 
-    python benchmarks/context_model.py [--rates 0.25 0.5 1] [--variants mlp8-12 mlp8-above] [--seconds 10]
+    python benchmarks/experiments/context_model.py [--rates 0.25 0.5 1] [--variants mlp8-12 mlp8-above] [--seconds 10]
                                        [--out runs/context] [--cache /tmp/context-files]
-    python benchmarks/context_model.py --built 1 2 4 [--sample 30000] [--learning-rate 0.03]
+    python benchmarks/experiments/context_model.py --built 1 2 4 [--sample 30000] [--learning-rate 0.03]
                                        [--weight-bits 6 8 10] [--rates 0.25 0.5]
 
 ``--built SECONDS...``: the codec's own context model instead (:mod:`ironlearn.codec.search.context`,
@@ -38,7 +38,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+#: benchmarks/, for common.py; src/, for an ironlearn not installed.
+BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[0:0] = [BENCHMARKS, os.path.join(os.path.dirname(BENCHMARKS), "src")]
 
 from common import add_set_arguments, machine, spread, sporco_photos, write_results  # noqa: E402
 

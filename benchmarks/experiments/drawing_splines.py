@@ -1,12 +1,12 @@
 """Fixed splines of a 200x200 binary drawing, redrawn at the original project's sizes (474, 1024)
 and thresholded, against bicubic and Lanczos upscaling: no network, no training.
 
-    python benchmarks/drawing_splines.py [--sets tuned held-out] [--half 0.5]
+    python benchmarks/experiments/drawing_splines.py [--sets tuned held-out] [--half 0.5]
 
 A cubic B-spline's vertices at ``half`` times the interpolating coefficients
 (:func:`ironlearn.nn.splines.bspline_coefficients`) plus ``1 - half`` times the pixels themselves:
 1 interpolates the pixels (what a pixel spline started as the picture draws), 0 smooths them.
-``tuned`` is the nine drawings of ``redraw_sets.py`` (where 0.5 was chosen); ``held-out``, its sixteen
+``tuned`` is the nine drawings of ``benchmarks/redraw_sets.py`` (where 0.5 was chosen); ``held-out``, its sixteen
 drawn from other seeds (``redraw_sets.held_out``), which were not.  Scored as ``redraw_sets.py --sets drawings-original``
 scores a fit: the share of pixels right against the drawing made at that size and thresholded.
 """
@@ -14,12 +14,20 @@ scores a fit: the share of pixels right against the drawing made at that size an
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import numpy as np
 from PIL import Image
-from redraw_sets import FINE, ORIGINAL_SIZES, as_unit, binary, drawing, held_out
 
-from ironlearn.nn.splines import INTERPOLATIONS, bspline_coefficients
+#: benchmarks/, for redraw_sets.py; src/, for an ironlearn not installed.
+BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[0:0] = [BENCHMARKS, os.path.join(os.path.dirname(BENCHMARKS), "src")]
+
+from redraw_sets import FINE, ORIGINAL_SIZES, as_unit, binary, drawing, held_out  # noqa: E402
+
+from ironlearn.nn.splines import INTERPOLATIONS, bspline_coefficients  # noqa: E402
+
 
 def upsampling(n: int, side: int) -> np.ndarray:
     """``(side, n)``: the cubic B-spline of ``n`` vertices (one per pixel centre, the edge vertex

@@ -1,6 +1,6 @@
-"""Benchmark: the latents trained, not only computed (``codec/search/refine.py``), on the pyramid alone.
+"""Experiment: the latents trained, not only computed (``codec/search/refine.py``), on the pyramid alone.
 
-    python benchmarks/refine_latents.py [--rates 0.25 0.5] [--steps 40 120] [--out runs/refine]
+    python benchmarks/experiments/refine_latents.py [--rates 0.25 0.5] [--steps 40 120] [--out runs/refine]
 
 For each of sporco's four photographs (768x512, read from its wheel) and each rate: the
 analysis's pyramid at the rate (rate control, as ``compress`` starts), then the refinement of
@@ -23,7 +23,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+#: benchmarks/, for common.py; src/, for an ironlearn not installed.
+BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[0:0] = [BENCHMARKS, os.path.join(os.path.dirname(BENCHMARKS), "src")]
 
 from common import add_set_arguments, machine, spread, sporco_photos, write_results  # noqa: E402
 

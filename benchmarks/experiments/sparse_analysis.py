@@ -16,7 +16,7 @@ Reported per picture and step: the latents' bits (as the file would code them) a
 the PSNR minus the closed-loop curve's at the same rate (interpolated in log-rate over 16 steps).
 The pyramid alone: no filters, no MLP.  Usage::
 
-    python benchmarks/sparse_analysis.py --images kodim23 monarch sail tulips --steps 0.3 0.2 0.15
+    python benchmarks/experiments/sparse_analysis.py --images kodim23 monarch sail tulips --steps 0.3 0.2 0.15
 
 Results and what they led to: docs/compression.md (*What else was tried*).
 """
@@ -25,16 +25,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 
 import numpy as np
 
-from common import SPORCO_PHOTOS, sporco_photos
-from ironlearn.codec.model.latents import COLOURS, Pyramid, upsampling
-from ironlearn.codec.search.analysis import analyse, prepare_analysis, rounded
-from ironlearn.codec.search.ratecontrol import distortion, latent_bits
-from ironlearn.image.metrics import psnr_from_mse
+#: benchmarks/, for common.py; src/, for an ironlearn not installed.
+BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[0:0] = [BENCHMARKS, os.path.join(os.path.dirname(BENCHMARKS), "src")]
+
+from common import SPORCO_PHOTOS, sporco_photos  # noqa: E402
+
+from ironlearn.codec.model.latents import COLOURS, Pyramid, upsampling  # noqa: E402
+from ironlearn.codec.search.analysis import analyse, prepare_analysis, rounded  # noqa: E402
+from ironlearn.codec.search.ratecontrol import distortion, latent_bits  # noqa: E402
+from ironlearn.image.metrics import psnr_from_mse  # noqa: E402
 
 
 def sparse_analyse(picture: np.ndarray, step: float, levels: int, weight: float, iterations: int) -> Pyramid:

@@ -1,6 +1,6 @@
 """The GPU check's parts that say what the machine is and whether ironlearn runs right on it:
 ``env``, ``tests``, ``syncs`` and ``kernels``.  Each is a function of a part's context
-(benchmarks/gpu.py) that saves its result as it goes."""
+(:class:`gpu.harness.Context`) that saves its result as it goes."""
 
 from __future__ import annotations
 
@@ -16,13 +16,15 @@ import time
 
 import numpy as np
 from common import pyramid
-from gpu_device import bench, fit_job, mode, modes, synthetic_photo
 
 from ironlearn import backend as be
 from ironlearn import kernels
 from ironlearn.image.sampling import PictureSampler
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from .device import bench, fit_job, mode, modes, synthetic_photo
+
+#: The repository (this is benchmarks/gpu/checks.py), where the tests part runs pytest.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 
 
 # -- env ---------------------------------------------------------------------------------------------

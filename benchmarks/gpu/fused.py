@@ -10,10 +10,11 @@ import contextlib
 
 import numpy as np
 from common import backend_clock, pyramid, time_steps
-from gpu_device import bench, fit_job, mode, synthetic_photo
 
 from ironlearn import fused
 from ironlearn.image import batch_kernel
+
+from .device import bench, fit_job, mode, synthetic_photo
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """One command for a GPU machine: the tests on CuPy, the step and quality benchmarks, a report.
 
-    python benchmarks/gpu.py --out DIR                 # on the GPU, within a 9-minute budget (--budget 540)
-    python benchmarks/gpu.py --out DIR --device cpu    # the same parts, tiny, on the CPU (about a minute)
+    python benchmarks/gpu --out DIR                    # on the GPU, within a 9-minute budget (--budget 540)
+    python benchmarks/gpu --out DIR --device cpu       # the same parts, tiny, on the CPU (about a minute)
     make gpu-check OUT=DIR                             # the first, through make
 
 It writes ``DIR/report.md`` and ``DIR/report.json`` after every part, so a run cut short keeps
@@ -11,11 +11,11 @@ a kernel that crashes, or a part that hangs, costs that part only.  Every part t
 builds its job with the fit job's own build function (benchmarks/common.py), so that its
 figures are those of ``ironlearn fit``.
 
-This file is the harness: the sizes, a part's context, the table of parts, the budget.  The
-parts live in gpu_checks.py (env, tests, syncs, kernels), gpu_speed.py (step, torch, siren) and
-gpu_quality.py (parity, photographs, camera); the report in gpu_report.py.  ``--device cpu``
-runs every part at tiny sizes (the test suite runs it so, so that this script cannot rot); its
-figures measure nothing.
+This module is the harness: the sizes, a part's context, the table of parts, the budget.  The
+parts live beside it in checks.py (env, tests, syncs, kernels), fused.py (fused, graph),
+speed.py (step, torch, siren), quality.py (parity, photographs, camera) and profiling.py
+(profile, render); the report in report.py.  ``--device cpu`` runs every part at tiny sizes
+(the test suite runs it so, so that the check cannot rot); its figures measure nothing.
 """
 
 from __future__ import annotations
@@ -31,20 +31,15 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from ironlearn.backend import Backend
+
+from . import checks, fused, profiling, quality, speed
+from .report import write_json, write_report
+
+#: The folder ``python`` runs (its __main__.py), and the repository around it.
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(PACKAGE))
 SRC = os.path.join(ROOT, "src")
-sys.path.insert(0, HERE)
-sys.path.insert(1, SRC)  # a GPU machine may have CuPy and PyTorch but no installed ironlearn
-
-import gpu_checks  # noqa: E402
-import gpu_fused  # noqa: E402
-import gpu_profile  # noqa: E402
-import gpu_quality  # noqa: E402
-import gpu_speed  # noqa: E402
-from gpu_report import write_json, write_report  # noqa: E402
-
-from ironlearn.backend import Backend  # noqa: E402
 
 
 def environment() -> dict:
@@ -104,34 +99,34 @@ class Part:
 #: The parts, in the order they run: what the GPU is and whether ironlearn is right on it, then
 #: its speed against the issue's targets, then the rest.
 PARTS = {
-    "env": Part(gpu_checks.env, 60, "the GPU, its driver, CUDA, the CuPy wheel there, PyTorch; nvcc; scikit-image"),
-    "tests": Part(gpu_checks.tests, 150, "pytest on the cuda backend (tests naming cuda, the kernels', the no-hidden-"
+    "env": Part(checks.env, 60, "the GPU, its driver, CUDA, the CuPy wheel there, PyTorch; nvcc; scikit-image"),
+    "tests": Part(checks.tests, 150, "pytest on the cuda backend (tests naming cuda, the kernels', the no-hidden-"
                                          "syncs ones; --tests all: the suite), each test's outcome"),
-    "syncs": Part(gpu_checks.syncs, 90, "copies (the backend's counter) and syncs (cupyx.allow_synchronize(False), "
+    "syncs": Part(checks.syncs, 90, "copies (the backend's counter) and syncs (cupyx.allow_synchronize(False), "
                                         "and whether a step returns while the GPU is busy) in steps of the pixel "
                                         "spline, the pyramid and a gray thumbnail, each kernel mode"),
-    "fused": Part(gpu_fused.fused_part, 120, "the fused kernels (sampler, the grid's read, its backward) against "
+    "fused": Part(fused.fused_part, 120, "the fused kernels (sampler, the grid's read, its backward) against "
                                               "the launched code they replace, and the pyramid's step with and "
                                               "without them, side by side"),
-    "graph": Part(gpu_fused.graph_part, 60, "the pyramid's fused step captured as a CUDA graph: whether it "
+    "graph": Part(fused.graph_part, 60, "the pyramid's fused step captured as a CUDA graph: whether it "
                                             "captures, and a replay's ms against the launched step's"),
-    "step": Part(gpu_speed.step, 120, "the photograph's default model (pixel spline, a tile a step) and the pyramid "
+    "step": Part(speed.step, 120, "the photograph's default model (pixel spline, a tile a step) and the pyramid "
                                       "at both batches: cold, warm (CUDA events), the fit loop's ms a step, peak "
                                       "pool bytes, each kernel mode"),
-    "parity": Part(gpu_quality.parity, 120, "the same seed on NumPy and CuPy, 1,000 steps: each PSNR and the "
+    "parity": Part(quality.parity, 120, "the same seed on NumPy and CuPy, 1,000 steps: each PSNR and the "
                                             "difference"),
-    "photo12": Part(gpu_quality.photo12, 90, "the default model on a 12.6 MP photograph: PSNR after 10 s, peak pool"),
-    "torch": Part(gpu_speed.torch_peer_part, 150, "the pyramid in PyTorch (benchmarks/torch_peer.py), eager and "
+    "photo12": Part(quality.photo12, 90, "the default model on a 12.6 MP photograph: PSNR after 10 s, peak pool"),
+    "torch": Part(speed.torch_peer_part, 150, "the pyramid in PyTorch (benchmarks/torch_peer.py), eager and "
                                                   "torch.compile"),
-    "siren": Part(gpu_speed.siren, 60, "SIREN 3x256 on 262,144 points, ironlearn against PyTorch eager"),
-    "photo100": Part(gpu_quality.photo100, 150, "the default model on 100 MP (a spline level of 2^24 vertices): "
+    "siren": Part(speed.siren, 60, "SIREN 3x256 on 262,144 points, ironlearn against PyTorch eager"),
+    "photo100": Part(quality.photo100, 150, "the default model on 100 MP (a spline level of 2^24 vertices): "
                                                 "PSNR after 60 s, peak pool"),
-    "kernels": Part(gpu_checks.kernel_timings, 60, "the hash grid's read and scatter and Adam's update: CUDA kernels "
+    "kernels": Part(checks.kernel_timings, 60, "the hash grid's read and scatter and Adam's update: CUDA kernels "
                                                    "against CuPy's portable path, time and largest difference"),
-    "camera": Part(gpu_quality.camera_part, 60, "camera at 512x512 from a random start: the time to 40 dB"),
-    "profile": Part(gpu_profile.profile, 90, "each phase of a step (the batch, each layer each way, the loss, the "
+    "camera": Part(quality.camera_part, 60, "camera at 512x512 from a random start: the time to 40 dB"),
+    "profile": Part(profiling.profile, 90, "each phase of a step (the batch, each layer each way, the loss, the "
                                              "optimizer): host ms to issue it, GPU ms between events around it"),
-    "render": Part(gpu_profile.render_part, 90, "the default model drawn at 16384x16384 in bands: seconds, pool peak"),
+    "render": Part(profiling.render_part, 90, "the default model drawn at 16384x16384 in bands: seconds, pool peak"),
 }
 TINY_LIMIT = 60
 BUDGET = {"cuda": 540.0, "cpu": 120.0}  # the whole run: about 9 minutes on the GPU
@@ -167,7 +162,7 @@ class Context:
 # -- running them ----------------------------------------------------------------------------------
 def run_part(name: str, args, limit: float) -> dict:
     """Run part ``name`` in its own process under ``limit`` seconds; its status and result."""
-    command = [sys.executable, os.path.abspath(__file__), "--run-part", name, "--device", args.device,
+    command = [sys.executable, PACKAGE, "--run-part", name, "--device", args.device,
                "--size", args.size, "--out", args.out, "--tests", args.tests, "--limit", str(int(limit))]
     log = os.path.join(args.out, "logs", f"{name}.log")
     result_path = os.path.join(args.out, "parts", f"{name}.json")
@@ -222,7 +217,7 @@ def run_all(args) -> dict:
     names = [name for name in PARTS if name in args.parts]
     started = time.perf_counter()
     report = {"meta": {"started": datetime.datetime.now().isoformat(timespec="seconds"),
-                       "command": " ".join(shlex.quote(a) for a in ["python", "benchmarks/gpu.py", *sys.argv[1:]]),
+                       "command": " ".join(shlex.quote(a) for a in ["python", "benchmarks/gpu", *sys.argv[1:]]),
                        "device": args.device, "size": args.size, "budget_seconds": budget, "parts": names,
                        "finished_parts": 0, "seconds": 0.0, "sizes": SIZES[args.size].__dict__},
               "parts": {}}
@@ -255,6 +250,3 @@ def main(argv=None):
     print(f"[gpu-check] report: {os.path.join(args.out, 'report.md')}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,9 +13,10 @@ import time
 
 import numpy as np
 from common import pyramid
-from gpu_device import camera, fit_job, photo
 
 from ironlearn.image.render import bands
+
+from .device import camera, fit_job, photo
 
 
 # -- profile -----------------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ import time
 
 import numpy as np
 from common import Watch, timed_run
-from gpu_device import camera, device_psnr, fit_job, photo
 
 from ironlearn.backend import Backend
+
+from .device import camera, device_psnr, fit_job, photo
 
 
 def run_to_quality(ctx, values, mode_name: str, seconds: float, marks=(), target=None, probe=None,

@@ -13,9 +13,10 @@ import time
 
 import numpy as np
 from common import backend_clock, pyramid, time_steps
-from gpu_device import camera, fastest, fit_job, mode, modes, synthetic_photo
 
 from ironlearn.backend import Backend
+
+from .device import camera, fastest, fit_job, mode, modes, synthetic_photo
 
 #: The models the step part times on the photograph: name -> fit settings for its size.
 MODELS = {"pixel spline": lambda width, height: {}, "pyramid": pyramid}

@@ -242,7 +242,7 @@ class Backend:
         ``cupyx.allow_synchronize(False)``, which raises ``cupyx.DeviceSynchronized``).
 
         Wrap a training step in it to prove that the step runs on the device alone.  CuPy sees
-        only the syncs it makes itself (not cuBLAS's, nor the driver's), so ``benchmarks/gpu.py``
+        only the syncs it makes itself (not cuBLAS's, nor the driver's), so ``benchmarks/gpu``
         also checks that a step returns while the GPU is still busy with earlier work.
         """
         global _device_only

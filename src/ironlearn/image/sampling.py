@@ -35,7 +35,7 @@ FILTERS = ("lanczos", "bicubic", "bilinear", "spline", "centres")
 #: themselves (the smoothing B-spline of the picture).  Halfway, it redraws 200x200 binary drawings
 #: thresholded at 474 and 1024 px above bicubic on all 32 (drawing, size) pairs of 16 drawings
 #: held out from choosing it, where the spline through the pixels is under bicubic on 21
-#: (benchmarks/drawing_splines.py; measured: docs/benchmark-log.md, 'A lead for the next step').
+#: (benchmarks/experiments/drawing_splines.py; measured: docs/benchmark-log.md, 'A lead for the next step').
 SPLINE_HALF = 0.5
 #: The share of each batch placed on pixel centres, for a picture larger than one batch; the rest
 #: lies anywhere, spread evenly: on the 12.6-megapixel test photograph 7/8 beat 3/4, in more steps
