@@ -540,16 +540,6 @@ def test_the_ray_task_fits_in_a_temporary_folder_and_sends_the_files_back(tmp_pa
     assert files == {} and not (out / "bad").exists()
 
 
-@pytest.fixture(scope="session")
-def ray_instance():
-    """One local Ray instance for the session (starting one takes seconds; a module scope started it
-    again whenever pytest-xdist gave this worker a test from another module in between)."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'ironlearn[ray]' (CI installs it)")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    yield ray
-    ray.shutdown()
-
-
 # Tests that use Ray run on one pytest-xdist worker, one after another: two Ray instances at once on
 # two cores would starve each other's fits.
 one_ray_at_a_time = pytest.mark.xdist_group("ray")
@@ -561,7 +551,7 @@ def test_the_ray_engine_gives_the_same_summary(local_run, ray_instance, tmp_path
     out = tmp_path / "out"
     messages = []
     rows = fit_many([base / "pictures"], out, options=quick_options(), engine="ray", log=messages.append)
-    assert "up to 2 fits at once, 1 CPU each" in messages[0], messages
+    assert "up to 2 pictures at once, 1 CPU each" in messages[0], messages
     assert comparable(summary.read(out / "summary.csv")) == \
         comparable(summary.read(base / "out" / "summary.csv"))
     assert [r["status"] for r in rows] == ["done", "done", "failed", "done", "done"]

@@ -1,5 +1,6 @@
-"""``fit_many``, composed once for Python and for ``ironlearn fit-many``: the fit options, given
-by their Python names or as one :class:`~ironlearn.fitting.FitOptions`, applied to every picture."""
+"""``fit_many`` and ``compress_many``, composed once for Python and for ``ironlearn fit-many`` and
+``ironlearn compress-many``: the fit options, given by their Python names or as one
+:class:`~ironlearn.fitting.FitOptions`, or compress's, applied to every picture."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Callable
 
 from ..errors import UsageError
 from ..fitting import FitOptions
+from ..fitting.many import CompressOptions
+from ..fitting.many import compress_many as compress_all
 from ..fitting.many import fit_many as fit_all
 from .arguments import checked, log_of, named_fit_options
 
@@ -46,3 +49,27 @@ def fit_many(pictures, out, *, workers: int | None = None, engine: str = "local"
         options = named_fit_options("fit_many", "", None, progress=progress is not False, **fit_options)
     return fit_all(pictures, out, options=options, workers=workers, engine=engine, address=address,
                    cpus_per_fit=cpus_per_fit, gpus_per_fit=gpus_per_fit, log=log_of(progress))
+
+
+@checked
+def compress_many(pictures, out, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
+                  mode: str | None = None, force: bool = False, workers: int | None = None, engine: str = "local",
+                  address: str | None = None, cpus_per_fit: float | None = None,
+                  progress: bool | Callable = False) -> list[dict]:
+    """Compress every picture that ``pictures`` name (files, folders' images, globs) into
+    ``out/<name>.ilc``, as ``ironlearn compress-many`` does: each as :func:`ironlearn.compress`
+    would with ``bpp`` (or ``lmbda``), ``seconds`` and ``mode``, on the engines of
+    :func:`fit_many` (``workers``, ``engine``, ``address``, ``cpus_per_fit``).  ``out/summary.csv``
+    gets a row per picture (its file, size, rate asked and reached, PSNR, seconds, status and
+    error); a rerun skips the files done before with the same request (``force=True`` redoes
+    them, and replaces a file there that compress-many did not write).
+
+    Returns
+    -------
+    list of dict
+        The rows of ``summary.csv`` of these pictures, in the order given; a picture that failed
+        has its one-line error there, and the others go on.
+    """
+    options = CompressOptions(bpp=bpp, lmbda=lmbda, seconds=seconds, mode=mode, force=force, quiet=progress is False)
+    return compress_all(pictures, out, options=options, workers=workers, engine=engine, address=address,
+                        cpus_per_fit=cpus_per_fit, force=force, log=log_of(progress))

@@ -1,10 +1,10 @@
-"""``ironlearn fit-many``: many pictures, on this machine or a Ray cluster."""
+"""``ironlearn fit-many`` and ``ironlearn compress-many``: many pictures, on this machine or a Ray cluster."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..api import fit_many
+from ..api import compress_many, fit_many
 from .argtypes import non_negative_float, positive_float, positive_int
 from .common import say
 from .fit_options import add_fit_options, fit_options
@@ -29,20 +29,7 @@ def add_parser(commands) -> None:
                "  ironlearn fit-many photos/ --out runs/photos --steps 2000\n"
                "  ironlearn fit-many 'kodak/*.png' --out runs/kodak --workers 2 --time-budget 30\n"
                "  ironlearn fit-many data/ --out runs/data --engine ray --address auto --gpus-per-fit 0.25")
-    many_p.add_argument("inputs", nargs="+", metavar="INPUT", help="image, pixel CSV, folder or glob (quote globs)")
-    many_p.add_argument("--out", required=True, metavar="DIR",
-                        help="folder for the run folders and summary.csv (refused if DIR/summary.csv is a file "
-                             "fit-many did not write)")
-    many_p.add_argument("--workers", type=positive_int, metavar="N",
-                        help="fits at once (default: local, one per core; ray, as many as the cluster holds)")
-    many_p.add_argument("--engine", choices=["local", "ray"], default="local",
-                        help="local: worker processes on this machine (default); ray: Ray tasks, on a local Ray "
-                             "instance or the cluster at --address (pip install 'ironlearn[ray]')")
-    many_p.add_argument("--address", metavar="ADDR",
-                        help="with --engine ray: the cluster to join, 'auto' (this node's) or ray://HOST:PORT")
-    many_p.add_argument("--cpus-per-fit", type=positive_float, metavar="C",
-                        help="BLAS threads of each local worker (default: the cores shared among the workers); "
-                             "on ray, the CPUs each task declares (default 1)")
+    _add_engine_options(many_p, "fit-many", "the run folders", "fits")
     many_p.add_argument("--gpus-per-fit", type=non_negative_float, default=0.0, metavar="G",
                         help="with --engine ray: the GPUs each task declares (a fraction shares one; default 0: "
                              "fits run on CPUs)")
@@ -53,16 +40,72 @@ def add_parser(commands) -> None:
     many_p.set_defaults(func=cmd_fit_many)
 
 
+    compress_p = commands.add_parser(
+        "compress-many", help="compress many pictures, on this machine or a Ray cluster",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compress every picture named by INPUT (files, folders' images, globs) into DIR/<name>.ilc, "
+                    "each as 'ironlearn compress' would with the same options. DIR/summary.csv gets one row per "
+                    "picture as each finishes: its file, size, the rate asked and reached, PSNR, seconds, status "
+                    "and error.",
+        epilog="Running the same command again skips the files done before with the same --bpp (or --lmbda) and "
+               "--seconds, and redoes the others (--force redoes them all, and replaces a file at DIR/<name>.ilc "
+               "that compress-many did not write). A picture that fails is listed with its error and the others "
+               "go on; the exit code is then 1. Ctrl-C or SIGTERM stops cleanly: finished files are kept, an "
+               "encode cut short writes nothing and starts again on the next run.\n\n"
+               "  ironlearn compress-many photos/ --out small/ --bpp 0.25\n"
+               "  ironlearn compress-many 'kodak/*.png' --out kodak-ilc --seconds 60 --workers 2\n"
+               "  ironlearn compress-many data/ --out data-ilc --engine ray --address auto")
+    _add_engine_options(compress_p, "compress-many", "the .ilc files", "encodes")
+    rate = compress_p.add_mutually_exclusive_group()
+    rate.add_argument("--bpp", type=positive_float, metavar="B", help="target bits per pixel of each file (default 0.5)")
+    rate.add_argument("--lmbda", type=positive_float, metavar="L", help="rate-distortion weight instead of a target")
+    compress_p.add_argument("--seconds", type=positive_float, default=30.0, metavar="S",
+                            help="time for each picture's whole encode (default 30)")
+    compress_p.add_argument("--mode", choices=("gray", "rgb"), help="gray or rgb (default: as each picture)")
+    compress_p.add_argument("--force", action="store_true", help="compress every picture anew")
+    compress_p.set_defaults(func=cmd_compress_many)
+
+
+def _add_engine_options(parser, command: str, outputs: str, works: str) -> None:
+    """The inputs, the output folder and where the work runs: what fit-many and compress-many share."""
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="image, pixel CSV, folder or glob (quote globs)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help=f"folder for {outputs} and summary.csv (refused if DIR/summary.csv is a file {command} "
+                             "did not write)")
+    parser.add_argument("--workers", type=positive_int, metavar="N",
+                        help=f"{works} at once (default: local, one per core; ray, as many as the cluster holds)")
+    parser.add_argument("--engine", choices=["local", "ray"], default="local",
+                        help="local: worker processes on this machine (default); ray: Ray tasks, on a local Ray "
+                             "instance or the cluster at --address (pip install 'ironlearn[ray]')")
+    parser.add_argument("--address", metavar="ADDR",
+                        help="with --engine ray: the cluster to join, 'auto' (this node's) or ray://HOST:PORT")
+    parser.add_argument("--cpus-per-fit", type=positive_float, metavar="C",
+                        help="BLAS threads of each local worker (default: the cores shared among the workers); "
+                             "on ray, the CPUs each task declares (default 1)")
+
+
 def cmd_fit_many(args) -> int:
     rows = fit_many(args.inputs, args.out, options=fit_options(args, input="", out=None), workers=args.workers,
                     engine=args.engine, address=args.address, cpus_per_fit=args.cpus_per_fit,
                     gpus_per_fit=args.gpus_per_fit, progress=say)
+    return _status("fit-many", rows, "resumes the stopped ones")
+
+
+def cmd_compress_many(args) -> int:
+    rows = compress_many(args.inputs, args.out, bpp=args.bpp, lmbda=args.lmbda, seconds=args.seconds, mode=args.mode,
+                         force=args.force, workers=args.workers, engine=args.engine, address=args.address,
+                         cpus_per_fit=args.cpus_per_fit, progress=say)
+    return _status("compress-many", rows, "compresses the stopped ones")
+
+
+def _status(command: str, rows: list[dict], again: str) -> int:
+    """The exit code of a many-picture command, and its lines on the pictures that did not finish."""
     unfinished = [row for row in rows if row["status"] != "done"]
     if not unfinished:
         return ExitCode.OK
     stopped = any(row["status"] == "interrupted" for row in unfinished)
-    say(f"ironlearn fit-many: error: {len(unfinished)} of {len(rows)} pictures "
-        + ("did not finish (the same command again resumes the stopped ones):" if stopped else "failed:"))
+    say(f"ironlearn {command}: error: {len(unfinished)} of {len(rows)} pictures "
+        + (f"did not finish (the same command again {again}):" if stopped else "failed:"))
     for row in unfinished:
         say(f"  {row['picture']}: {row['error']}")
     return ExitCode.FAILED

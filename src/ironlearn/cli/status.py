@@ -41,6 +41,7 @@ MEMORY_ADVICE = {
     "info": "free memory",
 }
 MEMORY_ADVICE["fit-many"] = MEMORY_ADVICE["fit"] + "; or run fewer at once (--workers)"
+MEMORY_ADVICE["compress-many"] = "run fewer at once (--workers), compress smaller pictures, or free memory"
 
 #: The commands that write checkpoints (the others write one file each, atomically).
 CHECKPOINTING = ("fit", "fit-many", "demo")

@@ -17,6 +17,7 @@ from .. import folder
 from ..options import FitOptions, UsageError, validate
 from ..run import STOP_SIGNALS
 from . import summary
+from .compress_job import COMPRESS, CompressOptions
 from .fit_job import FIT
 from .inputs import SUMMARY, expand
 from .task import DONE, FAILED, INTERRUPTED, Job, Outcome, Task
@@ -28,7 +29,8 @@ class ManyInterrupted(Exception):
     """Ctrl-C or SIGTERM: finished runs are kept, running ones saved their checkpoints; ``rows`` is the
     summary, ``signal`` the signal that stopped the command (``signal.SIGINT`` for Ctrl-C)."""
 
-    def __init__(self, rows: list[dict], signum: int = signal.SIGINT):
+    def __init__(self, rows: list[dict], signum: int = signal.SIGINT,
+                 saved: str = " (with their checkpoints where training had begun)"):
         self.rows, self.signal = rows, signal.Signals(signum)
         counts = {status: sum(r["status"] == status for r in rows) for status in (DONE, FAILED, INTERRUPTED)}
         waiting = len(rows) - sum(counts.values())
@@ -37,7 +39,7 @@ class ManyInterrupted(Exception):
             super().__init__(f"{what} before any fit began: no checkpoint was written; run the same command "
                              "again to start")
             return
-        saved = " (with their checkpoints where training had begun)" if counts[INTERRUPTED] else ""
+        saved = saved if counts[INTERRUPTED] else ""
         super().__init__(f"{what}: {counts[DONE]} done, {counts[FAILED]} failed, {counts[INTERRUPTED]} stopped{saved}, "
                          f"{waiting} not started; run the same command again to continue")
 
@@ -112,6 +114,18 @@ def run_many(job: Job, inputs, out, template, *, workers: int | None = None, eng
             return _run_all(job, sources, out, earlier, template, runner, log, show_bar)
         finally:
             runner.close()
+
+
+def compress_many(inputs, out, *, options: CompressOptions | None = None, workers: int | None = None,
+                  engine: str = "local", address: str | None = None, cpus_per_fit: float | None = None,
+                  force: bool = False, log=print, progress: bool | None = None) -> list[dict]:
+    """Compress every picture that ``inputs`` name into ``out/<name>.ilc``, as :func:`fit_many`
+    fits them (the same engines, summary, reruns and stops); ``options`` the request for each
+    (:class:`~.compress_job.CompressOptions`).  The rows of ``out/summary.csv`` come back."""
+    template = dataclasses.replace(options or CompressOptions(), force=force or (options is not None and options.force))
+    template.check()
+    return run_many(COMPRESS, inputs, out, template, workers=workers, engine=engine, address=address,
+                    cpus_per_fit=cpus_per_fit, log=log, progress=progress)
 
 
 def _template(options: FitOptions | None, force: bool) -> FitOptions:
@@ -195,7 +209,7 @@ def _run_all(job: Job, sources, out, earlier, template, runner, log, show_bar: b
     log(summary.table(result, seconds, finished))
     log(f"summary: {path}")
     if stop.count:
-        raise ManyInterrupted(result, stop.signal)
+        raise ManyInterrupted(result, stop.signal, job.stopped)
     return result
 
 

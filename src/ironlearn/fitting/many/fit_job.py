@@ -100,6 +100,7 @@ class FitJob(Job):
 
     command, verb = "fit-many", "fitting"
     columns, headers = COLUMNS, HEADERS
+    stopped = " (with their checkpoints where training had begun)"
 
     def prepare(self, source, out, template, *, force, earlier=None):
         return prepare(source, out, template, force=force)

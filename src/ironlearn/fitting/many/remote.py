@@ -137,7 +137,7 @@ class RayEngine:
     def describe(self) -> str:
         where = f"the Ray cluster at {self.address}" if self.address else "Ray"
         gpus = f", {self.gpus:g} GPU" if self.gpus else ""
-        return f"{where}: up to {self.workers} fits at once, {self.cpus:g} CPU{gpus} each"
+        return f"{where}: up to {self.workers} pictures at once, {self.cpus:g} CPU{gpus} each"
 
     def close(self) -> None:
         if self.started:

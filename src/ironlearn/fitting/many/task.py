@@ -74,14 +74,15 @@ def failure(exc: BaseException) -> str:
     return one_line(f"{type(exc).__name__}: {exc}")  # a bug, but still one picture's
 
 
-def guarded(work) -> Outcome:
-    """``work()``'s outcome, with SIGTERM as Ctrl-C: a KeyboardInterrupt is ``interrupted``, any
-    other exception this picture's failure; never raises for the picture's own errors."""
+def guarded(work, stopped: str = "stopped; the last checkpoint written is kept") -> Outcome:
+    """``work()``'s outcome, with SIGTERM as Ctrl-C: a KeyboardInterrupt is ``interrupted`` (its
+    error ``stopped``), any other exception this picture's failure; never raises for the
+    picture's own errors."""
     try:
         with terminate_cleanly():
             return work()
     except KeyboardInterrupt:
-        return Outcome(INTERRUPTED, error="stopped; the last checkpoint written is kept")
+        return Outcome(INTERRUPTED, error=stopped)
     except Exception as exc:  # noqa: BLE001  (every failure is this picture's alone)
         return Outcome(FAILED, error=failure(exc))
 
@@ -94,6 +95,8 @@ class Job:
     command = ""
     verb = ""
     columns: tuple = ()
+    #: What a stopped picture keeps, as the closing line of a stopped command says it.
+    stopped = ""
 
     @property
     def headers(self) -> tuple:
