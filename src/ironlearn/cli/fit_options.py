@@ -61,6 +61,10 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
         convert = (count if option.zero else positive_int) if option.type is int else positive_float
         parser.add_argument(option.flag, type=convert, dest=option.name, metavar=option.metavar,
                             help=option_help(option.name, flag))
+    parser.add_argument("--params", type=positive_int, metavar="N",
+                        help="size the model to about N parameters (its width, or the hash grid's finest level; "
+                             "the other options as given or by default): a compact network, or networks compared "
+                             "at equal size")
     parser.add_argument("--steps", type=positive_int, metavar="N",
                         help="total steps of the run (with --resume: continue to step N)")
     parser.add_argument("--time-budget", type=positive_float, metavar="SECONDS",

@@ -42,6 +42,7 @@ class FitOptions:
     size: object = None  # N (the longest side) or (W, H)
     model: str | None = None
     model_options: dict = field(default_factory=dict)
+    params: int | None = None  # a new network sized to about this many parameters (fitting.budget)
     steps: int | None = None
     time_budget: float | None = None
     lr: float | None = None
@@ -136,7 +137,7 @@ def validate(options: FitOptions) -> None:
     unknown = [name for name in options.model_options if name not in OPTIONS]
     if unknown:
         raise UsageError(f"unknown model option {unknown[0]!r}: use one of {', '.join(OPTIONS)}")
-    for name in ("steps", "checkpoint_every", "snapshot_every"):
+    for name in ("steps", "checkpoint_every", "snapshot_every", "params"):
         _check_positive(name, getattr(options, name), integer=True)
     for name in ("time_budget", "lr"):
         _check_positive(name, getattr(options, name), integer=False)

@@ -17,12 +17,13 @@ from ..errors import OptionError
 from ..image.fingerprint import fingerprint
 from ..image.io import MODES
 from ..image.sampling import FILTERS
-from .timelapse import frame_steps
 from ..optim import constant, cosine, warmup_cosine
 from ..train.timed import going_on
+from .budget import sized
 from .options import SCHEDULES, FitOptions, UsageError, check_model_option
 from .presets import DEFAULT_PRESET, OPTIONS, PRESETS
 from .regimes import PIXEL_SPLINE, Regime, drawn_thumbnail, regime_of, vertex_per_pixel
+from .timelapse import frame_steps
 
 DEFAULT_TIME_BUDGET = 40.0  # seconds, when neither --steps nor --time-budget is given
 MIN_STEPS = 10  # a time budget never plans fewer steps than this
@@ -286,6 +287,18 @@ def _batch_size(options: FitOptions, preset, points: int) -> int | None:
     return None if batch is not None and batch >= points else batch
 
 
+def _budgeted(options: FitOptions, preset, picture, saved: dict | None) -> dict:
+    """The model options given, with the preset's size solved for ``params`` when given (a new
+    run's: a resumed one keeps the network it has)."""
+    if options.params is None:
+        return options.model_options
+    if saved is not None:
+        raise OptionError(f"{{params}} sizes a new network; the run in {options.run_folder} keeps its own: drop "
+                          "{params} to resume it, or use {force} to start a new run", "params", force="force=True")
+    return sized(preset, options.model_options, options.params, picture.width, picture.height, picture.mode,
+                 picture.channels)
+
+
 def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_step: int = 0) -> RunPlan:
     """Resolve ``options`` (already merged with :func:`resume_options` on ``--resume``) for ``picture``.
 
@@ -302,7 +315,8 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
                           f"({saved.get('input')}); use {{force}} to start a new run", force="force=True")
     preset = PRESETS[options.model or DEFAULT_PRESET]
     try:
-        model_options = preset.resolve(options.model_options, picture.width, picture.height, picture.mode)
+        model_options = preset.resolve(_budgeted(options, preset, picture, saved), picture.width, picture.height,
+                                       picture.mode)
     except OptionError:
         raise  # worded with the command's flags where the command reports it
     except ValueError as exc:
