@@ -52,5 +52,7 @@ def test_a_resume_keeps_its_network(tmp_path, capsys):
                    "--steps", "3", "--quiet")[0] == ExitCode.OK
     code, _, err = run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--params", "4000", "--steps", "6",
                            "--resume")
-    assert code == ExitCode.USAGE and "--params sizes a new network" in err
+    assert code == ExitCode.USAGE and "cannot resume with different settings: --params 4000 (the run used 2000)" in err
     assert run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--steps", "6", "--resume", "--quiet")[0] == 0
+    assert run_cli(capsys, "fit", picture, "--out", tmp_path / "run", "--params", "2000", "--steps", "9", "--resume",
+                   "--quiet")[0] == 0  # its own budget: the same network

@@ -30,14 +30,14 @@ from .compressing import compress
 from .demo import DEMO_SECONDS, Demo, demo
 from .drawing import decompress_file, render_file
 from .live import fit_run
-from .many import compress_many, fit_many
+from .many import compare, compress_many, fit_many
 from .pages import APP_PAGE, view, view_app
 from .pixels import MODES, csv_to_picture, picture_to_csv
 
 #: The public functions and what they take and give; each function checks its arguments at its entry
 #: (:func:`~ironlearn.api.arguments.checked`), and tests/test_api.py tries each of them.
 __all__ = ["APP_PAGE", "DEFAULT_BPP", "DEMO_SECONDS", "DEVICES", "MODES", "CompressedFile", "Demo", "Picture", "Run",
-           "compress", "compress_many", "csv_to_picture", "decompress", "decompress_file", "describe", "demo", "fit",
+           "compare", "compress", "compress_many", "csv_to_picture", "decompress", "decompress_file", "describe", "demo", "fit",
            "fit_many", "fit_run", "info", "load", "picture_to_csv", "render", "render_file", "view", "view_app"]
 
 

@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from ..errors import UsageError
 from ..fitting import FitOptions
+from ..fitting.compare import Comparison
+from ..fitting.compare import compare as compare_all
 from ..fitting.many import CompressOptions
 from ..fitting.many import compress_many as compress_all
 from ..fitting.many import fit_many as fit_all
@@ -73,3 +75,22 @@ def compress_many(pictures, out, *, bpp: float | None = None, lmbda: float | Non
     options = CompressOptions(bpp=bpp, lmbda=lmbda, seconds=seconds, mode=mode, force=force, quiet=progress is False)
     return compress_all(pictures, out, options=options, workers=workers, engine=engine, address=address,
                         cpus_per_fit=cpus_per_fit, force=force, log=log_of(progress))
+
+
+@checked
+def compare(pictures, out, *, models=("hashgrid", "siren", "fourier", "grid"), params=(10_000, 30_000, 100_000),
+            time_budget: float | None = 10.0, steps: int | None = None, size: int = 256, mode: str | None = None,
+            seed: int = 0, force: bool = False, workers: int | None = None, engine: str = "local",
+            address: str | None = None, cpus_per_fit: float | None = None,
+            progress: bool | Callable = False) -> list[dict]:
+    """Compare coordinate networks as ``ironlearn compare`` does: every picture that ``pictures``
+    name fitted by each of ``models`` (``hashgrid``, ``siren``, ``fourier``, ``mlp``, ``grid``: a
+    plain interpolated grid) sized to each of ``params`` parameters, for ``time_budget`` seconds
+    (or ``steps``) at ``size`` px on the longest side, on :func:`fit_many`'s engines.  Writes
+    ``out/results.csv`` (a row a fit: parameters, steps, seconds, ms a step, PSNR, SSIM, the 2x
+    redraw's PSNR beside bicubic's, seed and versions) and ``out/report.html``; returns the rows.
+    A rerun skips the fits done before (``force=True`` redoes them)."""
+    comparison = Comparison(models=tuple(models), params=tuple(params), time_budget=None if steps else time_budget,
+                            steps=steps, size=size, mode=mode, seed=seed)
+    return compare_all(pictures, out, comparison, workers=workers, engine=engine, address=address,
+                       cpus_per_fit=cpus_per_fit, force=force, log=log_of(progress))

@@ -39,6 +39,22 @@ def size_arg(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def counts_arg(text):
+    """``1e4,1e5,3e5`` -> (10000, 100000, 300000): whole numbers from 1, written plainly or as 1e4."""
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not numbers separated by commas (1e4,1e5)") from None
+    if not all(value >= 1 and value == int(value) and value < 1e12 for value in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: each must be a whole number from 1 (1e4 is 10000)")
+    return tuple(int(value) for value in values)
+
+
+def names_arg(text):
+    """``hashgrid,siren`` -> ("hashgrid", "siren")."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
 def port_arg(text):
     port = count(text)
     if port > 65535:

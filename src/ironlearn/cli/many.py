@@ -1,11 +1,11 @@
-"""``ironlearn fit-many`` and ``ironlearn compress-many``: many pictures, on this machine or a Ray cluster."""
+"""``ironlearn fit-many``, ``compress-many`` and ``compare``: many pictures, on this machine or a Ray cluster."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..api import compress_many, fit_many
-from .argtypes import non_negative_float, positive_float, positive_int
+from ..api import compare, compress_many, fit_many
+from .argtypes import count, counts_arg, names_arg, non_negative_float, positive_float, positive_int
 from .common import say
 from .fit_options import add_fit_options, fit_options
 from .status import ExitCode
@@ -65,6 +65,36 @@ def add_parser(commands) -> None:
     compress_p.add_argument("--force", action="store_true", help="compress every picture anew")
     compress_p.set_defaults(func=cmd_compress_many)
 
+    compare_p = commands.add_parser(
+        "compare", help="compare coordinate networks over pictures at equal parameter budgets",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Fit every picture named by INPUT with each model (--models) sized to each parameter budget "
+                    "(--params), for the same time or steps, at --size px on the longest side, as 'ironlearn "
+                    "fit --params' sizes one; score each fit (PSNR, SSIM, and where the file holds twice the size, "
+                    "its 2x redraw's PSNR beside bicubic upscaling's). Writes DIR/results.csv, a row a fit with "
+                    "its seed and versions, and DIR/report.html: quality against parameters and against time, "
+                    "and the redraws side by side. The fits themselves are in DIR/runs/<model>-<params>/.",
+        epilog="Running the same command again skips the fits done before (--force redoes them) and writes the "
+               "results and report again.\n\n"
+               "  ironlearn compare photos/ --out cmp --models hashgrid,siren,grid --params 1e4,1e5\n"
+               "  ironlearn compare 'kodak/*.png' --out cmp --steps 2000 --size 384 --engine ray")
+    _add_engine_options(compare_p, "compare", "the runs, results.csv, report.html", "fits")
+    compare_p.add_argument("--models", type=names_arg, default=("hashgrid", "siren", "fourier", "grid"),
+                           metavar="A,B", help="the models, from hashgrid, siren, fourier, mlp and grid (a plain "
+                                               "grid read by a B-spline; default hashgrid,siren,fourier,grid)")
+    compare_p.add_argument("--params", type=counts_arg, default=(10_000, 30_000, 100_000), metavar="N,M",
+                           help="the parameter budgets (default 1e4,3e4,1e5)")
+    length = compare_p.add_mutually_exclusive_group()
+    length.add_argument("--time-budget", type=positive_float, default=10.0, metavar="SECONDS",
+                        help="training time of each fit (default 10)")
+    length.add_argument("--steps", type=positive_int, metavar="N", help="steps of each fit, instead")
+    compare_p.add_argument("--size", type=positive_int, default=256, metavar="N",
+                           help="the longest side each picture is fitted at (default 256)")
+    compare_p.add_argument("--mode", choices=("gray", "rgb"), help="gray or rgb (default: as each picture)")
+    compare_p.add_argument("--seed", type=count, default=0, help="random seed of every fit (default 0)")
+    compare_p.add_argument("--force", action="store_true", help="fit everything anew")
+    compare_p.set_defaults(func=cmd_compare)
+
 
 def _add_engine_options(parser, command: str, outputs: str, works: str) -> None:
     """The inputs, the output folder and where the work runs: what fit-many and compress-many share."""
@@ -96,6 +126,16 @@ def cmd_compress_many(args) -> int:
                          force=args.force, workers=args.workers, engine=args.engine, address=args.address,
                          cpus_per_fit=args.cpus_per_fit, progress=say)
     return _status("compress-many", rows, "compresses the stopped ones")
+
+
+def cmd_compare(args) -> int:
+    rows = compare(args.inputs, args.out, models=args.models, params=args.params, time_budget=args.time_budget,
+                   steps=args.steps, size=args.size, mode=args.mode, seed=args.seed, force=args.force,
+                   workers=args.workers, engine=args.engine, address=args.address, cpus_per_fit=args.cpus_per_fit,
+                   progress=say)
+    for row in rows:
+        row["picture"] = f"{row['picture']} ({row['model']}, {row['params_asked']:,})"
+    return _status("compare", rows, "goes on with the stopped ones")
 
 
 def _status(command: str, rows: list[dict], again: str) -> int:

@@ -30,7 +30,7 @@ MIN_STEPS = 10  # a time budget never plans fewer steps than this
 RETRY_LR_FACTOR = 0.3  # after divergence, the learning rate is multiplied by this and the run retried
 
 # Settings a resumed run must share with the run it continues (given differently, they are refused).
-_FIXED = ("model", "mode", "batch_size", "seed", "schedule", "filter")
+_FIXED = ("model", "mode", "batch_size", "seed", "schedule", "filter", "params")
 # What runs saved before a setting existed were trained with.
 _BEFORE = {"filter": "centres"}
 _BEFORE_MODEL = {"hashgrid": {"vertices": "corners", "interpolation": "linear", "detail": 0, "finest_y": 0}}
@@ -142,6 +142,7 @@ class RunPlan:
     channels: int
     model: str
     model_options: dict
+    params: int | None  # the parameter budget the network was sized to (fitting.budget), if any
     lr: float
     lr_min: float
     schedule: str
@@ -279,7 +280,7 @@ class RunPlan:
                 "anneal_from": None if self.anneal_from is None else list(self.anneal_from), "device": device,
                 "checkpoint_every": self.checkpoint_every, "snapshot_every": self.snapshot_every,
                 "train_seconds": train_seconds, "stalled_seconds": stalled_seconds, "start": self.start,
-                "blas_threads": self.blas_threads}
+                "blas_threads": self.blas_threads, "params": self.params}
 
 
 def _batch_size(options: FitOptions, preset, points: int) -> int | None:
@@ -289,12 +290,10 @@ def _batch_size(options: FitOptions, preset, points: int) -> int | None:
 
 def _budgeted(options: FitOptions, preset, picture, saved: dict | None) -> dict:
     """The model options given, with the preset's size solved for ``params`` when given (a new
-    run's: a resumed one keeps the network it has)."""
-    if options.params is None:
+    run's: a resumed one has its network's options, and :func:`resume_options` checked that
+    ``params``, if given, is the run's)."""
+    if options.params is None or saved is not None:
         return options.model_options
-    if saved is not None:
-        raise OptionError(f"{{params}} sizes a new network; the run in {options.run_folder} keeps its own: drop "
-                          "{params} to resume it, or use {force} to start a new run", "params", force="force=True")
     return sized(preset, options.model_options, options.params, picture.width, picture.height, picture.mode,
                  picture.channels)
 
@@ -333,7 +332,8 @@ def make_plan(options: FitOptions, picture, saved: dict | None = None, *, start_
     return RunPlan(
         input=options.input, out=options.run_folder, fingerprint=print_, mode=picture.mode,
         width=picture.width, height=picture.height, channels=picture.channels, model=preset.name,
-        model_options=model_options, lr=lr, lr_min=lr_min, schedule=options.schedule or "cosine",
+        model_options=model_options, params=options.params, lr=lr, lr_min=lr_min,
+        schedule=options.schedule or "cosine",
         batch_size=_batch_size(options, preset, picture.width * picture.height),
         filter=options.filter or preset.default_filter(model_options, picture.mode),
         seed=0 if options.seed is None else options.seed, device=options.device, steps=steps,

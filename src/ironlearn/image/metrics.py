@@ -47,3 +47,36 @@ class BandScore:
     @property
     def accuracy(self) -> float:
         return self.correct / self.count
+
+
+def _gaussian_blur(values: np.ndarray, sigma: float = 1.5, radius: int = 5) -> np.ndarray:
+    """``values`` (H, W) blurred by a Gaussian of ``sigma`` cut at ``radius``, over the pixels
+    whose whole window lies inside (the 'valid' part: an (H - 2r, W - 2r) array)."""
+    taps = np.exp(-0.5 * (np.arange(-radius, radius + 1) / sigma) ** 2)
+    taps /= taps.sum()
+    rows = sum(t * values[i:values.shape[0] - 2 * radius + i] for i, t in enumerate(taps))
+    return sum(t * rows[:, i:rows.shape[1] - 2 * radius + i] for i, t in enumerate(taps))
+
+
+def ssim(pred, target) -> float:
+    """The structural similarity of two pictures of values in [0, 1], ``(H, W)`` or ``(H, W, C)``
+    (Wang et al. 2004: an 11-tap Gaussian window of sigma 1.5, K1 = 0.01, K2 = 0.03), the mean
+    over the pixels whose window lies inside and over the channels; 1 for a perfect match.
+    Pictures under 11 pixels a side are too small for the window: ValueError."""
+    pred = np.clip(np.asarray(pred, np.float64), 0.0, 1.0)
+    target = np.asarray(target, np.float64)
+    if pred.shape != target.shape:
+        raise ValueError(f"ssim needs two pictures of one shape (got {pred.shape} and {target.shape})")
+    if min(pred.shape[:2]) < 11:
+        raise ValueError(f"ssim's window is 11 pixels a side; the pictures are {pred.shape[1]}x{pred.shape[0]}")
+    if pred.ndim == 2:
+        pred, target = pred[:, :, None], target[:, :, None]
+    c1, c2 = 0.01 ** 2, 0.03 ** 2
+    scores = []
+    for c in range(pred.shape[2]):
+        x, y = pred[:, :, c], target[:, :, c]
+        mx, my = _gaussian_blur(x), _gaussian_blur(y)
+        vx, vy = _gaussian_blur(x * x) - mx * mx, _gaussian_blur(y * y) - my * my
+        cov = _gaussian_blur(x * y) - mx * my
+        scores.append(np.mean((2 * mx * my + c1) * (2 * cov + c2) / ((mx * mx + my * my + c1) * (vx + vy + c2))))
+    return float(np.mean(scores))
