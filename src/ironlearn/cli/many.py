@@ -12,6 +12,12 @@ from .status import ExitCode
 
 
 def add_parser(commands) -> None:
+    _add_fit_many(commands)
+    _add_compress_many(commands)
+    _add_compare(commands)
+
+
+def _add_fit_many(commands) -> None:
     many_p = commands.add_parser(
         "fit-many", help="fit many pictures, on this machine or a Ray cluster",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -40,6 +46,7 @@ def add_parser(commands) -> None:
     many_p.set_defaults(func=cmd_fit_many)
 
 
+def _add_compress_many(commands) -> None:
     compress_p = commands.add_parser(
         "compress-many", help="compress many pictures, on this machine or a Ray cluster",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -65,6 +72,8 @@ def add_parser(commands) -> None:
     compress_p.add_argument("--force", action="store_true", help="compress every picture anew")
     compress_p.set_defaults(func=cmd_compress_many)
 
+
+def _add_compare(commands) -> None:
     compare_p = commands.add_parser(
         "compare", help="compare coordinate networks over pictures at equal parameter budgets",
         formatter_class=argparse.RawDescriptionHelpFormatter,
