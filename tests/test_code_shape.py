@@ -216,3 +216,37 @@ def test_the_viewers_python_holds_no_reference_only_the_tests_use():
                 if uses <= 1:  # its definition alone
                     unused.append(f"viewer/{path.name}: {node.name}")
     assert not unused, f"used by nothing in ironlearn (a test's reference belongs in tests/viewer/): {unused}"
+
+
+#: Where training loops and optimizers live: every other timed loop that trains is a Trainer run.
+TRAINING_HOMES = ("train", "optim")
+
+
+def _hand_written_training(tree) -> list[str]:
+    """A hand-written optimizer or training loop in ``tree``: Adam's second-moment decay (0.999)
+    written out, or a loop run against the clock that updates arrays in place."""
+    found = [f"line {node.lineno}: Adam's 0.999" for node in ast.walk(tree)
+             if isinstance(node, ast.Constant) and node.value == 0.999]
+    for loop in (node for node in ast.walk(tree) if isinstance(node, ast.While)):
+        timed = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(loop.test)
+                 if isinstance(n, (ast.Name, ast.Attribute))} & {"perf_counter", "monotonic", "clock"}
+        updates = [n for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
+        if timed and updates:
+            found.append(f"line {loop.lineno}: a loop against the clock that updates arrays")
+    return found
+
+
+@pytest.mark.parametrize("path", [path for path in python_files(SRC) if path.relative_to(SRC).parts[0]
+                                  not in TRAINING_HOMES], ids=lambda p: str(p.relative_to(SRC)))
+def test_every_timed_training_loop_is_a_trainer_run(path):
+    """One timed driver (train/timed.py): the fit, the codec's MLP, its latents and its context
+    model all train as Trainer runs on a plan, none by a loop and an optimizer of its own."""
+    found = _hand_written_training(ast.parse(path.read_text()))
+    assert not found, f"train it with ironlearn.train.Trainer and train.timed.run_planned: {found}"
+
+
+def test_the_training_loop_test_sees_a_hand_written_adam():
+    loop = ("while time.perf_counter() - started < seconds:\n"
+            "    m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g ** 2\n"
+            "    layer[j] -= rate * m / (np.sqrt(v) + 1e-8)\n")
+    assert len(_hand_written_training(ast.parse(loop))) == 2

@@ -49,8 +49,6 @@ from ironlearn.codec import compress_array, read  # noqa: E402
 from ironlearn.codec.bitstream import entropy  # noqa: E402
 from ironlearn.codec.bitstream.sections import grids, read_header, write  # noqa: E402
 from ironlearn.codec.search import context as built  # noqa: E402
-from ironlearn.codec.search.context import float_backward as backward  # noqa: E402
-from ironlearn.codec.search.context import float_forward as forward  # noqa: E402
 from ironlearn.codec.search.context import symbol_bits  # noqa: E402
 
 #: Each weight of the learned model rounded to this many bits, sign included (fixed-length, a
@@ -72,6 +70,31 @@ VARIANTS = {
     "mlp16-8": (ABOVE[:6] + LEFT, PARENT, 16),
 }
 SAMPLE, STEPS, RATE = 60000, 2000, 0.01
+
+
+
+# The float network as the codec trained it when this study was made (it trains by a Trainer now).
+def forward(layers, x):
+    """The network's outputs for ``x`` in floats, as training takes them (the file's exact
+    arithmetic is :func:`..bitstream.context.forward`), and each layer's input."""
+    inputs = []
+    for i, (w, b) in enumerate(layers):
+        inputs.append(x)
+        x = x @ w + b
+        if i < len(layers) - 1:
+            x = np.maximum(x, 0)
+    return x, inputs
+
+
+def backward(layers, inputs, grad):
+    """Every weight's gradient ``[[dW, db]]`` from the outputs' ``grad`` and :func:`forward`'s inputs."""
+    grads = []
+    for i in reversed(range(len(layers))):
+        grads.append([inputs[i].T @ grad, grad.sum(0)])
+        grad = grad @ layers[i][0].T
+        if i > 0:
+            grad = grad * (inputs[i] > 0)
+    return grads[::-1]
 
 
 def file_for(rgb, name: str, bpp: float, seconds: float, cache: str) -> bytes:

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...nn import Linear, ReLU, Sequential
+from ...optim import Adam
+from ...train import Trainer
+from ...train.timed import CosinePlan, calibrate, run_planned
 from ..bitstream import context as learned
 from ..bitstream import entropy
 from ..bitstream.entropy import best_log_scale, laplace_size
@@ -120,51 +124,43 @@ def _start(hidden: int, rng) -> list:
     return layers
 
 
-def float_forward(layers, x):
-    """The network's outputs for ``x`` in floats, as training takes them (the file's exact
-    arithmetic is :func:`..bitstream.context.forward`), and each layer's input."""
-    inputs = []
+def _network(layers) -> Sequential:
+    """The float network of weights ``[[W, b]]`` as training takes it: ReLU between the layers
+    (the file's exact arithmetic is :func:`..bitstream.context.forward`)."""
+    net = []
     for i, (w, b) in enumerate(layers):
-        inputs.append(x)
-        x = x @ w + b
-        if i < len(layers) - 1:
-            x = np.maximum(x, 0)
-    return x, inputs
+        linear = Linear(*w.shape, rng=np.random.default_rng(0))
+        linear.params.update(weight=np.array(w, np.float32), bias=np.array(b, np.float32))
+        net += [linear] if i == len(layers) - 1 else [linear, ReLU()]
+    return Sequential(*net)
 
 
-def float_backward(layers, inputs, grad):
-    """Every weight's gradient ``[[dW, db]]`` from the outputs' ``grad`` and :func:`float_forward`'s inputs."""
-    grads = []
-    for i in reversed(range(len(layers))):
-        grads.append([inputs[i].T @ grad, grad.sum(0)])
-        grad = grad @ layers[i][0].T
-        if i > 0:
-            grad = grad * (inputs[i] > 0)
-    return grads[::-1]
+def code_length(out, target):
+    """The loss of the network's outputs ``out`` (each latent's mean and log-scale offset) against
+    ``target`` (columns: the latent, its two-number log-scale, its weight in the sample): the
+    weighted bits of the sample and their gradient, as :mod:`ironlearn.nn.losses` returns a loss."""
+    y, today, weight = target[:, 0], target[:, 1], target[:, 2]
+    bits, d_mean, d_scale = symbol_bits(y, out[:, 0], today + out[:, 1])
+    grad = np.stack([d_mean, d_scale], 1) * weight[:, None]
+    return np.asarray((bits * weight).sum(), np.float32), grad.astype(np.float32)
 
 
 def train(x, today, y, weight, seconds: float, rng, start=None) -> list:
     """The network ``[[W, b]]`` (float32) fitted by Adam to the sample ``(x, today, y, weight)``
     (``x`` the inputs as :func:`..bitstream.context.scaled` gives them) for ``seconds``, its
-    learning rate a cosine to 0 over that time, from the weights ``start`` (``[(W, b)]``) or
-    from :func:`_start`'s."""
-    x = x.astype(np.float32)
-    layers = _start(HIDDEN, rng) if start is None else [[w.astype(np.float32), b.astype(np.float32)] for w, b in start]
-    moments = [[(np.zeros_like(p), np.zeros_like(p)) for p in layer] for layer in layers]
-    started, step = time.perf_counter(), 0
-    while seconds > 0 and (done := (time.perf_counter() - started) / seconds) < 1:
-        step += 1
-        rate = LEARNING_RATE * (1 + math.cos(math.pi * done)) / 2
-        out, inputs = float_forward(layers, x)
-        _, dm, ds = symbol_bits(y, out[:, 0], today + out[:, 1])
-        grad = (np.stack([dm, ds], 1) * weight[:, None]).astype(np.float32)
-        for layer, moment, g in zip(layers, moments, float_backward(layers, inputs, grad)):
-            for j in range(2):
-                m, v = moment[j]
-                m, v = 0.9 * m + 0.1 * g[j], 0.999 * v + 0.001 * g[j] ** 2
-                moment[j] = (m, v)
-                layer[j] -= rate * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-    return layers
+    learning rate a cosine to 0 over that time (a timed run: :func:`~ironlearn.train.timed.run_planned`),
+    from the weights ``start`` (``[(W, b)]``) or from :func:`_start`'s."""
+    started = time.perf_counter()
+    net = _network(_start(HIDDEN, rng) if start is None else start)
+    data = {"inputs": x.astype(np.float32), "targets": np.stack([y, today, weight], 1).astype(np.float32)}
+    if seconds > 0:
+        pace = calibrate(net, data, loss=code_length)
+        budget = max(0.0, seconds - (time.perf_counter() - started))
+        plan = CosinePlan(LEARNING_RATE, 0.0, max(1, int(budget / pace)), budget, warmup=False)
+        trainer = Trainer(net, Adam(net.named_parameters(), lr=plan.make_schedule()), code_length, **data,
+                          check_every=0, blas_threads=None)
+        run_planned(trainer, plan)
+    return [[layer.params["weight"], layer.params["bias"]] for layer in net.layers if isinstance(layer, Linear)]
 
 
 def rounded(layers, bits: int) -> tuple:
