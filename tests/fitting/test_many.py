@@ -431,8 +431,9 @@ def fitting(picture_name):
         for run in [os.path.dirname(path) for path in opened if os.path.basename(path) == run_folder.LOCK]:
             named = os.path.basename(run) == picture_name or os.path.isfile(
                 os.path.join(os.path.dirname(run), f"{picture_name}.png"))
-            if named and os.path.isfile(os.path.join(run, "checkpoint.npz")):
-                return int(pid), run
+            owner = run_folder.holder(run)  # the fit's own process, not one that inherited the lock's file
+            if named and owner and owner.isdigit() and os.path.isfile(os.path.join(run, "checkpoint.npz")):
+                return int(owner), run
     return None
 
 
@@ -449,8 +450,7 @@ def test_sigterm_to_a_worker_saves_its_fit_which_is_listed_as_interrupted(tmp_pa
     out = tmp_path / "out"
     thread, result, messages = fit_many_in_a_thread([tmp_path / "b.png", tmp_path / "a.png"], out, workers=1,
                                                     options=quick_options(steps=2000, checkpoint_every=10))
-    wait_for(lambda: fitting("b"), what="b training")
-    worker, _ = fitting("b")
+    worker, _ = wait_for(lambda: fitting("b"), what="b training")
     os.kill(worker, signal.SIGTERM)
     wait_for(lambda: worker not in find_workers(), timeout=20, what="the worker to exit")
     thread.join(patience(60))
@@ -571,8 +571,8 @@ def test_sigterm_to_a_ray_task_saves_its_fit_which_goes_on_from_there(ray_instan
     out = tmp_path / "out"
     thread, result, messages = fit_many_in_a_thread([tmp_path / "a.png", tmp_path / "b.png"], out, engine="ray",
                                                     options=quick_options(steps=600, checkpoint_every=10))
-    wait_for(lambda: (found := fitting("b")) and checkpoint_step(found[1]) >= 100, what="b trained 100 steps")
-    worker, first = fitting("b")
+    worker, first = wait_for(lambda: (found := fitting("b")) and checkpoint_step(found[1]) >= 100 and found,
+                             what="b trained 100 steps")
     os.kill(worker, signal.SIGTERM)
     again = wait_for(lambda: (found := fitting("b")) and found[1] != first and found[1], what="b sent again")
     resumed_at = checkpoint_step(again)  # the first checkpoint in the new attempt's folder: the one that came back
