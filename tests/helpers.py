@@ -202,6 +202,22 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def find_workers():
+    """This process's worker children of fit-many and compress-many, by their command line (Linux /proc)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as file:
+                parent = int(file.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                command = file.read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and b"ironlearn.fitting.many.worker" in command:
+            found.append(int(pid))
+    return found
+
+
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 
 

@@ -3,13 +3,16 @@ real local Ray instance), with its promises: a summary row a picture, a failure 
 that skip what is done, nothing of the user's replaced."""
 
 import os
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
 from PIL import Image
 
 import ironlearn
-from helpers import make_picture, run_cli
+from helpers import find_workers, make_picture, patience, run_cli, wait_for
 from ironlearn import api, codec
 from ironlearn.cli import ExitCode
 from ironlearn.fitting.many import CompressOptions, compress_many, summary
@@ -132,4 +135,24 @@ def test_the_ray_engine_writes_the_same_files_and_summary(pictures, tmp_path, ra
     assert [(r["picture"], r["status"]) for r in rows] == [("a", "done"), ("b", "done"), ("broken", "failed")]
     assert str(pictures / "broken.png") in rows[2]["error"]  # the driver's path, not the worker's copy
     assert sorted(os.listdir(out)) == ["a.ilc", "b.ilc", "summary.csv"]
+    _files_match_their_rows(out, summary.read(out / "summary.csv"), pictures)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds worker processes through Linux's /proc")
+def test_a_killed_worker_costs_only_its_picture_which_is_compressed_once_more(pictures, tmp_path):
+    os.remove(pictures / "broken.png")
+    out, result, messages = tmp_path / "out", {}, []
+
+    def target():
+        result["rows"] = compress_many([pictures], out, options=CompressOptions(bpp=1, seconds=4), workers=1,
+                                       log=messages.append)
+    thread = threading.Thread(target=target)
+    thread.start()
+    first = wait_for(find_workers, what="a worker")[0]
+    time.sleep(1.0)  # well into the first encode
+    os.kill(first, signal.SIGKILL)
+    thread.join(patience(120))
+    assert not thread.is_alive() and [r["status"] for r in result["rows"]] == ["done", "done"], result
+    retried = [m for m in messages if "its worker process died (killed by SIGKILL); trying it once more" in m]
+    assert len(retried) == 1, messages
     _files_match_their_rows(out, summary.read(out / "summary.csv"), pictures)

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from helpers import children_of, make_picture, patience, run_cli, wait_for
+from helpers import children_of, find_workers, make_picture, patience, run_cli, wait_for
 from ironlearn import backend as backend_module
 from ironlearn.cli import ExitCode
 from ironlearn.fitting import FitOptions, UsageError
@@ -349,22 +349,6 @@ def test_a_rerun_with_more_steps_resumes_the_done_runs(local_run, tmp_path):
     assert rows[0]["status"] == "done" and rows[0]["steps"] == 20
     history = (out / "a" / "history.csv").read_text().splitlines()
     assert history[1].split(",")[0] == "1"  # the first 10 steps' rows are still there: it went on, not over
-
-
-def find_workers():
-    """This process's worker children, by their command line (Linux /proc)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as file:
-                parent = int(file.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{pid}/cmdline", "rb") as file:
-                command = file.read()
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == os.getpid() and b"ironlearn.fitting.many.worker" in command:
-            found.append(int(pid))
-    return found
 
 
 def fit_many_in_a_thread(*args, **kwargs):
