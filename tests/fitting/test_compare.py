@@ -130,3 +130,12 @@ def test_ssim_is_scikit_images():
                                            sigma=1.5, use_sample_covariance=False)
     assert ssim(noisy, clean) == pytest.approx(theirs, abs=1e-6)
     assert ssim(clean, clean) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", ["results.csv", "report.html"])
+def test_a_file_compare_did_not_write_is_kept(pictures, tmp_path, capsys, name):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / name).write_text("mine\n")
+    code, _, err = run_cli(capsys, "compare", pictures, "--out", tmp_path / "out", *SETTINGS)
+    assert code == ExitCode.USAGE and "is not a file compare wrote" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "out" / name).read_text() == "mine\n" and not (tmp_path / "out" / "runs").exists()

@@ -35,7 +35,7 @@ def _add_fit_many(commands) -> None:
                "  ironlearn fit-many photos/ --out runs/photos --steps 2000\n"
                "  ironlearn fit-many 'kodak/*.png' --out runs/kodak --workers 2 --time-budget 30\n"
                "  ironlearn fit-many data/ --out runs/data --engine ray --address auto --gpus-per-fit 0.25")
-    _add_engine_options(many_p, "fit-many", "the run folders", "fits")
+    _add_engine_options(many_p, "fit-many", "the run folders and summary.csv", "fits")
     many_p.add_argument("--gpus-per-fit", type=non_negative_float, default=0.0, metavar="G",
                         help="with --engine ray: the GPUs each task declares (a fraction shares one; default 0: "
                              "fits run on CPUs)")
@@ -62,7 +62,7 @@ def _add_compress_many(commands) -> None:
                "  ironlearn compress-many photos/ --out small/ --bpp 0.25\n"
                "  ironlearn compress-many 'kodak/*.png' --out kodak-ilc --seconds 60 --workers 2\n"
                "  ironlearn compress-many data/ --out data-ilc --engine ray --address auto")
-    _add_engine_options(compress_p, "compress-many", "the .ilc files", "encodes")
+    _add_engine_options(compress_p, "compress-many", "the .ilc files and summary.csv", "encodes")
     rate = compress_p.add_mutually_exclusive_group()
     rate.add_argument("--bpp", type=positive_float, metavar="B", help="target bits per pixel of each file (default 0.5)")
     rate.add_argument("--lmbda", type=positive_float, metavar="L", help="rate-distortion weight instead of a target")
@@ -87,7 +87,7 @@ def _add_compare(commands) -> None:
                "results and report again.\n\n"
                "  ironlearn compare photos/ --out cmp --models hashgrid,siren,grid --params 1e4,1e5\n"
                "  ironlearn compare 'kodak/*.png' --out cmp --steps 2000 --size 384 --engine ray")
-    _add_engine_options(compare_p, "compare", "the runs, results.csv, report.html", "fits")
+    _add_engine_options(compare_p, "compare", "results.csv, report.html and the runs", "fits")
     compare_p.add_argument("--models", type=names_arg, default=("hashgrid", "siren", "fourier", "grid"),
                            metavar="A,B", help="the models, from hashgrid, siren, fourier, mlp and grid (a plain "
                                                "grid read by a B-spline; default hashgrid,siren,fourier,grid)")
@@ -106,11 +106,11 @@ def _add_compare(commands) -> None:
 
 
 def _add_engine_options(parser, command: str, outputs: str, works: str) -> None:
-    """The inputs, the output folder and where the work runs: what fit-many and compress-many share."""
+    """The inputs, the output folder and where the work runs: what the many-picture commands share."""
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="image, pixel CSV, folder or glob (quote globs)")
     parser.add_argument("--out", required=True, metavar="DIR",
-                        help=f"folder for {outputs} and summary.csv (refused if DIR/summary.csv is a file {command} "
-                             "did not write)")
+                        help=f"folder for {outputs} (refused if a file there of the same name is not one {command} "
+                             "wrote)")
     parser.add_argument("--workers", type=positive_int, metavar="N",
                         help=f"{works} at once (default: local, one per core; ray, as many as the cluster holds)")
     parser.add_argument("--engine", choices=["local", "ray"], default="local",

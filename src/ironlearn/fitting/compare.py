@@ -27,7 +27,7 @@ from ..image.io import load_picture
 from ..image.metrics import psnr, ssim
 from ..version import __version__
 from .budget import KNOBS
-from .compare_report import report
+from .compare_report import TITLE, report
 from .many import fit_many
 from .options import FitOptions
 from .presets import PRESETS
@@ -78,6 +78,7 @@ def compare(inputs, out, comparison: Comparison, *, workers=None, engine="local"
     """Fit and score every picture ``inputs`` name with every model and budget of ``comparison``
     into ``out``; write ``out/results.csv`` and ``out/report.html``; return the results' rows."""
     comparison.check()
+    _check_outputs(out)
     results, redraws = [], {}
     for model in comparison.models:
         for params in comparison.params:
@@ -96,6 +97,24 @@ def compare(inputs, out, comparison: Comparison, *, workers=None, engine="local"
     write_bytes(os.path.join(out, REPORT), report(results, redraws, comparison).encode("utf-8"))
     log(f"results: {os.path.join(out, RESULTS)}; report: {os.path.join(out, REPORT)}")
     return results
+
+
+def _check_outputs(out) -> None:
+    """Refuse ``out`` when its results.csv or report.html is a file compare did not write: compare
+    replaces its own, never another's (``force`` or not)."""
+    marks = {RESULTS: ",".join(COLUMNS), REPORT: TITLE}
+    for name, mark in marks.items():
+        path = os.path.join(out, name)
+        if not os.path.lexists(path):
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace") as file:
+                ours = mark in file.read(4096)
+        except OSError:
+            ours = False
+        if not ours:
+            raise OptionError(f"{path} is not a file compare wrote, and compare does not replace it; move it away or "
+                              "choose another {out}", "out")
 
 
 def _scored(row: dict, model: str, params: int, out: str, comparison: Comparison):

@@ -14,6 +14,8 @@ from PIL import Image
 
 from ..version import __version__
 
+#: The page's title, which also marks a report as compare's (it replaces only its own).
+TITLE = "<title>ironlearn compare</title>"
 #: The side of the square cut from the middle of each 2x redraw, and how many times it is shown enlarged.
 CROP, ZOOM = 96, 2
 #: The columns the report's table shows, and how.
@@ -36,7 +38,7 @@ def report(results: list[dict], redraws: dict, comparison) -> str:
         parts.append("<h2>Quality against parameters and against time</h2>" + _image(_plots(done), "the curves"))
     parts.append(_side_by_side(redraws, comparison))
     parts.append(_table(results))
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ironlearn compare</title><style>"
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>" + TITLE + "<style>"
             "body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}figure{display:inline-block;margin:4px}"
             "figcaption{font-size:small;text-align:center}img{image-rendering:pixelated}</style></head><body>"
