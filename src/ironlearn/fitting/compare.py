@@ -12,8 +12,6 @@ holds a row a fit, with the seed and versions that make it again; ``DIR/report.h
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from dataclasses import dataclass
 
@@ -28,7 +26,7 @@ from ..image.metrics import psnr, ssim
 from ..version import __version__
 from .budget import KNOBS
 from .compare_report import TITLE, report
-from .many import fit_many
+from .many import fit_many, summary
 from .options import FitOptions
 from .presets import PRESETS
 
@@ -93,7 +91,7 @@ def compare(inputs, out, comparison: Comparison, *, workers=None, engine="local"
             done = [r for r in results[-len(rows):] if r["status"] == "done"]
             log(f"{model} at {params:,} parameters: {len(done)} of {len(rows)} pictures"
                 + (f", mean PSNR {np.mean([r['psnr_db'] for r in done]):.2f} dB" if done else ""))
-    _write_results(os.path.join(out, RESULTS), results)
+    summary.write(os.path.join(out, RESULTS), results, COLUMNS)  # fit-many's writer, compare's columns
     write_bytes(os.path.join(out, REPORT), report(results, redraws, comparison).encode("utf-8"))
     log(f"results: {os.path.join(out, RESULTS)}; report: {os.path.join(out, REPORT)}")
     return results
@@ -149,11 +147,3 @@ def _bicubic(pixels: np.ndarray, width: int, height: int) -> np.ndarray:
     channels = [Image.fromarray(pixels[:, :, c].astype(np.float32), mode="F").resize((width, height), Image.BICUBIC)
                 for c in range(pixels.shape[2])]
     return np.clip(np.stack([np.asarray(c) for c in channels], axis=2), 0, 1)
-
-
-def _write_results(path: str, rows: list[dict]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_bytes(path, buffer.getvalue().encode("utf-8"))

@@ -73,6 +73,8 @@ def prepare(source: Source, out: str, template: FitOptions, *, force: bool) -> T
     if metrics is not None:
         return Outcome(DONE, metrics=metrics)
     return Task(source.name, dataclasses.replace(options, resume=True), FIT)
+
+
 def finished(options: FitOptions) -> dict | None:
     """The metrics of the run in ``options.out`` when it is complete and is what ``options`` ask for:
     model.npz and metrics.json come from its last checkpoint, the picture is the one it was trained
