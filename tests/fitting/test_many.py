@@ -415,9 +415,10 @@ def fitting(picture_name):
         for run in [os.path.dirname(path) for path in opened if os.path.basename(path) == run_folder.LOCK]:
             named = os.path.basename(run) == picture_name or os.path.isfile(
                 os.path.join(os.path.dirname(run), f"{picture_name}.png"))
+            if not (named and os.path.isfile(os.path.join(run, "checkpoint.npz"))):
+                continue
             owner = run_folder.holder(run)  # the fit's own process, not one that inherited the lock's file
-            if named and owner and owner.isdigit() and os.path.isfile(os.path.join(run, "checkpoint.npz")):
-                return int(owner), run
+            return (int(owner) if owner and owner.isdigit() else int(pid)), run
     return None
 
 
@@ -551,7 +552,7 @@ def test_sigterm_to_a_ray_task_saves_its_fit_which_goes_on_from_there(ray_instan
     kill): the fit saves in its temporary folder, the checkpoint comes back into DIR/b, and the task is sent
     once more, resuming from it rather than starting over; b ends done."""
     make_picture(tmp_path / "a.png", 16)
-    make_picture(tmp_path / "b.png", 96)
+    make_picture(tmp_path / "b.png", 128)  # steps long enough that the resumed attempt is seen before it saves again
     out = tmp_path / "out"
     thread, result, messages = fit_many_in_a_thread([tmp_path / "a.png", tmp_path / "b.png"], out, engine="ray",
                                                     options=quick_options(steps=600, checkpoint_every=10))
