@@ -99,6 +99,8 @@ def _resolves(name: str, modules: dict) -> bool | None:
     module of ironlearn's (``np.clip``, ``self.lr``)."""
     import importlib
 
+    if name in modules:  # a module itself, imported or not yet
+        return True
     parts = name.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         found = modules.get(".".join(parts[:cut]))
