@@ -1,6 +1,6 @@
-"""The GPU check's parts for the fused kernels (src/ironlearn/fused.py): ``fused`` (each fused
-pass against the launched code it replaces, and the pyramid's whole step with and without them,
-side by side in one process) and ``graph`` (whether the pyramid's step captures as a CUDA graph,
+"""The GPU check's parts for the fused kernels (src/ironlearn/fused.py, src/ironlearn/nn/fused_mlp.py):
+``fused`` (each fused pass against the launched code it replaces, the MLP heads' passes among them,
+and the pyramid's whole step with and without them, side by side in one process) and ``graph`` (whether the pyramid's step captures as a CUDA graph,
 and what a replay of it costs against the launched step).
 """
 
@@ -13,6 +13,7 @@ from common import backend_clock, pyramid, time_steps
 
 from ironlearn import fused
 from ironlearn.image import batch_kernel
+from ironlearn.nn import fused_mlp
 
 from .device import bench, fit_job, mode, synthetic_photo
 
@@ -21,13 +22,24 @@ from .device import bench, fit_job, mode, synthetic_photo
 def unfused():
     """The code before the fused kernels: the layer's lookup with the gather and scatter kernels
     (a lattice's matrix products), the sampler's array operations, Adam a parameter at a time and
-    the squared error's array code (no fused kernel applies)."""
+    the squared error's array code, the MLP a layer at a time (no fused kernel applies)."""
     saved = fused.applies, batch_kernel.applies
     fused.applies = batch_kernel.applies = lambda *args: False
     try:
         yield
     finally:
         fused.applies, batch_kernel.applies = saved
+
+
+@contextlib.contextmanager
+def mlp_launched():
+    """Every fused kernel but the MLP's: its layers run one by one."""
+    saved = fused_mlp.applies
+    fused_mlp.applies = lambda *args: False
+    try:
+        yield
+    finally:
+        fused_mlp.applies = saved
 
 
 def _dense(grad):
@@ -49,8 +61,12 @@ def fused_part(ctx):
     for model, settings in (("pyramid", pyramid(width, height)), ("pixel spline", {})):
         for batch in sizes.batches:
             _fused_against_launched(ctx, values, model, settings, batch)
+    for shape in ((32, 32, 3, 2, False), (21, 16, 3, 2, False), (32, 64, 3, 2, False)):
+        for batch in (1 << 13,) + sizes.batches:
+            ctx.add_row(_mlp_passes(ctx, shape, batch), "mlp")
     ctx.save(headline="; ".join(f"{r['model']} {r['batch']}: step {r['step launched ms']:.3f} -> "
-                                f"{r['step fused ms']:.3f} ms" for r in ctx.result.get("steps", [])))
+                                f"{r['step fused ms']:.3f} ms (MLP launched: {r['step MLP launched ms']:.3f})"
+                                for r in ctx.result.get("steps", [])))
 
 
 def _fused_against_launched(ctx, values, model: str, settings: dict, batch: int) -> None:
@@ -60,7 +76,7 @@ def _fused_against_launched(ctx, values, model: str, settings: dict, batch: int)
         if model == "pyramid":
             ctx.add_row(_passes(ctx, job, batch))
         row = {"model": model, "batch": batch}
-        for name, context in (("launched", unfused), ("fused", contextlib.nullcontext)):
+        for name, context in (("launched", unfused), ("fused", contextlib.nullcontext), ("MLP launched", mlp_launched)):
             with context():
                 timed = time_steps(job.trainer.train_step, backend_clock(backend), sizes.warmup, sizes.steps)
             row[f"step {name} ms"], row[f"step {name} wall ms"] = timed["warm_median_ms"], timed["wall_ms_per_step"]
@@ -107,6 +123,41 @@ def _passes(ctx, job, batch: int) -> dict:
     row["gradient"] = type(got).__name__
     row["read max diff"] = _difference(backend, out, out_launched)
     row["gradient max diff"] = _difference(backend, _dense(got), grad_launched)
+    return row
+
+
+def _mlp_passes(ctx, shape, batch: int) -> dict:
+    """A small MLP (``(inputs, width, outputs, hidden layers, sigmoid)``) forward and backward:
+    fused against its layers one by one, ms and the largest differences."""
+    from ironlearn.nn import Linear, ReLU, Sequential, Sigmoid
+
+    backend, reps = ctx.backend, ctx.sizes.kernel_reps
+    inputs, width, outputs, hidden, sigmoid = shape
+    rng = np.random.default_rng(0)
+    sizes = [inputs] + [width] * hidden + [outputs]
+    layers = []
+    for index, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        layers += [Linear(n_in, n_out, rng=rng, init="he")] + ([ReLU()] if index < hidden else [])
+    net = Sequential(*layers, *([Sigmoid()] if sigmoid else [])).to(backend)
+    x = backend.asarray(rng.uniform(-1, 1, (batch, inputs)))
+    g = backend.asarray(rng.normal(0, 1, (batch, outputs)))
+
+    def both_ways():
+        out = net.forward(x)
+        net.backward(g)
+        return out
+
+    row = {"shape": "x".join(map(str, sizes)) + (" sigmoid" if sigmoid else ""), "batch": batch}
+    with mlp_launched():
+        out_launched = both_ways().copy()
+        grads_launched = {name: grad.copy() for name, grad in net.named_gradients().items()}
+        row["launched ms"] = bench(both_ways, backend, reps)
+    out = both_ways()
+    row["fused"] = bool(net._fused)
+    row["fused ms"] = bench(both_ways, backend, reps)
+    row["output max diff"] = _difference(backend, out, out_launched)
+    row["gradient max diff"] = max(_difference(backend, grad, grads_launched[name])
+                                   for name, grad in net.named_gradients().items())
     return row
 
 

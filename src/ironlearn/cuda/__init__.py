@@ -6,7 +6,8 @@ or variant is checked on every submission without editing the test.
 
 The launchers live beside the NumPy code they must agree with: :mod:`ironlearn.kernels` (a hash
 grid's read and its transpose), :mod:`ironlearn.fused` (the grid's fused read, Adam on many
-parameters, the squared error) and :mod:`ironlearn.image.batch_kernel` (a picture's batch).
+parameters, the squared error), :mod:`ironlearn.nn.fused_mlp` (a small MLP's passes) and
+:mod:`ironlearn.image.batch_kernel` (a picture's batch).
 CuPy's ElementwiseKernels (Adam's update, the sine) are one-line bodies in their launchers.
 """
 
@@ -68,6 +69,12 @@ SOURCES = {
     # CuPy's own options (fused multiply-adds kept), as the ElementwiseKernel of one parameter compiles.
     "adam_many": Source("adam_many.cu", ("adam_many",), fmad=True),
     "squared_error": Source("squared_error.cu", ("squared_error",), fmad=True),
+    # A shape a variant: the default models' heads (the pyramid's, the pixel spline's linear layer and
+    # sigmoid, the codec's synthesis) and the largest the kernels take; another compiles at first use.
+    "mlp": Source("mlp.cu", ("mlp_forward", "mlp_backward"), tuple(
+        {"IN": i, "WIDTH": w, "OUT": o, "HIDDEN": h, "SIGMOID": s, "BLOCK": 128}
+        for i, w, o, h, s in ((32, 32, 3, 2, 0), (8, 32, 1, 2, 0), (3, 1, 3, 0, 1), (21, 16, 3, 2, 0),
+                              (64, 64, 64, 4, 1))), fmad=True),
 }
 
 

@@ -11,6 +11,7 @@ import reprlib
 import numpy as np
 
 from ..backend import asarray_like
+from . import fused_mlp
 from .layers import LAYERS
 
 
@@ -27,18 +28,36 @@ class Sequential:
 
     # -- the maths ---------------------------------------------------------------
     def forward(self, x):
-        """``(batch, in)`` -> ``(batch, out)``, caching what backward needs."""
-        for layer in self.layers:
+        """``(batch, in)`` -> ``(batch, out)``, caching what backward needs.  On a GPU the small
+        MLP that ends the model runs as one kernel (:mod:`.fused_mlp`)."""
+        start, head = self._head()
+        self._fused = head is not None and fused_mlp.applies(x, self.layers[start:])
+        for layer in self.layers[:start] if self._fused else self.layers:
             x = layer.forward(x)
-        return x
+        return head.forward(x) if self._fused else x
 
     __call__ = forward
 
     def backward(self, grad_out) -> None:
         """Fill every layer's ``grads`` from d(loss)/d(output); the input's gradient is not computed."""
         last = len(self.layers) - 1
+        if getattr(self, "_fused", False):
+            start, head = self._head()
+            grad_out = head.backward(grad_out, need_grad_in=start > 0)
+            last = start - 1
         for index in range(last, -1, -1):
             grad_out = self.layers[index].backward(grad_out, need_grad_in=index > 0)
+
+    def _head(self) -> tuple:
+        """``(start, FusedMLP)`` of the chain of layers that ends the model, or ``(len, None)``;
+        found again when the layers change."""
+        key = tuple(map(id, self.layers))
+        if getattr(self, "_head_key", None) != key:
+            start = fused_mlp.chain_start(self.layers)
+            self._head_key = key
+            self._head_found = (len(self.layers), None) if start is None else (
+                start, fused_mlp.FusedMLP(self.layers[start:]))
+        return self._head_found
 
     # -- names, state, devices ---------------------------------------------------------
     def named_parameters(self) -> dict:

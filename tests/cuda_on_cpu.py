@@ -1,0 +1,97 @@
+"""CUDA kernels run on the CPU: a source of :data:`ironlearn.cuda.SOURCES` compiled as C++ and
+launched a thread at a time, with CuPy's calling convention, on NumPy arrays.
+
+A kernel of one thread a point, which shares nothing between threads (no ``__shared__``, no
+``__syncthreads``, no atomics, no warp shuffles), computes the same thing whichever order its
+threads run in, so running them one after another shows whether its indexing and arithmetic
+agree with its NumPy twin, on a machine without a GPU.  It runs slowly (a call a thread): keep
+the arrays to a few hundred points.
+
+:func:`functions` stands in for :func:`ironlearn.cuda.functions`.  A kernel's arguments are
+passed as CuPy passes them: arrays as pointers to their data (C-contiguous), ``np.uint64`` as a
+pointer (0 is null), other integers as ``long long`` and floats as ``float``, which is what the
+sources' parameters must then be.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from ironlearn import cuda
+
+#: What the C++ compiler reads before a source: CUDA's words for a kernel and a thread's indices.
+SHIM = r"""
+#include <cmath>
+#include <cstdint>
+struct ironlearn_dim3 { unsigned x, y, z; };
+static ironlearn_dim3 threadIdx, blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__ static inline
+#define __forceinline__
+#define __shared__ static
+extern "C" void ironlearn_at(unsigned block, unsigned thread, unsigned threads, unsigned blocks) {
+    blockIdx = {block, 0, 0}; threadIdx = {thread, 0, 0}; blockDim = {threads, 1, 1}; gridDim = {blocks, 1, 1};
+}
+"""
+
+
+def compiler() -> str | None:
+    """The C++ compiler found on the path, or None."""
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
+@functools.cache
+def _library(name: str, defines: tuple) -> ctypes.CDLL:
+    source = cuda.SOURCES[name]
+    text = SHIM + "".join(f"#define {key} {value}\n" for key, value in defines) + source.text
+    folder = os.path.join(tempfile.gettempdir(), "ironlearn-cuda-on-cpu")
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.join(folder, hashlib.sha256(text.encode()).hexdigest()[:16])
+    if not os.path.exists(stem + ".so"):
+        with open(stem + ".cpp", "w", encoding="utf-8") as file:
+            file.write(text)
+        done = subprocess.run([compiler(), "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", "-o", stem + ".tmp.so",
+                               stem + ".cpp"], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"{name} {dict(defines)} does not compile as C++ ({stem}.cpp):\n{done.stderr}")
+        os.replace(stem + ".tmp.so", stem + ".so")
+    return ctypes.CDLL(stem + ".so")
+
+
+def _argument(value):
+    if isinstance(value, np.ndarray):
+        assert value.flags.c_contiguous, "a kernel reads its arrays as C-contiguous"
+        return ctypes.c_void_p(value.ctypes.data)
+    if isinstance(value, np.uint64):
+        return ctypes.c_void_p(int(value))
+    if isinstance(value, (int, np.integer)):
+        return ctypes.c_longlong(int(value))
+    return ctypes.c_float(float(value))
+
+
+def functions(name: str, **defines) -> dict:
+    """The kernels of source ``name`` for ``defines``, each called as a CuPy kernel is:
+    ``kernel(grid, block, arguments)`` (a one-dimensional grid of blocks of threads)."""
+    library = _library(name, tuple(sorted(defines.items())))
+
+    def launcher(entry):
+        kernel = getattr(library, entry)
+
+        def launch(grid, block, arguments, **_):
+            (blocks,), (threads,) = grid, block
+            converted = [_argument(value) for value in arguments]
+            for b in range(blocks):
+                for t in range(threads):
+                    library.ironlearn_at(b, t, threads, blocks)
+                    kernel(*converted)
+        return launch
+
+    return {entry: launcher(entry) for entry in cuda.SOURCES[name].entries}
