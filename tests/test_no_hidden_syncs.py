@@ -121,6 +121,36 @@ def test_the_sampler_draws_on_the_device(monkeypatch):
         np.testing.assert_array_equal(backend.to_host(y), host_y)
 
 
+def test_the_loop_and_its_callbacks_read_the_device_once_a_second(monkeypatch):
+    """Around the steps, the check for NaN, the history and the progress lines read the loss at
+    most once a second between them (a clock of 1 ms a step here), at the run's first step and
+    at its end; the history still holds every row, each loss its own step's."""
+    import io
+
+    from ironlearn.train import History, Progress
+
+    def run(backend):
+        trainer = _trainer(backend, "dense")
+        ticks = iter(range(10 ** 6))
+        trainer.clock = lambda: next(ticks) * 0.0005  # read twice a step
+        history = History(every=10)
+        trainer.callbacks = [history, Progress(3000, plain=True, stream=io.StringIO())]
+        trainer.check_every = 10
+        return trainer, history
+
+    host, host_history = run(Backend("cpu"))
+    host.run(3000)
+    with strict_device(monkeypatch):
+        device, history = run(Backend("cuda"))
+        read_at, cross = set(), be._cross
+        monkeypatch.setattr(be, "_cross", lambda: (read_at.add(device.step), cross()))
+        device.run(3000)
+    assert sorted(read_at) == [1, 1001, 2001, 3000]  # the first step, a second later, ..., the end
+    assert [row["step"] for row in history.rows] == list(range(10, 3001, 10))
+    for got, want in zip(history.rows[:50], host_history.rows):  # each loss its step's (later, the paths drift)
+        assert got["loss"] == pytest.approx(want["loss"], rel=1e-4), got["step"]
+
+
 # -- the pretend GPU and the guard catch what they must ----------------------------------------
 def test_the_pretend_device_catches_hidden_syncs(monkeypatch):
     with strict_device(monkeypatch):

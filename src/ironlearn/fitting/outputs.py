@@ -28,10 +28,9 @@ class Recorder(History):
         super().__init__(max(1, every))
         self.psnr_of = "picture" if exact else "batch"
 
-    def row(self, trainer) -> dict:
-        loss = trainer.loss
-        return {"step": trainer.step, "loss": loss, "psnr": round(metrics.psnr_from_mse(loss), 4),
-                "lr": trainer.last_lr, "seconds": round(trainer.train_seconds, 4), "psnr_of": self.psnr_of}
+    def row(self, step: int, loss: float, lr: float, seconds: float) -> dict:
+        return {"step": step, "loss": loss, "psnr": round(metrics.psnr_from_mse(loss), 4), "lr": lr,
+                "seconds": round(seconds, 4), "psnr_of": self.psnr_of}
 
     def write(self, path) -> None:
         buffer = io.StringIO()

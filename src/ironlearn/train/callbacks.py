@@ -65,27 +65,51 @@ def _saves_at_end(trainer, error) -> bool:
 
 
 class History(Callback):
-    """Records ``(step, loss, lr, train_seconds)`` rows every ``every`` steps and at the end."""
+    """Records ``(step, loss, lr, train_seconds)`` rows every ``every`` steps and at the end.
+
+    On a GPU a row's loss stays on the device until the trainer's next read falls due
+    (:attr:`~ironlearn.train.Trainer.read_due`, about once a second), when the rows' losses are read
+    together in one copy: recording costs no sync.  :attr:`rows` holds the rows read so far.
+    """
 
     def __init__(self, every: int = 10):
         super().__init__(every)
         self.rows: list[dict] = []
+        self._unread: list[tuple] = []  # (step, the loss as the trainer left it, lr, seconds)
 
     def step(self, trainer) -> None:
-        if not (self.rows and self.rows[-1]["step"] == trainer.step):
-            self.rows.append(self.row(trainer))
+        last = self._unread[-1][0] if self._unread else self.rows[-1]["step"] if self.rows else None
+        if last != trainer.step:
+            self._unread.append((trainer.step, trainer.unread_loss, trainer.last_lr, trainer.train_seconds))
+        if trainer.read_due:
+            self.read(trainer)
 
-    def row(self, trainer) -> dict:
+    def read(self, trainer, strict: bool = True) -> None:
+        """Read the unread rows' losses, in one copy, into :attr:`rows`.  A diverged one raises
+        DivergenceError (``strict``) or is dropped (the run rolls back past it)."""
+        unread, self._unread = self._unread, []
+        for (step, _, lr, seconds), loss in zip(unread, trainer.read(*(row[1] for row in unread))):
+            try:
+                trainer.check(loss, step, lr)
+            except DivergenceError:
+                if strict:
+                    raise
+                continue
+            self.rows.append(self.row(step, loss, lr, seconds))
+
+    def row(self, step: int, loss: float, lr: float, seconds: float) -> dict:
         """One record; subclasses add columns."""
-        return {"step": trainer.step, "loss": trainer.loss, "lr": trainer.last_lr, "seconds": trainer.train_seconds}
+        return {"step": step, "loss": loss, "lr": lr, "seconds": seconds}
 
     def forget_after(self, step: int) -> None:
         """Drop rows after ``step`` (a run rolled back to it)."""
         self.rows = [row for row in self.rows if row["step"] <= step]
+        self._unread = [row for row in self._unread if row[0] <= step]
 
     def end(self, trainer, error) -> None:
         if error is None and trainer.step > 0:
             self.step(trainer)
+        self.read(trainer, strict=False)
 
 
 class Checkpointer(Callback):
@@ -215,7 +239,8 @@ class Progress(Callback):
     A run given a ``budget`` (seconds of training in all, ``spent`` of them before this run: a
     timed fit, whose step count is an estimate revised as it goes) counts in seconds, so that
     its total never jumps; else in steps, to ``total``.  ``describe(trainer) -> str``, when
-    given, adds to each update (a PSNR, say).  The loss is read back only for an update.
+    given, adds to each update (a PSNR, say).  The loss is read back only for an update, and
+    on a GPU only at a step where the trainer's read is due (about once a second).
     """
 
     def __init__(self, total: int, start: int = 0, *, plain: bool, describe=None, stream=None,
@@ -240,6 +265,8 @@ class Progress(Callback):
                                                              "[{elapsed}{postfix}]")
 
     def step(self, trainer) -> None:
+        if not trainer.read_due:
+            return
         if self.budget is not None:
             if trainer.train_seconds < self.next_at:
                 return

@@ -7,9 +7,13 @@ import time
 
 import numpy as np
 
-from ..backend import Backend, get_array_module, to_host
+from ..backend import Backend, get_array_module, on_device, to_host
 from ..nn.sparse import add_gradients, copy_gradients
 from .threads import ThreadPolicy
+
+#: On a GPU, the loop reads the device (the loss) at most once in this many seconds: a read makes
+#: the host wait for every step it has queued, where otherwise it runs ahead of the GPU.
+READ_SECONDS = 1.0
 
 
 class DivergenceError(FloatingPointError):
@@ -57,7 +61,8 @@ class Trainer:
         Each runs every ``callback.every`` steps and once at the end.
     check_every : int
         How often the loss is read back to look for NaN/inf even when no
-        callback asks for it (each read is a device sync on the GPU).
+        callback asks for it; 0 never.  On a GPU, where each read is a sync, the loop and its
+        callbacks read at most once every :data:`READ_SECONDS` instead (:attr:`read_due`).
     max_loss : float
         A finite loss above this also counts as divergence (an explosion).
     count_callbacks : bool
@@ -124,6 +129,11 @@ class Trainer:
                              f"{', '.join(model.named_parameters())}")
         self._loss = None  # device scalar of the last step
         self._loss_host = None
+        self.on_device = any(on_device(p) for p in params.values())
+        #: Whether the loop and its callbacks may read the device at this step: always on the
+        #: CPU; on a GPU, once :data:`READ_SECONDS` have passed since the last read.
+        self.read_due = True
+        self._last_read = -math.inf
         self._epoch_perm = (None, None)
         self._stop_requested = False
         self._summed = {}  # the gradient sums of a batch of several terms, reused step to step
@@ -146,11 +156,32 @@ class Trainer:
     def loss(self) -> float:
         """The last step's loss as a Python float (reads it back once per step; raises on NaN/inf)."""
         if self._loss_host is None and self._loss is not None:
-            value = float(to_host(self._loss))  # read back only here: a sync on a GPU
-            if not math.isfinite(value) or value > self.max_loss:
-                raise DivergenceError(self.step, value, self.last_lr)
+            value = self.read(self._loss)[0]
+            self.check(value, self.step, self.last_lr)
             self._loss_host = value
         return self._loss_host
+
+    @property
+    def unread_loss(self):
+        """The last step's loss as it is, unread: a device scalar on a GPU (no sync), or a float."""
+        return self._loss if self._loss_host is None else self._loss_host
+
+    def read(self, *values) -> list:
+        """Loss values of some steps (device scalars or floats) as floats, in one copy (one sync
+        on a GPU, which :attr:`read_due` counts from)."""
+        read = [float(value) if not on_device(value) else None for value in values]
+        unread = [index for index, value in enumerate(read) if value is None]
+        if unread:
+            xp = get_array_module(values[unread[0]])
+            for index, value in zip(unread, to_host(xp.stack([values[index] for index in unread]))):
+                read[index] = float(value)
+            self._last_read = (self.clock or time.perf_counter)()
+        return read
+
+    def check(self, value: float, step: int, lr: float) -> None:
+        """DivergenceError when ``value``, the loss of ``step``, is not finite or past ``max_loss``."""
+        if not math.isfinite(value) or value > self.max_loss:
+            raise DivergenceError(step, value, lr)
 
     # -- the loop ---------------------------------------------------------------------
     def _array_batch(self, step: int):
@@ -221,7 +252,8 @@ class Trainer:
                         self.threads.record(t1 - t0)
                     self.train_seconds += t1 - t0
                     step = self.step
-                    if self.check_every and step % self.check_every == 0:
+                    self.read_due = not self.on_device or t1 - self._last_read >= READ_SECONDS
+                    if self.check_every and (self.read_due if self.on_device else step % self.check_every == 0):
                         self.loss  # noqa: B018  (reading it checks for NaN/inf)
                     for callback in self.callbacks:
                         if callback.every and step % callback.every == 0:
