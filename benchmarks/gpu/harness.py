@@ -118,7 +118,8 @@ PARTS = {
     "photo12": Part(quality.photo12, 90, "the default model on a 12.6 MP photograph: PSNR after 10 s, peak pool"),
     "torch": Part(speed.torch_peer_part, 150, "the pyramid in PyTorch (benchmarks/torch_peer.py), eager and "
                                                   "torch.compile"),
-    "siren": Part(speed.siren, 60, "SIREN 3x256 on 262,144 points, ironlearn against PyTorch eager"),
+    "siren": Part(speed.siren, 150, "SIREN 3x256 on 262,144 points, ironlearn against PyTorch eager and compiled, "
+                                    "each in float32 and with TF32 tensor cores; ironlearn's PSNR both ways"),
     "photo100": Part(quality.photo100, 150, "the default model on 100 MP (a spline level of 2^24 vertices): "
                                                 "PSNR after 60 s, peak pool"),
     "kernels": Part(checks.kernel_timings, 60, "the hash grid's read and scatter and Adam's update: CUDA kernels "

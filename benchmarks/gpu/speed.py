@@ -9,6 +9,7 @@ wall time a step of the whole run, its callbacks included.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ from common import backend_clock, pyramid, time_steps
 
 from ironlearn.backend import Backend
 
-from .device import camera, fastest, fit_job, mode, modes, synthetic_photo
+from .device import camera, device_psnr, fastest, fit_job, mode, modes, synthetic_photo
 
 #: The models the step part times on the photograph: name -> fit settings for its size.
 MODELS = {"pixel spline": lambda width, height: {}, "pyramid": pyramid}
@@ -107,6 +108,9 @@ def torch_peer_part(ctx):
 
 # -- siren -------------------------------------------------------------------------------------------
 def siren(ctx):
+    """SIREN's step, ironlearn against PyTorch (eager, and compiled where it compiles), each in full
+    float32 and with TF32 tensor cores in the products (neither uses them by default), and each
+    ironlearn's PSNR after its timed steps, so that TF32's cost in quality is seen with its speed."""
     backend, sizes, notes = ctx.backend, ctx.sizes, []
     side, width = sizes.siren_side, sizes.siren_width
     host = camera(side, notes)
@@ -114,19 +118,62 @@ def siren(ctx):
                 "filter": "centres", "steps": sizes.warmup + sizes.steps + 10}
     ctx.save(points=side * side, model=f"SIREN 3x{width}", notes=notes + ["every pixel centre a step (--batch-size 0 "
                                                                           "--filter centres)"])
-    with fit_job(backend, backend.asarray(host, dtype=np.uint8), "gray", **settings) as job:
-        _siren_peer(ctx, job)
-        trainer = job.trainer
-        ctx.add_row({"framework": f"ironlearn ({backend.device})",
-                     **time_steps(trainer.train_step, backend_clock(backend), sizes.warmup, sizes.steps),
-                     **backend.memory_stats()})
-    rows = {r["framework"].split()[0]: r["warm_median_ms"] for r in ctx.result["rows"]}
-    ratio = f", {rows['ironlearn'] / rows['PyTorch']:.2f}x PyTorch's" if "PyTorch" in rows else ""
-    ctx.save(headline=f"ironlearn {rows['ironlearn']:.3f} ms warm{ratio}")
+    values = backend.asarray(host, dtype=np.uint8)
+    for tf32 in (False, True):
+        with tensor_cores(ctx, tf32) as applied, fit_job(backend, values, "gray", **settings) as job:
+            _siren_peer(ctx, job, tf32)
+            trainer = job.trainer
+            ctx.add_row({"framework": f"ironlearn ({backend.device})", "TF32": applied,
+                         **time_steps(trainer.train_step, backend_clock(backend), sizes.warmup, sizes.steps),
+                         "psnr after the timed steps": device_psnr(trainer.model, values, backend),
+                         **backend.memory_stats()})
+    rows = {(r["framework"].split()[0], r.get("compiled", False), r["TF32"]): r["warm_median_ms"]
+            for r in ctx.result["rows"]}
+    ours = rows[("ironlearn", False, False)]
+    ratios = [f"{rows[('ironlearn', False, tf)] / ms:.2f}x PyTorch {'compiled' if compiled else 'eager'}"
+              f"{' (TF32 both)' if tf else ''}" for (name, compiled, tf), ms in rows.items()
+              if name == "PyTorch" and ("ironlearn", False, tf) in rows]
+    ctx.save(headline=f"ironlearn {ours:.3f} ms warm; " + "; ".join(ratios))
 
 
-def _siren_peer(ctx, job) -> None:
-    """PyTorch eager's step on the same model and data, where PyTorch runs (a note where not)."""
+@contextlib.contextmanager
+def tensor_cores(ctx, on: bool):
+    """Inside: float32 products on TF32 tensor cores (``on``) in CuPy and PyTorch, or not; yields
+    whether CuPy took it (its compute type is private API: ``cupy._core._routines_linalg``)."""
+    if not on or ctx.device != "cuda":
+        yield False
+        return
+    try:
+        from cupy._core import _routines_linalg as linalg
+
+        linalg.set_compute_type(np.float32, 7)  # COMPUTE_TYPE_TF32
+    except Exception as exc:  # an API CuPy does not promise
+        ctx.note(f"CuPy's TF32 switch failed ({type(exc).__name__}: {exc}): no TF32 rows")
+        yield False
+        return
+    torch = _torch_module()
+    saved = torch.backends.cuda.matmul.allow_tf32 if torch else None
+    if torch:
+        torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield True
+    finally:
+        linalg.set_compute_type(np.float32, 1)  # COMPUTE_TYPE_DEFAULT
+        if torch:
+            torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _torch_module():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _siren_peer(ctx, job, tf32: bool) -> None:
+    """PyTorch's step, eager and compiled, on the same model and data, where PyTorch runs (a note
+    where not)."""
     try:
         import torch
         import torch_peer
@@ -139,9 +186,16 @@ def _siren_peer(ctx, job) -> None:
         return
     trainer, backend = job.trainer, ctx.backend
     x, y = backend.to_host(trainer.inputs), backend.to_host(trainer.targets)
-    step_fn = torch_peer.full_batch_stepper(trainer.model, x, y, device)
-    ctx.add_row({"framework": f"PyTorch {torch.__version__} eager",
-                 **time_steps(step_fn, torch_peer.clock(device), ctx.sizes.warmup, ctx.sizes.steps)})
-    del step_fn
-    if device == "cuda":
-        torch.cuda.empty_cache()
+    for compiled in (False, True):
+        try:
+            step_fn = torch_peer.full_batch_stepper(trainer.model, x, y, device, compile=compiled)
+            ctx.add_row({"framework": f"PyTorch {torch.__version__} {'compiled' if compiled else 'eager'}",
+                         "compiled": compiled, "TF32": tf32,
+                         **time_steps(step_fn, torch_peer.clock(device), ctx.sizes.warmup, ctx.sizes.steps)})
+        except Exception as exc:  # torch.compile needs a compiler PyTorch may not find
+            ctx.note(f"PyTorch {'compiled' if compiled else 'eager'} failed: {type(exc).__name__}: {exc}"[:300])
+        step_fn = None
+        if device == "cuda":
+            torch.cuda.empty_cache()
+
+
