@@ -25,14 +25,14 @@ from ironlearn.image.metrics import psnr_from_mse
 real_train = encoder.train
 
 
-def quick_train(inputs, residual, seconds, seed, progress, held_back=0):
+def quick_train(inputs, residual, seconds, seed, progress, held_back=0, backend=None):
     """The MLP's training on a clock that moves 1/150 s a step: 1 s, about 40 steps after 8 of
     calibration and the 100 held back, whatever ``seconds`` and the machine."""
     clock = WorkClock(1 / 150)
     build = network.build
     network.build = clock.timing(build)
     try:
-        return real_train(inputs, residual, 1.0, seed, progress, clock=clock, held_back=held_back)
+        return real_train(inputs, residual, 1.0, seed, progress, clock=clock, held_back=held_back, backend=backend)
     finally:
         network.build = build
 

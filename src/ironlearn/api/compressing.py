@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..backend import get_backend
 from ..codec.search.job import check_request, compress_path, encode
 from ..files import check_output
 from ..image.io import MODES, to_mode
@@ -18,7 +19,7 @@ from .arguments import checked, log_of
 @checked
 def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
              mode: str | None = None, force: bool = False, progress: bool | Callable = False,
-             started: float | None = None):
+             started: float | None = None, device: str = "cpu"):
     """Compress a picture (a path, or an array as :func:`ironlearn.codec.compress_array` takes)
     into a small file that decodes at any size, as ``ironlearn compress`` does; writes it to
     ``out`` (atomically) when given: a new file, or with ``force`` one that exists, never the
@@ -35,7 +36,8 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     from ``started`` (a :func:`time.perf_counter` reading; default, when this call began), so
     reading the picture is part of it, and 30 s means the same from Python and from the command.
     What does not fit is left out, the MLP first.  ``progress`` True prints the picture's notes
-    and a line every 10 s on stderr; a function gets those lines instead.
+    and a line every 10 s on stderr; a function gets those lines instead.  ``device`` ("cpu",
+    "cuda" or "auto") is where the synthesis MLP trains; the rest of the encode runs on the CPU.
 
     Raises UsageError for an ``out`` that exists (without ``force``), is the picture, or lies in
     a missing or unwritable folder, for a ``bpp`` above 24 or ``seconds`` above 30 days, and
@@ -47,11 +49,14 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     if out is not None:
         check_output(os.fspath(out), force, reads=[os.fspath(picture)] if is_path else [])
     check_request(bpp, seconds)
+    backend = get_backend(device, notify=log)
     if is_path:
-        return compress_path(picture, out, bpp=bpp, lmbda=lmbda, seconds=seconds, mode=mode, started=started, log=log)
+        return compress_path(picture, out, bpp=bpp, lmbda=lmbda, seconds=seconds, mode=mode, started=started, log=log,
+                             backend=backend)
     values = _picture_array(picture, mode)
     mode = mode or ("rgb" if values.shape[2] == 3 else "gray")
-    return encode(values, "the array", mode, out, bpp=bpp, lmbda=lmbda, seconds=seconds, started=started, log=log)
+    return encode(values, "the array", mode, out, bpp=bpp, lmbda=lmbda, seconds=seconds, started=started, log=log,
+                  backend=backend)
 
 
 def _picture_array(values, mode: str | None) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from ..api import DEFAULT_BPP, compress, decompress_file
+from ..backend import DEVICES
 from .argtypes import positive_float, size_arg, view_arg
 from .common import progress_style, say
 from .status import ExitCode
@@ -31,6 +32,9 @@ def add_parser(commands) -> None:
                                  "30): what does not fit is left out, the MLP first; the first analysis and one "
                                  "file checked are done whatever it says")
     compress_p.add_argument("--mode", choices=("gray", "rgb"), help="gray or rgb (default: as the picture)")
+    compress_p.add_argument("--device", choices=DEVICES, default="cpu",
+                            help="where the MLP trains (default cpu; auto: the GPU when CuPy sees one); the rest "
+                                 "of the encode runs on the CPU")
     compress_p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     compress_p.set_defaults(func=cmd_compress)
 
@@ -55,7 +59,7 @@ def add_parser(commands) -> None:
 def cmd_compress(args) -> int:
     started = time.perf_counter()  # --seconds counts from here
     result = compress(args.picture, args.output, bpp=args.bpp, lmbda=args.lmbda, seconds=args.seconds,
-                      mode=args.mode, force=args.force, progress=say, started=started)
+                      mode=args.mode, force=args.force, progress=say, started=started, device=args.device)
     if result.steps:
         kept = f"pyramid and MLP ({result.steps} steps)"
     elif result.mlp_tried:

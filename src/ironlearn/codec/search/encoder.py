@@ -169,7 +169,7 @@ class _Job:
     decoded picture is measured against; ``picture`` in decorrelated colours, float32; both
     ``(H, W, C)``), the rate rule (``bpp`` or ``lmbda``), the clock,
     and the bits that the latents do not get: the container, the header, the coder's last words,
-    and about 5 bits a filter tap."""
+    and about 5 bits a filter tap; ``backend``, where the synthesis MLP trains."""
 
     target: np.ndarray
     picture: np.ndarray
@@ -179,6 +179,7 @@ class _Job:
     seed: int
     clock: Clock
     progress: object
+    backend: object = None
 
     @property
     def pixels(self) -> int:
@@ -277,7 +278,8 @@ def _with_mlp(job: _Job, plain, lam, fitted) -> list:
     tuning -= FINISH_COST * clock.analysis  # the tuning writes the file once to count its other sections' bits
     if training <= 0:
         return []
-    net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS)
+    net, steps = train(inputs, residual, training, job.seed, job.progress, held_back=ROUNDING_STEPS,
+                       backend=job.backend)
     rounding = time.perf_counter()
     weights = quantise_weights(net, inputs, residual, lam)
     rounding = time.perf_counter() - rounding
@@ -403,7 +405,7 @@ def _decoded_error(decoded, target: np.ndarray) -> float:
 
 
 def compress_array(values, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
-                   levels: int = MAX_LEVELS, seed: int = 0, progress=None) -> Compressed:
+                   levels: int = MAX_LEVELS, seed: int = 0, progress=None, backend=None) -> Compressed:
     """Compress a picture: ``values`` ``(H, W)`` or ``(H, W, C)``, ``C`` 1 or 3, uint8 or floats
     in [0, 1].
 
@@ -417,8 +419,10 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     :class:`.leastwork.TooLong`).  It runs on one BLAS thread (:data:`BLAS_THREADS`).  ``progress``, if given, is called as
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
     about every second while the MLP trains, and every ten steps of the latents' tuning.
+    ``backend`` (a :class:`~ironlearn.backend.Backend`; default the CPU's) is where the synthesis
+    MLP trains; the rest runs on the CPU.
     """
-    job = _arguments(values, bpp, lmbda, seconds, levels, seed, progress)
+    job = dataclasses.replace(_arguments(values, bpp, lmbda, seconds, levels, seed, progress), backend=backend)
     with blas_threads(BLAS_THREADS):
         candidates = _candidates(job)
         # What is left writes and checks files: the decorrelated picture (200 MB at 16.8 MP) goes.

@@ -30,7 +30,7 @@ def check_request(bpp: float | None, seconds: float) -> None:
 
 
 def compress_path(path, out=None, *, bpp: float | None = None, lmbda: float | None = None, seconds: float = 30.0,
-                  mode: str | None = None, started: float | None = None, log=lambda line: None):
+                  mode: str | None = None, started: float | None = None, log=lambda line: None, backend=None):
     """The picture file at ``path`` compressed within ``seconds`` counted from ``started`` (a
     :func:`time.perf_counter` reading; default now), written to ``out`` when given: the
     :class:`~.encoder.Compressed` result.  A large picture whose least work cannot end in time is
@@ -41,19 +41,19 @@ def compress_path(path, out=None, *, bpp: float | None = None, lmbda: float | No
     for note in loaded.notes:
         log(f"note: {note}")
     return encode(loaded.values, os.fspath(path), loaded.mode, out, bpp=bpp, lmbda=lmbda, seconds=seconds,
-                  started=started, log=log)
+                  started=started, log=log, backend=backend)
 
 
 def encode(values, name: str, mode: str, out=None, *, bpp=None, lmbda=None, seconds: float = 30.0,
-           started: float, log=lambda line: None):
+           started: float, log=lambda line: None, backend=None):
     """``values`` (``(H, W, C)``, read as ``name``) compressed in the time left of ``seconds`` since
-    ``started``, written to ``out`` when given."""
+    ``started``, its MLP trained on ``backend`` (default the CPU), written to ``out`` when given."""
     height, width = values.shape[:2]
     log(f"compressing {name} ({width}x{height} {mode}) in at most {seconds:g} s")
     # Reading the picture took some of the time; what is left is the encoder's (a sliver at least).
     left = max(seconds - (time.perf_counter() - started), 1e-3) if seconds > 0 else seconds
     try:
-        result = compress_array(values, bpp=bpp, lmbda=lmbda, seconds=left, progress=_every(log))
+        result = compress_array(values, bpp=bpp, lmbda=lmbda, seconds=left, progress=_every(log), backend=backend)
     except OptionError:
         raise  # worded with the command's flags where the command reports it
     except ValueError as exc:

@@ -10,7 +10,9 @@ import time
 
 import numpy as np
 
+from ...backend import Backend
 from ...image.metrics import psnr_from_mse
+from ...image.sampling import uniform
 from ...nn import mse
 from ...optim import Adam
 from ...train import Trainer
@@ -59,23 +61,29 @@ def mlp_plan(steps: int, time_budget: float, held_back: int = 0) -> CosinePlan:
     return CosinePlan(NETWORK_LR, NETWORK_LR * FLOOR, steps, time_budget, held_back)
 
 
-def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0):
+def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, held_back: int = 0, backend=None):
     """Train the MLP that maps ``inputs`` to ``residual`` for about ``seconds`` (read from
     ``clock``) less ``held_back`` steps' time (for what follows, priced in the MLP's own steps),
-    on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``.
+    on :data:`MLP_BATCH` random pixels a step: ``(net, steps)``, the net on the host.
+
+    It trains on ``backend`` (default the CPU): on a GPU, the pixels are copied there once and
+    each step's are drawn there (:func:`~ironlearn.image.sampling.uniform`, the same draws as on
+    the CPU), so that a step copies nothing.
 
     A timed fit's loop: :func:`~ironlearn.train.timed.calibrate` times a few steps that change
     nothing, and :class:`~ironlearn.train.timed.Replan` counts the steps that fit again as the
     pace drifts, so that a machine that slows down part-way still ends on time, its cosine going
     on down from the rate reached.  The BLAS threads are the caller's (the encoder sets them)."""
     started = clock()
-    net = network.build(inputs.shape[1], residual.shape[1], seed=seed)
-    rng = np.random.default_rng(seed)
+    backend = backend or Backend("cpu")
+    net = network.build(inputs.shape[1], residual.shape[1], seed=seed).to(backend)
+    inputs, residual, xp = backend.asarray(inputs), backend.asarray(residual), backend.xp
 
     def batches(step):
         if len(inputs) <= MLP_BATCH:
             return inputs, residual
-        chosen = rng.integers(0, len(inputs), MLP_BATCH)
+        chosen = (uniform(xp, seed, step, (MLP_BATCH,)) * np.float32(len(inputs))).astype(np.int64)
+        chosen = xp.minimum(chosen, len(inputs) - 1)  # u * n may round up to n in float32
         return inputs[chosen], residual[chosen]
 
     pace = calibrate(net, {"batches": batches}, clock=clock)
@@ -88,4 +96,4 @@ def train(inputs, residual, seconds, seed, progress, clock=time.perf_counter, he
         progress("MLP step", trainer.step, plan.steps, psnr_from_mse(trainer.loss))
 
     run_planned(trainer, plan, None if progress is None else report, clock=clock)
-    return net, trainer.step
+    return net.to(Backend("cpu")), trainer.step
