@@ -59,7 +59,8 @@ class PhaseClock:
 
 def _instrument(trainer, clock: PhaseClock) -> None:
     """Every phase of ``trainer``'s step through ``clock``: the batch, each layer's forward and
-    backward, the loss, the optimizer (instance attributes, shadowing the methods)."""
+    backward (the MLP that ends the model as one phase each way where it runs fused), the loss,
+    the optimizer (instance attributes, shadowing the methods)."""
     trainer.batches = clock.wrap("batch (sampler)", trainer.batches)
     trainer.loss_fn = clock.wrap("loss", trainer.loss_fn)
     trainer.optimizer.step = clock.wrap("optimizer", trainer.optimizer.step)
@@ -67,6 +68,10 @@ def _instrument(trainer, clock: PhaseClock) -> None:
         name = f"{i} {type(layer).__name__}"
         layer.forward = clock.wrap(f"{name} forward", layer.forward)
         layer.backward = clock.wrap(f"{name} backward", layer.backward)
+    start, head = trainer.model._head()
+    if head is not None:
+        head.forward = clock.wrap(f"{start}- fused MLP forward", head.forward)
+        head.backward = clock.wrap(f"{start}- fused MLP backward", head.backward)
 
 
 def _profiled(ctx, name: str, values, mode_name: str, steps: int = 40, **settings) -> None:
