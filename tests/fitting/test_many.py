@@ -560,13 +560,16 @@ def test_sigterm_to_a_ray_task_saves_its_fit_which_goes_on_from_there(ray_instan
                              what="b trained 100 steps")
     os.kill(worker, signal.SIGTERM)
     again = wait_for(lambda: (found := fitting("b")) and found[1] != first and found[1], what="b sent again")
-    resumed_at = checkpoint_step(again)  # the first checkpoint in the new attempt's folder: the one that came back
+    # The first checkpoint seen in the new attempt's folder: the one that came back, or one saved
+    # 10 or 20 steps on from it when the resumed attempt was quicker than the test's look.
+    resumed_at = checkpoint_step(again)
     thread.join(patience(90))
     assert not thread.is_alive() and "error" not in result, result
     assert [(r["status"], r["steps"]) for r in result["rows"]] == [("done", 600), ("done", 600)], result["rows"]
     stopped = [m for m in messages if m.startswith("b: its Ray task was stopped (stopped by SIGTERM at step ")]
     assert len(stopped) == 1 and stopped[0].endswith("; checkpoint saved); going on once more"), messages
-    assert resumed_at >= 100 and f"at step {resumed_at:,};" in stopped[0]
+    stopped_at = int(stopped[0].split("at step ")[1].split(";")[0].replace(",", ""))
+    assert 100 <= stopped_at <= resumed_at <= stopped_at + 50  # started over, it would be at step 10 or 20
 
 
 @one_ray_at_a_time
