@@ -49,9 +49,10 @@ def compiler() -> str | None:
 
 
 @functools.cache
-def _library(name: str, defines: tuple) -> ctypes.CDLL:
-    source = cuda.SOURCES[name]
-    text = SHIM + "".join(f"#define {key} {value}\n" for key, value in defines) + source.text
+def _library(code: str, what: str) -> ctypes.CDLL:
+    """``code`` compiled as C++ after :data:`SHIM` into a shared library (kept in the temporary
+    folder by a hash of the code); ``what`` names it in a compiler's refusal."""
+    text = SHIM + code
     folder = os.path.join(tempfile.gettempdir(), "ironlearn-cuda-on-cpu")
     os.makedirs(folder, exist_ok=True)
     stem = os.path.join(folder, hashlib.sha256(text.encode()).hexdigest()[:16])
@@ -61,7 +62,7 @@ def _library(name: str, defines: tuple) -> ctypes.CDLL:
         done = subprocess.run([compiler(), "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", "-o", stem + ".tmp.so",
                                stem + ".cpp"], capture_output=True, text=True)
         if done.returncode:
-            raise RuntimeError(f"{name} {dict(defines)} does not compile as C++ ({stem}.cpp):\n{done.stderr}")
+            raise RuntimeError(f"{what} does not compile as C++ ({stem}.cpp):\n{done.stderr}")
         os.replace(stem + ".tmp.so", stem + ".so")
     return ctypes.CDLL(stem + ".so")
 
@@ -80,7 +81,8 @@ def _argument(value):
 def functions(name: str, **defines) -> dict:
     """The kernels of source ``name`` for ``defines``, each called as a CuPy kernel is:
     ``kernel(grid, block, arguments)`` (a one-dimensional grid of blocks of threads)."""
-    library = _library(name, tuple(sorted(defines.items())))
+    code = "".join(f"#define {key} {value}\n" for key, value in sorted(defines.items())) + cuda.SOURCES[name].text
+    library = _library(code, f"{name} {defines}")
 
     def launcher(entry):
         kernel = getattr(library, entry)
@@ -95,3 +97,16 @@ def functions(name: str, **defines) -> dict:
         return launch
 
     return {entry: launcher(entry) for entry in cuda.SOURCES[name].entries}
+
+
+def elementwise(name: str):
+    """:data:`ironlearn.cuda.ELEMENTWISE` ``name`` as ``kernel(*arrays)``: every parameter an array
+    of one length (a scalar repeated), inputs then outputs as the kernel lists them, the
+    outputs written in place."""
+    entry = f"ironlearn_{name}"
+    library = _library(cuda.ELEMENTWISE[name].source(entry), name)
+
+    def run(*arrays):
+        library.ironlearn_at(0, 0, 1, 1)  # one thread, whose loop walks every element
+        getattr(library, entry)(*[_argument(array) for array in arrays], ctypes.c_longlong(len(arrays[0])))
+    return run

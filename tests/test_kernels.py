@@ -3,9 +3,11 @@
 Three paths: NumPy (the reference, run everywhere), the portable device path (run here on the
 pretend GPU of ``strict_device``, and on a real one in ``portable`` mode) and the hand-written
 CUDA kernels (run only where CuPy sees a GPU; skipped here).  Each is checked on repeated rows,
-tiny grids and one, two and three features.
+tiny grids and one, two and three features.  The elementwise kernels' bodies also run here, on
+the CPU as C++ (``cuda_on_cpu``), against their NumPy twins.
 """
 
+import cuda_on_cpu
 import numpy as np
 import pytest
 from strict_device import forbidding, strict_device
@@ -17,6 +19,43 @@ from ironlearn.optim import Adam
 from ironlearn.train import Trainer
 
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="no GPU with CuPy here: the CUDA kernels run on one")
+needs_compiler = pytest.mark.skipif(cuda_on_cpu.compiler() is None, reason="no C++ compiler to run kernels on the CPU")
+
+
+@needs_compiler
+@pytest.mark.parametrize("masked", [False, True])
+def test_adams_elementwise_body_is_its_numpy_twin(masked):
+    rng = np.random.default_rng(0)
+    n = 500
+    param, grad, m = (rng.normal(size=n).astype(np.float32) for _ in range(3))
+    v = rng.uniform(0, 1, n).astype(np.float32)
+    touched = rng.uniform(size=n) < 0.5
+    b1, b2, step_size, eps_hat = 0.9, 0.999, 1e-2, 1e-8
+    want = [a.copy() for a in (param, m, v)]
+    kernels._adam_step(np, want[0], grad, want[1], want[2], np.empty(n, np.float32), b1, b2, step_size, eps_hat)
+    if masked:
+        want = [np.where(touched, new, old) for new, old in zip(want, (param, m, v))]
+    scalars = [np.full(n, s, np.float32) for s in (1 - b1, 1 - b2, step_size, eps_hat)]
+    got = [a.copy() for a in (param, m, v)]
+    if masked:
+        cuda_on_cpu.elementwise("adam_masked")(grad, touched, *scalars, *got)
+    else:
+        cuda_on_cpu.elementwise("adam")(grad, *scalars, *got)
+    for name, a, b in zip(("param", "m", "v"), got, want):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7, err_msg=name)
+
+
+@needs_compiler
+def test_the_sines_elementwise_bodies_are_their_numpy_twins():
+    rng = np.random.default_rng(1)
+    x, g = rng.uniform(-1, 1, 400).astype(np.float32), rng.normal(size=400).astype(np.float32)
+    w0 = np.full(400, 30.0, np.float32)
+    y, dx = np.empty_like(x), np.empty_like(x)
+    cuda_on_cpu.elementwise("sine")(x, w0, y)
+    cuda_on_cpu.elementwise("sine_backward")(x, g, w0, dx)
+    y_want, saved = kernels.sine(x, 30.0)
+    np.testing.assert_allclose(y, y_want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dx, kernels.sine_backward(saved, g, 30.0), rtol=1e-5, atol=1e-5)
 
 
 def _reads(rng, rows, points, levels, taps, repeated=False):

@@ -7,8 +7,8 @@ the oldest GPU CuPy 13 supports and for the H100/H200 the project runs on, where
 atomics apply (and without them, where a source falls back).  A new source or variant needs no
 edit here.  NVRTC comes from NVIDIA's wheel ``nvidia-cuda-nvrtc-cu12`` (the test extra, on
 Linux), reached through ctypes: five calls, no other binding.  CuPy's ElementwiseKernels (Adam's
-update, the sine) are one-line bodies that CuPy wraps in code of its own; they are not compiled
-here.
+update, the sine), registered in :data:`ironlearn.cuda.ELEMENTWISE`, are compiled in a loop close
+to the one CuPy wraps them in.
 """
 
 import ctypes
@@ -72,6 +72,16 @@ def test_every_source_compiles_in_every_variant(name, scalar_atomics, architectu
         ptx = compile_cuda(source.text, options)
         for entry in source.entries:
             assert f".entry {entry}(" in ptx, (entry, variant)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+@pytest.mark.parametrize("name", sorted(cuda.ELEMENTWISE))
+def test_every_elementwise_body_compiles(name, architecture):
+    """CuPy's ElementwiseKernels compile their bodies only when first run: each body, in the loop
+    :meth:`ironlearn.cuda.Elementwise.source` puts it in, compiles here first."""
+    ptx = compile_cuda(cuda.ELEMENTWISE[name].source(f"ironlearn_{name}"),
+                       ["--std=c++14", f"--gpu-architecture={architecture}"])
+    assert f".entry ironlearn_{name}(" in ptx
 
 
 def test_the_registry_holds_every_source_in_the_package():

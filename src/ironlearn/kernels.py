@@ -31,7 +31,6 @@ first runs.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 
 import numpy as np
@@ -162,7 +161,8 @@ def adam_update(param, grad, m, v, scratch, b1: float, b2: float, step_size: flo
 
 def _adam_step(xp, param, grad, m, v, s, b1, b2, step_size, eps_hat):
     """Adam's step in NumPy (or CuPy) array operations: the one home of its arithmetic outside
-    :data:`_ADAM_STEP`, through the scratch buffer ``s``, with no temporaries."""
+    :data:`ironlearn.cuda.ELEMENTWISE`'s ``adam``, through the scratch buffer ``s``, with no
+    temporaries."""
     xp.subtract(grad, m, out=s)  # m += (1 - b1) (g - m)
     s *= 1.0 - b1
     m += s
@@ -238,25 +238,8 @@ def _cuda_scatter(out, index, weights, grad, levels):
         index, weights, grad, out, np.int64(entries), np.int64(total), np.int32(n_levels), np.uint64(skip)))
 
 
-_ADAM_STEP = """
-    m += (grad - m) * one_minus_b1;
-    v += (grad * grad - v) * one_minus_b2;
-    param -= m / (sqrt(v) + eps_hat) * step_size;
-"""
-
-
-@functools.cache
-def _adam_kernels():
-    cupy = cuda_module()
-    scalars = "T one_minus_b1, T one_minus_b2, T step_size, T eps_hat"
-    dense = cupy.ElementwiseKernel(f"T grad, {scalars}", "T param, T m, T v", _ADAM_STEP, "ironlearn_adam")
-    masked = cupy.ElementwiseKernel(f"T grad, bool touched, {scalars}", "T param, T m, T v",
-                                    f"if (touched) {{ {_ADAM_STEP} }}", "ironlearn_adam_masked")
-    return dense, masked
-
-
 def _cuda_adam(param, grad, m, v, b1, b2, step_size, eps_hat, touched):
-    dense, masked = _adam_kernels()
+    dense, masked = cuda.elementwise("adam"), cuda.elementwise("adam_masked")
     scalars = tuple(np.float32(s) for s in (1.0 - b1, 1.0 - b2, step_size, eps_hat))
     if touched is None:
         dense(grad, *scalars, param, m, v)
@@ -273,8 +256,7 @@ def sine(x, w0: float):
     ``x`` itself, which the layer before made for this one alone.
     """
     if compiled(x):
-        forward, _ = _sine_kernels()
-        return forward(x, np.float32(w0)), ("x", x)
+        return cuda.elementwise("sine")(x, np.float32(w0)), ("x", x)
     arg = x * w0
     return get_array_module(x).sin(arg), ("arg", arg)
 
@@ -283,18 +265,8 @@ def sine_backward(saved, grad_out, w0: float):
     """The gradient through ``sin(w0 * x)``: ``w0 * cos(w0 * x) * grad_out``, from ``saved``."""
     kind, array = saved
     if kind == "x":
-        _, backward = _sine_kernels()
-        return backward(array, grad_out, np.float32(w0))
+        return cuda.elementwise("sine_backward")(array, grad_out, np.float32(w0))
     grad = get_array_module(grad_out).cos(array, out=array)  # the argument's buffer, reused
     grad *= grad_out
     grad *= w0
     return grad
-
-
-@functools.cache
-def _sine_kernels():
-    """The same float32 operations as the reference, in its order, one pass each way."""
-    cupy = cuda_module()
-    forward = cupy.ElementwiseKernel("T x, T w0", "T y", "y = sin(x * w0)", "ironlearn_sine")
-    backward = cupy.ElementwiseKernel("T x, T g, T w0", "T dx", "dx = cos(x * w0) * g * w0", "ironlearn_sine_backward")
-    return forward, backward

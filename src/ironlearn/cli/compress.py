@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..api import DEFAULT_BPP, compress, decompress_file
-from ..backend import DEVICES
+from ..api import DEFAULT_BPP, DEVICES, compress, decompress_file
 from .argtypes import positive_float, size_arg, view_arg
 from .common import progress_style, say
 from .status import ExitCode

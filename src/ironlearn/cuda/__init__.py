@@ -8,7 +8,10 @@ The launchers live beside the NumPy code they must agree with: :mod:`ironlearn.k
 grid's read and its transpose), :mod:`ironlearn.fused` (the grid's fused read, Adam on many
 parameters, the squared error), :mod:`ironlearn.nn.fused_mlp` (a small MLP's passes) and
 :mod:`ironlearn.image.batch_kernel` (a picture's batch).
-CuPy's ElementwiseKernels (Adam's update, the sine) are one-line bodies in their launchers.
+
+CuPy's ElementwiseKernels (Adam's update, SIREN's sine each way) are registered here too, in
+:data:`ELEMENTWISE`: their parameters and a statement an element, which :func:`elementwise`
+makes into CuPy's kernel and :meth:`Elementwise.source` into a plain kernel that the test compiles.
 """
 
 from __future__ import annotations
@@ -76,6 +79,57 @@ SOURCES = {
         for i, w, o, h, s in ((32, 32, 3, 2, 0), (8, 32, 1, 2, 0), (3, 1, 3, 0, 1), (21, 16, 3, 2, 0),
                               (64, 64, 64, 4, 1))), fmad=True),
 }
+
+
+#: One Adam step of an element: its moments, then the parameter (the NumPy twin:
+#: ``ironlearn.kernels._adam_step``).
+_ADAM = "m += (grad - m) * one_minus_b1; v += (grad * grad - v) * one_minus_b2; " \
+        "param -= m / (sqrt(v) + eps_hat) * step_size;"
+_ADAM_SCALARS = "T one_minus_b1, T one_minus_b2, T step_size, T eps_hat"
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """A CuPy ElementwiseKernel: its inputs and outputs as CuPy lists them (``T``, the arrays'
+    type), and its body, a statement an element."""
+
+    inputs: str
+    outputs: str
+    body: str
+
+    def source(self, name: str) -> str:
+        """The body as a plain kernel of ``n`` float elements, every parameter an array (a scalar
+        too): the compile test's form of it, close to the loop CuPy wraps it in."""
+        def declared(params: str, role: str) -> list:
+            return [(kind.replace("T", "float"), param, role) for kind, param in
+                    (item.split() for item in params.split(","))]
+
+        params = declared(self.inputs, "in") + declared(self.outputs, "out")
+        arguments = ", ".join(f"{'const ' if role == 'in' else ''}{kind}* {param}_" for kind, param, role in params)
+        elements = " ".join(f"{'const ' if role == 'in' else ''}{kind}{'' if role == 'in' else '&'} {param} = "
+                            f"{param}_[i];" for kind, param, role in params)
+        return (f'extern "C" __global__ void {name}({arguments}, const long long n) {{\n'
+                f"    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;"
+                f" i += (long long)gridDim.x * blockDim.x) {{\n        {elements}\n        {self.body}\n    }}\n}}\n")
+
+
+ELEMENTWISE = {
+    "adam": Elementwise(f"T grad, {_ADAM_SCALARS}", "T param, T m, T v", _ADAM),
+    "adam_masked": Elementwise(f"T grad, bool touched, {_ADAM_SCALARS}", "T param, T m, T v",
+                               f"if (touched) {{ {_ADAM} }}"),
+    # The reference's float32 operations in its order, one pass each way (``kernels.sine``).
+    "sine": Elementwise("T x, T w0", "T y", "y = sin(x * w0);"),
+    "sine_backward": Elementwise("T x, T g, T w0", "T dx", "dx = cos(x * w0) * g * w0;"),
+}
+
+
+@functools.cache
+def elementwise(name: str):
+    """CuPy's ElementwiseKernel of :data:`ELEMENTWISE` ``name``, made once."""
+    from ..backend import cuda_module
+
+    kernel = ELEMENTWISE[name]
+    return cuda_module().ElementwiseKernel(kernel.inputs, kernel.outputs, kernel.body, f"ironlearn_{name}")
 
 
 @functools.cache
