@@ -32,7 +32,22 @@ def _chain(inputs, width, outputs, hidden, sigmoid, seed=0):
 
 
 def _gradients(net):
-    return {name: grad.copy() for name, grad in net.named_gradients().items()}
+    return {name: grad.dense() if hasattr(grad, "dense") else grad.copy()
+            for name, grad in net.named_gradients().items()}
+
+
+def _fused_then_layers(net, x, grad_out, monkeypatch):
+    """``net``'s output and gradients run fused, then layer by layer: ``(fused, layers)``, each
+    ``(output, gradients by name)``."""
+    passes = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(fused_mlp, "applies", lambda x, layers: False)
+        y = net.forward(x)
+        assert net._fused == fused
+        net.backward(grad_out)
+        passes.append((y, _gradients(net)))
+    return passes
 
 
 @pytest.fixture
@@ -74,19 +89,10 @@ def test_a_sequential_hands_the_chains_gradient_to_the_grid_before_it(kernels_on
     net = hashgrid(2, 3, levels=4, log2_table_size=8, coarsest=4, finest=16, width=16, rng=0)
     x = np.random.default_rng(2).uniform(-1, 1, (200, 2)).astype(np.float32)
     grad_out = np.random.default_rng(3).normal(0, 1, (200, 3)).astype(np.float32)
-    y_fused = net.forward(x)
-    assert net._fused
-    net.backward(grad_out)
-    fused_grads = _gradients(net)
-    monkeypatch.setattr(fused_mlp, "applies", lambda x, layers: False)
-    y = net.forward(x)
-    assert not net._fused
-    net.backward(grad_out)
+    (y_fused, fused_grads), (y, grads) = _fused_then_layers(net, x, grad_out, monkeypatch)
     np.testing.assert_allclose(y_fused, y, rtol=1e-5, atol=1e-6)
-    for name, expected in _gradients(net).items():
-        got = fused_grads[name]
-        got, expected = (g.dense() if hasattr(g, "dense") else g for g in (got, expected))
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=name)
+    for name, expected in grads.items():
+        np.testing.assert_allclose(fused_grads[name], expected, rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 def test_the_chain_is_the_small_relu_mlp_that_ends_a_model():
@@ -114,15 +120,9 @@ def test_cuda_fused_mlp_agrees_with_the_layers(shape, monkeypatch):
     rng = np.random.default_rng(1)
     x = backend.asarray(rng.uniform(-1, 1, (5000, shape[0])))
     grad_out = backend.asarray(rng.normal(0, 1, (5000, shape[2])))
-    y_fused = net.forward(x)
-    assert net._fused
-    net.backward(grad_out)
-    fused_grads = _gradients(net)
-    monkeypatch.setattr(fused_mlp, "applies", lambda x, layers: False)
-    y = net.forward(x)
-    net.backward(grad_out)
+    (y_fused, fused_grads), (y, grads) = _fused_then_layers(net, x, grad_out, monkeypatch)
     np.testing.assert_allclose(backend.to_host(y_fused), backend.to_host(y), rtol=1e-4, atol=1e-5)
-    for name, expected in _gradients(net).items():
+    for name, expected in grads.items():
         np.testing.assert_allclose(backend.to_host(fused_grads[name]), backend.to_host(expected), rtol=1e-3,
                                    atol=1e-3, err_msg=name)
 
