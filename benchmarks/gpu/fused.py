@@ -1,7 +1,8 @@
 """The GPU check's parts for the fused kernels (src/ironlearn/fused.py, src/ironlearn/nn/fused_mlp.py):
 ``fused`` (each fused pass against the launched code it replaces, the MLP heads' passes among them,
-and the pyramid's whole step with and without them, side by side in one process) and ``graph`` (whether the pyramid's step captures as a CUDA graph,
-and what a replay of it costs against the launched step).
+and the pyramid's whole step with and without them, side by side in one process) and ``graph``
+(whether the pyramid's step captures as a CUDA graph, and what a replay of it costs against the
+launched step).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def _fused_against_launched(ctx, values, model: str, settings: dict, batch: int)
         if model == "pyramid":
             ctx.add_row(_passes(ctx, job, batch))
         row = {"model": model, "batch": batch}
-        for name, context in (("launched", unfused), ("fused", contextlib.nullcontext), ("MLP launched", mlp_launched)):
+        for name, context in (("launched", unfused), ("fused", contextlib.nullcontext),
+                              ("MLP launched", mlp_launched)):
             with context():
                 timed = time_steps(job.trainer.train_step, backend_clock(backend), sizes.warmup, sizes.steps)
             row[f"step {name} ms"], row[f"step {name} wall ms"] = timed["warm_median_ms"], timed["wall_ms_per_step"]
