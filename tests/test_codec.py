@@ -466,6 +466,21 @@ def test_the_mlp_trains_on_a_device_as_on_the_cpu_and_its_steps_copy_nothing(mon
         np.testing.assert_allclose(got, value, rtol=1e-4, atol=1e-5, err_msg=name)
 
 
+def test_an_encode_with_its_mlp_on_a_device_writes_a_file_that_decodes(monkeypatch):
+    """``compress_array(backend=...)``, the whole encode, its MLP trained on the pretend GPU."""
+    from strict_device import strict_device
+
+    from helpers import waves
+    from ironlearn.backend import Backend
+
+    picture = waves(96, 128, 3)
+    with strict_device(monkeypatch):
+        result = codec.compress_array(picture, bpp=0.5, seconds=6, backend=Backend("cuda"))
+    assert result.mlp_tried  # trained on the device (its file holds it where it paid for its bits)
+    decoded = codec.decode(result.data)
+    assert decoded.shape == picture.shape and result.psnr > 25
+
+
 def test_an_encode_runs_on_one_blas_thread(monkeypatch):
     """Small products: a second BLAS thread made the MLP's steps slower alone and 40 times as
     slow beside another busy process, and a large picture's analyses spun against it, their time
