@@ -13,8 +13,8 @@ figures are those of ``ironlearn fit``.
 
 This module is the harness: the sizes, a part's context, the table of parts, the budget.  The
 parts live beside it in checks.py (env, tests, syncs, kernels), fused.py (fused, graph),
-speed.py (step, torch, siren), quality.py (parity, photographs, camera) and profiling.py
-(profile, render); the report in report.py.  ``--device cpu`` runs every part at tiny sizes
+speed.py (step, torch, siren), quality.py (parity, photographs, camera), codec.py (compress)
+and profiling.py (profile, render); the report in report.py.  ``--device cpu`` runs every part at tiny sizes
 (the test suite runs it so, so that the check cannot rot); its figures measure nothing.
 """
 
@@ -33,7 +33,7 @@ from typing import Callable
 
 from ironlearn.backend import Backend
 
-from . import checks, fused, profiling, quality, speed
+from . import checks, codec, fused, profiling, quality, speed
 from .report import write_json, write_report
 
 #: The folder ``python`` runs (its __main__.py), and the repository around it.
@@ -71,17 +71,19 @@ class Sizes:
     siren_side: int  # points = side**2
     kernel_reps: int
     render_side: int  # the render part's square
+    compress_seconds: float  # the compress part's encodes, each
     pytest: tuple  # what pytest runs for the tests part
 
 
 FULL = Sizes(warmup=50, steps=500, batches=(1 << 16, 1 << 18), photo=(4096, 3072), photo_marks=(10,),
              big_photo=(10000, 10000), big_marks=(60,), thumb=256, camera=512, camera_target=40.0,
              camera_seconds=30.0, probe_seconds=0.25, parity_side=256, parity_steps=1000, siren_width=256,
-             siren_side=512, kernel_reps=50, render_side=16384, pytest=("tests", "-k", "cuda or kernels or hidden_syncs"))
+             siren_side=512, kernel_reps=50, render_side=16384, compress_seconds=60.0,
+             pytest=("tests", "-k", "cuda or kernels or hidden_syncs"))
 TINY = Sizes(warmup=2, steps=5, batches=(1 << 10, 1 << 12), photo=(320, 240), photo_marks=(0.25, 0.5),
              big_photo=(480, 360), big_marks=(0.5,), thumb=32, camera=64, camera_target=30.0, camera_seconds=1.0,
              probe_seconds=0.25, parity_side=32, parity_steps=20, siren_width=32, siren_side=64,
-             kernel_reps=3, render_side=256, pytest=("tests/test_backend.py",))
+             kernel_reps=3, render_side=256, compress_seconds=2.0, pytest=("tests/test_backend.py",))
 SIZES = {"full": FULL, "tiny": TINY}
 
 
@@ -120,6 +122,8 @@ PARTS = {
                                                   "torch.compile"),
     "siren": Part(speed.siren, 150, "SIREN 3x256 on 262,144 points, ironlearn against PyTorch eager and compiled, "
                                     "each in float32 and with TF32 tensor cores; ironlearn's PSNR both ways"),
+    "compress": Part(codec.compress_part, 150, "kodim23 (sporco's wheel in runs/wheels) at 0.25 and 0.5 bpp, "
+                                                "60 s each, the MLP trained on the device: PSNR against Cool-chic's"),
     "photo100": Part(quality.photo100, 150, "the default model on 100 MP (a spline level of 2^24 vertices): "
                                                 "PSNR after 60 s, peak pool"),
     "kernels": Part(checks.kernel_timings, 60, "the hash grid's read and scatter and Adam's update: CUDA kernels "
