@@ -31,6 +31,7 @@ from ironlearn import cuda
 SHIM = r"""
 #include <cmath>
 #include <cstdint>
+using namespace std;  // sin, cos, sqrt, exp of a float in float, as CUDA's overloads
 struct ironlearn_dim3 { unsigned x, y, z; };
 static ironlearn_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __global__
@@ -57,13 +58,14 @@ def _library(code: str, what: str) -> ctypes.CDLL:
     os.makedirs(folder, exist_ok=True)
     stem = os.path.join(folder, hashlib.sha256(text.encode()).hexdigest()[:16])
     if not os.path.exists(stem + ".so"):
-        with open(stem + ".cpp", "w", encoding="utf-8") as file:
+        mine = f"{stem}.{os.getpid()}"  # test workers may build the same source at once
+        with open(mine + ".cpp", "w", encoding="utf-8") as file:
             file.write(text)
-        done = subprocess.run([compiler(), "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", "-o", stem + ".tmp.so",
-                               stem + ".cpp"], capture_output=True, text=True)
+        done = subprocess.run([compiler(), "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", "-o", mine + ".so",
+                               mine + ".cpp"], capture_output=True, text=True)
         if done.returncode:
-            raise RuntimeError(f"{what} does not compile as C++ ({stem}.cpp):\n{done.stderr}")
-        os.replace(stem + ".tmp.so", stem + ".so")
+            raise RuntimeError(f"{what} does not compile as C++ ({mine}.cpp):\n{done.stderr}")
+        os.replace(mine + ".so", stem + ".so")
     return ctypes.CDLL(stem + ".so")
 
 

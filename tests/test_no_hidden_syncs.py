@@ -124,28 +124,38 @@ def test_the_sampler_draws_on_the_device(monkeypatch):
 def test_the_loop_and_its_callbacks_read_the_device_once_a_second(monkeypatch):
     """Around the steps, the check for NaN, the history and the progress lines read the loss at
     most once a second between them (a clock of 1 ms a step here), at the run's first step and
-    at its end; the history still holds every row, each loss its own step's."""
+    at its end.  What a callback put off waits for the next read: the history's rows are read
+    as the run goes (each loss its own step's), and the progress line comes at a read."""
     import io
 
-    from ironlearn.train import History, Progress
+    from ironlearn.train import Callback, History, Progress
 
     def run(backend):
         trainer = _trainer(backend, "dense")
         ticks = iter(range(10 ** 6))
         trainer.clock = lambda: next(ticks) * 0.0005  # read twice a step
-        history = History(every=10)
-        trainer.callbacks = [history, Progress(3000, plain=True, stream=io.StringIO())]
+        history, progress = History(every=10), Progress(3000, plain=True, stream=io.StringIO())
+        trainer.callbacks = [history, progress]
         trainer.check_every = 10
-        return trainer, history
+        return trainer, history, progress
 
-    host, host_history = run(Backend("cpu"))
+    host, host_history, _ = run(Backend("cpu"))
     host.run(3000)
     with strict_device(monkeypatch):
-        device, history = run(Backend("cuda"))
-        read_at, cross = set(), be._cross
+        device, history, progress = run(Backend("cuda"))
+        read_at, updated_at, rows_at, cross, update = set(), [], {}, be._cross, progress._update
         monkeypatch.setattr(be, "_cross", lambda: (read_at.add(device.step), cross()))
+        monkeypatch.setattr(progress, "_update", lambda trainer: (updated_at.append(trainer.step), update(trainer)))
+
+        class Rows(Callback):
+            def step(self, trainer):
+                rows_at[trainer.step] = len(history.rows)
+
+        device.callbacks.append(Rows(500))
         device.run(3000)
     assert sorted(read_at) == [1, 1001, 2001, 3000]  # the first step, a second later, ..., the end
+    assert updated_at == [1001, 2001]  # due at 300, 1200 and 2100 (its tenths), shown at the reads after
+    assert rows_at == {500: 0, 1000: 0, 1500: 100, 2000: 100, 2500: 200, 3000: 200}
     assert [row["step"] for row in history.rows] == list(range(10, 3001, 10))
     for got, want in zip(history.rows[:50], host_history.rows):  # each loss its step's (later, the paths drift)
         assert got["loss"] == pytest.approx(want["loss"], rel=1e-4), got["step"]

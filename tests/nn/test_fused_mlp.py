@@ -95,6 +95,22 @@ def test_a_sequential_hands_the_chains_gradient_to_the_grid_before_it(kernels_on
         np.testing.assert_allclose(fused_grads[name], expected, rtol=1e-4, atol=1e-5, err_msg=name)
 
 
+@needs_compiler
+@pytest.mark.parametrize("depth", [0, 2])
+def test_a_grid_read_on_a_lattice_hands_its_features_to_the_fused_chain(kernels_on_the_cpu, monkeypatch, depth):
+    """A tile of pixels comes as a Lattice, not an array: the chain is chosen from what reaches
+    it, the grid's features, so that fit's tiles (the pixel spline's) take the kernels too."""
+    from ironlearn.nn.lattice import Lattice
+
+    net = hashgrid(2, 3, levels=3, log2_table_size=8, coarsest=4, finest=16, width=16, depth=depth, rng=0)
+    lattice = Lattice(np.linspace(-0.9, 0.9, 12), np.linspace(-0.8, 0.8, 10))
+    grad_out = np.random.default_rng(4).normal(0, 1, (len(lattice), 3)).astype(np.float32)
+    (y_fused, fused_grads), (y, grads) = _fused_then_layers(net, lattice, grad_out, monkeypatch)
+    np.testing.assert_allclose(y_fused, y, rtol=1e-5, atol=1e-6)
+    for name, expected in grads.items():
+        np.testing.assert_allclose(fused_grads[name], expected, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
 def test_the_chain_is_the_small_relu_mlp_that_ends_a_model():
     rng = np.random.default_rng(0)
     assert fused_mlp.chain_start(hashgrid(2, 3, rng=0).layers) == 1  # after the grid

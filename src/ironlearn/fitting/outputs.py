@@ -32,7 +32,11 @@ class Recorder(History):
         return {"step": step, "loss": loss, "psnr": round(metrics.psnr_from_mse(loss), 4), "lr": lr,
                 "seconds": round(seconds, 4), "psnr_of": self.psnr_of}
 
-    def write(self, path) -> None:
+    def write(self, path, trainer=None) -> None:
+        """``history.csv`` at ``path``; given the ``trainer``, the rows it has not read yet (on a
+        GPU) are read first, as a checkpoint is written (which has read the device anyway)."""
+        if trainer is not None:
+            self.read(trainer, strict=False)
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=HISTORY_COLUMNS, lineterminator="\n")
         writer.writeheader()

@@ -281,7 +281,7 @@ def build(plan: RunPlan, picture, saved, backend, log=None) -> Job:
     checkpointer = Checkpointer(
         os.path.join(plan.out, folder.CHECKPOINT), trigger=_save_trigger(plan),
         settings=lambda trainer: job.settings(trainer),
-        then=[lambda _: recorder.write(os.path.join(plan.out, folder.HISTORY)),
+        then=[lambda trainer: recorder.write(os.path.join(plan.out, folder.HISTORY), trainer),
               lambda _: snapshots.save(os.path.join(plan.out, folder.FRAMES))],
         max_share=None if plan.checkpoint_every else SAVING_SHARE)
     rollback = Rollback(checkpointer=checkpointer)

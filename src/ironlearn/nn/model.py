@@ -31,10 +31,14 @@ class Sequential:
         """``(batch, in)`` -> ``(batch, out)``, caching what backward needs.  On a GPU the small
         MLP that ends the model runs as one kernel (:mod:`.fused_mlp`)."""
         start, head = self._head()
-        self._fused = head is not None and fused_mlp.applies(x, self.layers[start:])
-        for layer in self.layers[:start] if self._fused else self.layers:
+        for layer in self.layers[:start]:
             x = layer.forward(x)
-        return head.forward(x) if self._fused else x
+        self._fused = head is not None and fused_mlp.applies(x, self.layers[start:])
+        if self._fused:
+            return head.forward(x)
+        for layer in self.layers[start:]:
+            x = layer.forward(x)
+        return x
 
     __call__ = forward
 
@@ -107,6 +111,7 @@ class Sequential:
         """Move every parameter onto ``backend`` (device and dtype), in place; returns self."""
         for layer in self.layers:
             layer.to(backend)
+        self._head_key = None  # the fused head's arrays were the old device's
         return self
 
     # -- architecture as data ---------------------------------------------------------

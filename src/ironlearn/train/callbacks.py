@@ -30,6 +30,10 @@ class Callback:
     def step(self, trainer) -> None:
         pass
 
+    def due(self, trainer) -> None:
+        """On a GPU, at a step where the trainer's read is due (about once a second) and
+        :meth:`step` was not called: what :meth:`step` put off until the device could be read."""
+
     def end(self, trainer, error) -> None:
         pass
 
@@ -78,24 +82,33 @@ class History(Callback):
         self._unread: list[tuple] = []  # (step, the loss as the trainer left it, lr, seconds)
 
     def step(self, trainer) -> None:
-        last = self._unread[-1][0] if self._unread else self.rows[-1]["step"] if self.rows else None
-        if last != trainer.step:
-            self._unread.append((trainer.step, trainer.unread_loss, trainer.last_lr, trainer.train_seconds))
+        self._record(trainer)
         if trainer.read_due:
             self.read(trainer)
 
+    def due(self, trainer) -> None:
+        if self._unread:
+            self.read(trainer)
+
+    def _record(self, trainer) -> None:
+        last = self._unread[-1][0] if self._unread else self.rows[-1]["step"] if self.rows else None
+        if last != trainer.step and trainer.unread_loss is not None:
+            self._unread.append((trainer.step, trainer.unread_loss, trainer.last_lr, trainer.train_seconds))
+
     def read(self, trainer, strict: bool = True) -> None:
-        """Read the unread rows' losses, in one copy, into :attr:`rows`.  A diverged one raises
-        DivergenceError (``strict``) or is dropped (the run rolls back past it)."""
+        """Read the unread rows' losses, in one copy, into :attr:`rows`.  A diverged one is
+        dropped, and with ``strict`` raises DivergenceError once the others are kept."""
         unread, self._unread = self._unread, []
+        diverged = None
         for (step, _, lr, seconds), loss in zip(unread, trainer.read(*(row[1] for row in unread))):
             try:
                 trainer.check(loss, step, lr)
-            except DivergenceError:
-                if strict:
-                    raise
+            except DivergenceError as error:
+                diverged = diverged or error
                 continue
             self.rows.append(self.row(step, loss, lr, seconds))
+        if strict and diverged is not None:
+            raise diverged
 
     def row(self, step: int, loss: float, lr: float, seconds: float) -> dict:
         """One record; subclasses add columns."""
@@ -108,7 +121,7 @@ class History(Callback):
 
     def end(self, trainer, error) -> None:
         if error is None and trainer.step > 0:
-            self.step(trainer)
+            self._record(trainer)
         self.read(trainer, strict=False)
 
 
@@ -250,6 +263,7 @@ class Progress(Callback):
         # A step's check is a comparison or two; the loss is read only for an update.
         super().__init__(1 if budget is not None else max(1, total // 10) if plain else max(1, total // 200))
         self.last_line = -LINE_SECONDS  # when the last plain line came (time.monotonic)
+        self.waiting = False  # an update put off until the trainer's read falls due (a GPU)
         self.next_at = spent  # a budget's next update, in seconds of training
         self.bar = None
         if not plain:
@@ -265,8 +279,16 @@ class Progress(Callback):
                                                              "[{elapsed}{postfix}]")
 
     def step(self, trainer) -> None:
-        if not trainer.read_due:
-            return
+        self.waiting = not trainer.read_due
+        if not self.waiting:
+            self._update(trainer)
+
+    def due(self, trainer) -> None:
+        if self.waiting:
+            self.waiting = False
+            self._update(trainer)
+
+    def _update(self, trainer) -> None:
         if self.budget is not None:
             if trainer.train_seconds < self.next_at:
                 return

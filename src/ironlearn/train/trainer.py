@@ -131,7 +131,8 @@ class Trainer:
         self._loss_host = None
         self.on_device = any(on_device(p) for p in params.values())
         #: Whether the loop and its callbacks may read the device at this step: always on the
-        #: CPU; on a GPU, once :data:`READ_SECONDS` have passed since the last read.
+        #: CPU; on a GPU, once :data:`READ_SECONDS` have passed since the last read (a callback
+        #: that had to wait does its reading in ``due``, called at such a step).
         self.read_due = True
         self._last_read = -math.inf
         self._epoch_perm = (None, None)
@@ -258,6 +259,8 @@ class Trainer:
                     for callback in self.callbacks:
                         if callback.every and step % callback.every == 0:
                             callback.step(self)
+                        elif self.read_due and self.on_device:  # what a callback put off until a read
+                            callback.due(self)
                     if self.count_callbacks:
                         self.train_seconds += clock() - t1
                 self.loss  # noqa: B018  never finish "successfully" on NaN
