@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...backend import Backend, get_array_module
 from ...nn import Linear, ReLU, Sequential
 from ...optim import Adam
 from ...train import Trainer
@@ -48,31 +49,33 @@ HEADER_BYTES = 1 + learned.INPUTS + 7 * 2 * (learned.DEPTH + 1)
 
 def symbol_bits(y, mean, log_scale):
     """Bits of integers ``y`` under Laplaces of ``mean`` and ``log_scale``, and their gradients
-    as to each: ``(bits, d/d mean, d/d log_scale)``, the bits capped at the range coder's floor."""
+    as to each: ``(bits, d/d mean, d/d log_scale)``, the bits capped at the range coder's floor.
+    NumPy or CuPy arrays, as given."""
+    xp = get_array_module(y)
     with np.errstate(over="ignore"):  # expm1(1 / b) for the narrowest scales: its quotient is 0
-        return _symbol_bits(y, mean, np.exp(np.clip(log_scale, *entropy.LOG_SCALE_RANGE)))
+        return _symbol_bits(xp, y, mean, xp.exp(xp.clip(log_scale, *entropy.LOG_SCALE_RANGE)))
 
 
-def _symbol_bits(y, mean, b):
+def _symbol_bits(xp, y, mean, b):
     u = y - mean
-    far = np.abs(u) >= 0.5
-    au = np.where(far, np.abs(u), 0.5)
+    far = xp.abs(u) >= 0.5
+    au = xp.where(far, xp.abs(u), 0.5)
     # Both bin edges on one side: P = e^{-(|u| - 1/2) / b} (1 - e^{-1/b}) / 2.
-    far_nats = (au - 0.5) / b + math.log(2) - np.log(-np.expm1(-1 / b))
-    far_du = -np.sign(u) / b
-    far_ds = -(au - 0.5) / b + (1 / b) / np.expm1(1 / b)
+    far_nats = (au - 0.5) / b + math.log(2) - xp.log(-xp.expm1(-1 / b))
+    far_du = -xp.sign(u) / b
+    far_ds = -(au - 0.5) / b + (1 / b) / xp.expm1(1 / b)
     # The bin holds the mean: P = 1 - (e1 + e2) / 2.
-    un = np.where(far, 0.0, u)
-    e1, e2 = np.exp(-(0.5 - un) / b), np.exp(-(0.5 + un) / b)
+    un = xp.where(far, 0.0, u)
+    e1, e2 = xp.exp(-(0.5 - un) / b), xp.exp(-(0.5 + un) / b)
     p = 1 - (e1 + e2) / 2
-    near_nats = -np.log(p)
+    near_nats = -xp.log(p)
     near_du = -(e1 - e2) / (2 * b) / p
     near_ds = (e1 * (0.5 - un) + e2 * (0.5 + un)) / (2 * b) / p
-    nats = np.where(far, far_nats, near_nats)
+    nats = xp.where(far, far_nats, near_nats)
     capped = nats > entropy.FLOOR_BITS * math.log(2)
-    grad = [np.where(capped, 0, np.where(far, g_far, g_near)) / math.log(2)
+    grad = [xp.where(capped, 0, xp.where(far, g_far, g_near)) / math.log(2)
             for g_far, g_near in ((far_du, near_du), (far_ds, near_ds))]
-    return np.minimum(nats / math.log(2), entropy.FLOOR_BITS), grad[0], grad[1]
+    return xp.minimum(nats / math.log(2), entropy.FLOOR_BITS), grad[0], grad[1]
 
 
 def coded_grids(pyramid: Pyramid, models: dict):
@@ -141,18 +144,22 @@ def code_length(out, target):
     weighted bits of the sample and their gradient, as :mod:`ironlearn.nn.losses` returns a loss."""
     y, today, weight = target[:, 0], target[:, 1], target[:, 2]
     bits, d_mean, d_scale = symbol_bits(y, out[:, 0], today + out[:, 1])
-    grad = np.stack([d_mean, d_scale], 1) * weight[:, None]
-    return np.asarray((bits * weight).sum(), np.float32), grad.astype(np.float32)
+    xp = get_array_module(out)
+    grad = xp.stack([d_mean, d_scale], 1) * weight[:, None]
+    return xp.asarray((bits * weight).sum(), np.float32), grad.astype(np.float32)
 
 
-def train(x, today, y, weight, seconds: float, rng, start=None) -> list:
-    """The network ``[[W, b]]`` (float32) fitted by Adam to the sample ``(x, today, y, weight)``
-    (``x`` the inputs as :func:`..bitstream.context.scaled` gives them) for ``seconds``, its
-    learning rate a cosine to 0 over that time (a timed run: :func:`~ironlearn.train.timed.run_planned`),
-    from the weights ``start`` (``[(W, b)]``) or from :func:`_start`'s."""
+def train(x, today, y, weight, seconds: float, rng, start=None, backend=None) -> list:
+    """The network ``[[W, b]]`` (float32, on the host) fitted by Adam to the sample ``(x, today,
+    y, weight)`` (``x`` the inputs as :func:`..bitstream.context.scaled` gives them) for
+    ``seconds``, its learning rate a cosine to 0 over that time (a timed run:
+    :func:`~ironlearn.train.timed.run_planned`), from the weights ``start`` (``[(W, b)]``) or from
+    :func:`_start`'s, on ``backend`` (default the CPU; the sample copied there once)."""
     started = time.perf_counter()
-    net = _network(_start(HIDDEN, rng) if start is None else start)
-    data = {"inputs": x.astype(np.float32), "targets": np.stack([y, today, weight], 1).astype(np.float32)}
+    backend = backend or Backend("cpu")
+    net = _network(_start(HIDDEN, rng) if start is None else start).to(backend)
+    data = {"inputs": backend.asarray(x.astype(np.float32)),
+            "targets": backend.asarray(np.stack([y, today, weight], 1).astype(np.float32))}
     if seconds > 0:
         pace = calibrate(net, data, loss=code_length)
         budget = max(0.0, seconds - (time.perf_counter() - started))
@@ -160,7 +167,8 @@ def train(x, today, y, weight, seconds: float, rng, start=None) -> list:
         trainer = Trainer(net, Adam(net.named_parameters(), lr=plan.make_schedule()), code_length, **data,
                           check_every=0, blas_threads=None)
         run_planned(trainer, plan)
-    return [[layer.params["weight"], layer.params["bias"]] for layer in net.layers if isinstance(layer, Linear)]
+    return [[backend.to_host(layer.params["weight"]), backend.to_host(layer.params["bias"])]
+            for layer in net.layers if isinstance(layer, Linear)]
 
 
 def rounded(layers, bits: int) -> tuple:
@@ -210,14 +218,15 @@ class Fitted:
         return None if chosen is None else chosen.context
 
 
-def fit(pyramid: Pyramid, seconds: float, seed: int = 0, start: Fitted | None = None) -> Fitted | None:
+def fit(pyramid: Pyramid, seconds: float, seed: int = 0, start: Fitted | None = None,
+        backend=None) -> Fitted | None:
     """The context model that codes ``pyramid``'s latents in the fewest bits, trained for what
     is left of ``seconds`` after its sample is drawn and its choice of grids is priced, or None
     where no network saves more than it costs.  The choice reads every grid once a precision
     (:data:`WEIGHT_BITS`), about as many cells as the sample in all: it is priced at the
     sample's time (on kodim23, 0.21 s for the sample and 0.23 for the choices; unpriced, a
     1.5 s fit took 1.8).  From ``start`` (a model fitted before: its inputs' shifts and
-    weights), where given."""
+    weights), where given; the network trains on ``backend`` (default the CPU)."""
     models = latent_models(pyramid)
     if not any(found is not None for found in models.values()):
         return None
@@ -227,7 +236,7 @@ def fit(pyramid: Pyramid, seconds: float, seed: int = 0, start: Fitted | None = 
     sampling = time.perf_counter() - started
     shifts = shifts_for(raw) if start is None else start.context.shifts
     layers = train(learned.scaled(raw, shifts), today, y, weight, max(seconds - 2 * sampling, 0.0), rng,
-                   None if start is None else start.context.layers)
+                   None if start is None else start.context.layers, backend)
     every = (True,) * (pyramid.levels * pyramid.channels)
     found = [choose(learned.ContextModel(shifts, rounded(layers, bits), every), pyramid, models) for bits in WEIGHT_BITS]
     return max((f for f in found if f is not None), key=lambda f: f.saved - f.cost, default=None)

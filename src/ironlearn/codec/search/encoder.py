@@ -169,7 +169,7 @@ class _Job:
     decoded picture is measured against; ``picture`` in decorrelated colours, float32; both
     ``(H, W, C)``), the rate rule (``bpp`` or ``lmbda``), the clock,
     and the bits that the latents do not get: the container, the header, the coder's last words,
-    and about 5 bits a filter tap; ``backend``, where the synthesis MLP trains."""
+    and about 5 bits a filter tap; ``backend``, where the synthesis MLP and the context model train."""
 
     target: np.ndarray
     picture: np.ndarray
@@ -318,7 +318,8 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
         first = time.perf_counter() + REFIT_AT * (until - time.perf_counter() - REFIT_SHARE * job.clock.seconds)
         pyramid = refine(job.picture, pyramid, lam, first, bits=fitted.room(room, PLANNED_SAVING), net=net,
                          progress=job.progress, train_net=True)
-        fitted = learned.fit(pyramid, REFIT_SHARE * job.clock.seconds, job.seed, start=fitted) or fitted
+        fitted = learned.fit(pyramid, REFIT_SHARE * job.clock.seconds, job.seed, start=fitted,
+                             backend=job.backend) or fitted
         pyramid = refine(job.picture, pyramid, lam, until, bits=fitted.room(room, PLANNED_SAVING), net=net,
                          progress=job.progress, train_net=True)
     inputs, residual = mlp_problem(pyramid, job.picture)
@@ -349,7 +350,7 @@ def _context(job: _Job, pyramid) -> learned.Fitted | None:
         return None
     if job.progress is not None:
         job.progress("context model", 0, 1, None)
-    return learned.fit(pyramid, seconds, job.seed)
+    return learned.fit(pyramid, seconds, job.seed, backend=job.backend)
 
 
 def _cost(rate: float, mse: float, bpp: float | None, lmbda: float | None) -> tuple:
@@ -420,7 +421,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
     about every second while the MLP trains, and every ten steps of the latents' tuning.
     ``backend`` (a :class:`~ironlearn.backend.Backend`; default the CPU's) is where the synthesis
-    MLP trains; the rest runs on the CPU.
+    MLP and the latents' context model train; the rest runs on the CPU.
     """
     job = dataclasses.replace(_arguments(values, bpp, lmbda, seconds, levels, seed, progress), backend=backend)
     with blas_threads(BLAS_THREADS):
