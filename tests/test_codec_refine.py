@@ -165,3 +165,39 @@ def test_the_mlp_trained_with_the_latents_and_rounded_again_makes_a_better_file(
     inputs, residual = mlp_problem(refined, picture)
     data = write(refined, (net, quantise_weights(net, inputs, residual, lam)))
     assert trade(_decoded_error(read(data), target), 8 * len(data) / pixels, lam) < started
+
+
+@pytest.mark.parametrize("bits", [None, 3000.0])
+def test_the_refinement_runs_on_a_device_as_on_the_cpu_and_its_steps_copy_nothing(monkeypatch, bits):
+    """``compress --device cuda``: the latents, the picture, the filters and the MLP go to the
+    device once; a step copies nothing and never syncs (the pretend GPU raises at either; the
+    model fits and rate estimates between steps read the latents back); the pyramid and the MLP
+    it returns are the CPU's, bit for bit."""
+    import copy
+
+    from strict_device import forbidding, strict_device
+
+    from ironlearn.backend import Backend
+    from ironlearn.train import Trainer
+
+    picture = _picture()
+    pyramid = analyse(picture, 0.05, 5)
+    fit_filters(picture, pyramid, 1e-3, math.inf)
+    net, _ = _trained_mlp(picture, pyramid, 1e-3)
+    host_net, device_net = copy.deepcopy(net), copy.deepcopy(net)
+    on_cpu = refine(picture, pyramid, 1e-3, until=math.inf, bits=bits, steps=12, net=host_net, train_net=True)
+    with strict_device(monkeypatch) as device:
+        backend, step = Backend("cuda"), Trainer.train_step
+
+        def guarded(trainer):
+            with forbidding(device), backend.device_only():
+                step(trainer)
+
+        monkeypatch.setattr(Trainer, "train_step", guarded)
+        on_device = refine(picture, pyramid, 1e-3, until=math.inf, bits=bits, steps=12, net=device_net,
+                           train_net=True, backend=backend)
+    for got, want in zip(on_device.latents, on_cpu.latents):
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, want)
+    for name, value in host_net.named_parameters().items():
+        np.testing.assert_array_equal(device_net.named_parameters()[name], value, err_msg=name)

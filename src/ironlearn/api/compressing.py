@@ -37,8 +37,8 @@ def compress(picture, out=None, *, bpp: float | None = None, lmbda: float | None
     reading the picture is part of it, and 30 s means the same from Python and from the command.
     What does not fit is left out, the MLP first.  ``progress`` True prints the picture's notes
     and a line every 10 s on stderr; a function gets those lines instead.  ``device`` ("cpu",
-    "cuda" or "auto") is where the synthesis MLP and the context model train; the rest of the
-    encode runs on the CPU.
+    "cuda" or "auto") is where the synthesis MLP, the context model and the tuning train; the
+    analysis runs on the CPU.
 
     Raises UsageError for an ``out`` that exists (without ``force``), is the picture, or lies in
     a missing or unwritable folder, for a ``bpp`` above 24 or ``seconds`` above 30 days, and

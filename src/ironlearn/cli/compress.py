@@ -32,8 +32,8 @@ def add_parser(commands) -> None:
                                  "file checked are done whatever it says")
     compress_p.add_argument("--mode", choices=("gray", "rgb"), help="gray or rgb (default: as the picture)")
     compress_p.add_argument("--device", choices=DEVICES, default="cpu",
-                            help="where the MLP and the context model train (default cpu; auto: the GPU when CuPy "
-                                 "sees one); the rest of the encode runs on the CPU")
+                            help="where the MLP, the context model and the tuning train (default cpu; auto: the GPU "
+                                 "when CuPy sees one); the analysis runs on the CPU")
     compress_p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     compress_p.set_defaults(func=cmd_compress)
 

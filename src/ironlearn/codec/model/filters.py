@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...backend import get_array_module
 from ..shapes import FILTER_OFFSETS, FILTER_RADIUS
 
 
@@ -14,7 +15,7 @@ def pad(grids: np.ndarray) -> np.ndarray:
     """``grids`` ``(C, h, w)`` with :data:`FILTER_RADIUS` cells around, its edges repeated (as
     upsampling clamps them)."""
     r = FILTER_RADIUS
-    return np.pad(grids, ((0, 0), (r, r), (r, r)), mode="edge")
+    return get_array_module(grids).pad(grids, ((0, 0), (r, r), (r, r)), mode="edge")
 
 
 def pad_rows(pyramid, k: int, first: int, last: int) -> np.ndarray:
@@ -39,7 +40,7 @@ def tap(padded: np.ndarray, first: int, last: int, j: int, out: np.ndarray | Non
     ``d`` plus the grid shifted by ``-d`` (into ``out`` when given)."""
     dy, dx = FILTER_OFFSETS[j]
     read = _shifted(padded, first, last, dy, dx)
-    return read if j == 0 else np.add(read, _shifted(padded, first, last, -dy, -dx), out=out)
+    return read if j == 0 else get_array_module(padded).add(read, _shifted(padded, first, last, -dy, -dx), out=out)
 
 
 def pairs(padded: np.ndarray, first: int, last: int) -> np.ndarray:
@@ -50,11 +51,12 @@ def pairs(padded: np.ndarray, first: int, last: int) -> np.ndarray:
 def filtered(grids: np.ndarray, corrections: np.ndarray) -> np.ndarray:
     """``grids`` ``(C, h, w)`` through each channel's symmetric filter: the grid plus
     ``corrections`` ``(C, taps)`` times what each tap reads (:func:`tap`), a tap at a time into
-    one scratch grid (the memory of three grids, not of one a tap)."""
+    one scratch grid (the memory of three grids, not of one a tap).  NumPy or CuPy arrays, both
+    on one device."""
     padded, h = pad(grids), grids.shape[1]
     corrections = corrections.astype(grids.dtype)[:, :, None, None]
     out = grids * (1 + corrections[:, 0])
-    read = np.empty_like(out)
+    read = get_array_module(grids).empty_like(out)
     for j in range(1, len(FILTER_OFFSETS)):
         tap(padded, 0, h, j, out=read)
         read *= corrections[:, j]

@@ -169,7 +169,7 @@ class _Job:
     decoded picture is measured against; ``picture`` in decorrelated colours, float32; both
     ``(H, W, C)``), the rate rule (``bpp`` or ``lmbda``), the clock,
     and the bits that the latents do not get: the container, the header, the coder's last words,
-    and about 5 bits a filter tap; ``backend``, where the synthesis MLP and the context model train."""
+    and about 5 bits a filter tap; ``backend``, where the networks and the tuning train."""
 
     target: np.ndarray
     picture: np.ndarray
@@ -313,15 +313,15 @@ def _tuned(job: _Job, pyramid, network, lam, seconds, fitted=None):
     net = copy.deepcopy(network[0])
     if fitted is None or room is None:
         pyramid = refine(job.picture, pyramid, lam, until, bits=room, net=net, progress=job.progress,
-                         train_net=True)
+                         train_net=True, backend=job.backend)
     else:
         first = time.perf_counter() + REFIT_AT * (until - time.perf_counter() - REFIT_SHARE * job.clock.seconds)
         pyramid = refine(job.picture, pyramid, lam, first, bits=fitted.room(room, PLANNED_SAVING), net=net,
-                         progress=job.progress, train_net=True)
+                         progress=job.progress, train_net=True, backend=job.backend)
         fitted = learned.fit(pyramid, REFIT_SHARE * job.clock.seconds, job.seed, start=fitted,
                              backend=job.backend) or fitted
         pyramid = refine(job.picture, pyramid, lam, until, bits=fitted.room(room, PLANNED_SAVING), net=net,
-                         progress=job.progress, train_net=True)
+                         progress=job.progress, train_net=True, backend=job.backend)
     inputs, residual = mlp_problem(pyramid, job.picture)
     return pyramid, (net, quantise_weights(net, inputs, residual, lam)), fitted
 
@@ -421,7 +421,7 @@ def compress_array(values, *, bpp: float | None = None, lmbda: float | None = No
     ``progress(what, done, total, psnr)``: after each analysis of rate control (``psnr`` None),
     about every second while the MLP trains, and every ten steps of the latents' tuning.
     ``backend`` (a :class:`~ironlearn.backend.Backend`; default the CPU's) is where the synthesis
-    MLP and the latents' context model train; the rest runs on the CPU.
+    MLP, the latents' context model and the tuning train; the analysis runs on the CPU.
     """
     job = dataclasses.replace(_arguments(values, bpp, lmbda, seconds, levels, seed, progress), backend=backend)
     with blas_threads(BLAS_THREADS):

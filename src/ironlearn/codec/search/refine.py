@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from ...backend import Backend, get_array_module
 from ...image.metrics import psnr_from_mse
 from ...nn import mse
 from ...nn.layers import Linear, ReLU
@@ -85,6 +86,28 @@ def _operators(pixels: int, level: int):
     return Banded(matrix), Banded(np.ascontiguousarray(matrix.T)), float(np.mean((matrix ** 2).sum(axis=0)))
 
 
+class _Device:
+    """The arrays a refinement's arithmetic reads, on the device it runs on (``backend``; on the
+    CPU the host's arrays themselves): each level's upsampling and its transpose along each axis,
+    its steps and its filter."""
+
+    def __init__(self, pyramid: Pyramid, backend):
+        self.backend, self.xp = backend, backend.xp
+        height, width = pyramid.height, pyramid.width
+        self.steps = [self.put(steps)[:, None, None] for steps in pyramid.steps]
+        self.corrections = [None if pyramid.filters[k] is None else self.put(pyramid.corrections(k))
+                            for k in range(pyramid.levels)]
+        self.operators = [None] + [tuple(self._moved(*_operators(pixels, k)) for pixels in (height, width))
+                                   for k in range(1, pyramid.levels)]
+
+    def put(self, array):
+        """``array`` on the device, its type kept (on the CPU, itself)."""
+        return array if self.backend.device == "cpu" else self.backend.asarray(array, dtype=array.dtype)
+
+    def _moved(self, up, down, norm) -> tuple:
+        return up.to(self.backend), down.to(self.backend), norm
+
+
 class _Synthesis:
     """The synthesis MLP run on a whole picture at once with each pixel a column (the levels'
     grids, laid one after another, are its inputs as they are: no transpose), for its gradient
@@ -92,12 +115,13 @@ class _Synthesis:
     decoder's, Linear and ReLU (:func:`..model.network.build`), copied, the feature gain folded
     into the first weights."""
 
-    def __init__(self, net):
-        self.layers = []
+    def __init__(self, net, device: _Device | None = None):
+        self.layers, self.backend = [], Backend("cpu") if device is None else device.backend
+        put = (lambda array: array) if device is None else device.put
         for layer in net.layers:
             if isinstance(layer, Linear):
                 weight = layer.params["weight"] * np.float32(FEATURE_GAIN if not self.layers else 1)
-                self.layers.append((np.ascontiguousarray(weight.T), layer.params["bias"][:, None].copy()))
+                self.layers.append((put(np.ascontiguousarray(weight.T)), put(layer.params["bias"][:, None].copy())))
             elif not isinstance(layer, ReLU):
                 raise TypeError(f"the synthesis MLP holds Linear and ReLU layers (got {type(layer).__name__})")
         self.hidden, self.grads = [], {}
@@ -111,8 +135,8 @@ class _Synthesis:
         """Write its weights into ``net`` (the feature gain taken out again)."""
         linear = [layer for layer in net.layers if isinstance(layer, Linear)]
         for i, (layer, (weight, bias)) in enumerate(zip(linear, self.layers)):
-            layer.params["weight"][...] = weight.T / np.float32(FEATURE_GAIN if i == 0 else 1)
-            layer.params["bias"][...] = bias[:, 0]
+            layer.params["weight"][...] = self.backend.to_host(weight.T / np.float32(FEATURE_GAIN if i == 0 else 1))
+            layer.params["bias"][...] = self.backend.to_host(bias[:, 0])
 
     def forward(self, inputs: np.ndarray) -> np.ndarray:
         """``(inputs, pixels)`` -> ``(outputs, pixels)``, keeping each layer's input for :meth:`backward`."""
@@ -121,7 +145,7 @@ class _Synthesis:
             inputs = weight @ inputs
             inputs += bias
             if index < len(self.layers) - 1:
-                np.maximum(inputs, 0, out=inputs)
+                get_array_module(inputs).maximum(inputs, 0, out=inputs)
                 self.hidden.append(inputs)
         return inputs
 
@@ -152,18 +176,19 @@ class _Joint(SGD):
         return [name for name in self.params if name not in self.net.params]
 
 
-def _drawn(pyramid: Pyramid, integers: list, net: _Synthesis | None = None) -> np.ndarray:
+def _drawn(pyramid: Pyramid, integers: list, net: _Synthesis | None = None, device: _Device | None = None):
     """The picture the levels ``integers`` (each ``(C, h, w)``) draw at the pyramid's size, in
     decorrelated colours, through the pyramid's filters and ``net`` (or None): ``(C, H, W)``
-    float32."""
+    float32, on ``device`` (default the CPU)."""
+    device = device or _Device(pyramid, Backend("cpu"))
     height, width, channels = pyramid.height, pyramid.width, pyramid.channels
-    levels = np.empty((pyramid.levels, channels, height, width), np.float32)
+    levels = device.xp.empty((pyramid.levels, channels, height, width), np.float32)
     for k, q in enumerate(integers):
-        grids = q * pyramid.steps[k][:, None, None]
-        if pyramid.filters[k] is not None:
-            grids = filtered(grids, pyramid.corrections(k))
+        grids = q * device.steps[k]
+        if device.corrections[k] is not None:
+            grids = filtered(grids, device.corrections[k])
         if k > 0:
-            (up_y, _, _), (up_x, _, _) = _operators(height, k), _operators(width, k)
+            (up_y, _, _), (up_x, _, _) = device.operators[k]
             grids = up_x.right(up_y.left(grids))
         levels[k] = grids
     out = levels.sum(axis=0)
@@ -202,25 +227,26 @@ def rate_gradient(y: np.ndarray, scale: np.ndarray) -> np.ndarray:
     ``|y| = 1/2`` they grow linearly; within it, as ``-log2(1 - (e^-(1/2 - y)/b + e^-(1/2 + y)/b) / 2)``,
     whose derivative at ``|y| = 1/2`` is the line's: one formula serves both, ``|y|`` held at 1/2."""
     inverse = np.float32(1) / scale
-    return _rate_gradient(y, inverse, np.exp(-inverse))
+    return _rate_gradient(y, inverse, get_array_module(inverse).exp(-inverse))
 
 
 def _rate_gradient(y: np.ndarray, inverse: np.ndarray, across: np.ndarray) -> np.ndarray:
     """:func:`rate_gradient` given ``1 / scale`` and ``e^(-1 / scale)`` (fixed between two fits)."""
-    inside = np.minimum(np.abs(y), np.float32(0.5))
+    xp = get_array_module(y)
+    inside = xp.minimum(xp.abs(y), np.float32(0.5))
     inside -= np.float32(0.5)
     inside *= inverse
-    rise = np.exp(inside, out=inside)  # e^-(1/2 - |y|)/b
+    rise = xp.exp(inside, out=inside)  # e^-(1/2 - |y|)/b
     fall = across / rise  # e^-(1/2 + |y|)/b
     spread = rise + fall
     spread *= np.float32(-0.5)
     spread += 1
-    np.maximum(spread, np.float32(1e-12), out=spread)
+    xp.maximum(spread, np.float32(1e-12), out=spread)
     rise -= fall
     rise *= inverse
     rise /= spread
     rise *= np.float32(0.5 / math.log(2))
-    return np.copysign(rise, y, out=rise)
+    return xp.copysign(rise, y, out=rise)
 
 
 def _estimated_bits(integers: list, scales: list) -> float:
@@ -233,7 +259,8 @@ def _estimated_bits(integers: list, scales: list) -> float:
 def _integers(y: np.ndarray) -> np.ndarray:
     """Real latents ``y`` rounded as the analysis rounds, toward zero by :data:`DEADZONE`
     (float32): an integer ``n``'s bin is ``|y|`` in ``[n - DEADZONE, n + 1 - DEADZONE)``."""
-    return np.copysign(np.floor(np.abs(y) + np.float32(DEADZONE)), y)
+    xp = get_array_module(y)
+    return xp.copysign(xp.floor(xp.abs(y) + np.float32(DEADZONE)), y)
 
 
 class Latents:
@@ -245,20 +272,22 @@ class Latents:
     scales of the last :meth:`fit`, and scales each level by its Newton step (a share
     :data:`STEP_SIZE` of it), a bin a step at most.  Plain SGD on its cosine then takes the steps."""
 
-    def __init__(self, picture: np.ndarray, pyramid: Pyramid, lam: float, net=None, train_net: bool = False):
+    def __init__(self, picture: np.ndarray, pyramid: Pyramid, lam: float, net=None, train_net: bool = False,
+                 backend=None):
         height, width, channels = picture.shape
         self.train_net = train_net and net is not None
         self.pyramid, self.pixels, self.lam = pyramid, height * width, lam
-        self.target = np.ascontiguousarray(picture.transpose(2, 0, 1))
-        self.synthesis = None if net is None else _Synthesis(net)
+        self.device = device = _Device(pyramid, backend or Backend("cpu"))
+        self.target = device.put(np.ascontiguousarray(picture.transpose(2, 0, 1)))
+        self.synthesis = None if net is None else _Synthesis(net, device)
         # Each latent starts in the middle of its integer's bin.
-        self.y = {f"level {k}": q + np.float32(0.5 - DEADZONE) * np.sign(q).astype(np.float32)
+        self.y = {f"level {k}": device.put(q + np.float32(0.5 - DEADZONE) * np.sign(q).astype(np.float32))
                   for k, q in enumerate(pyramid.latents)}
         # A level's Newton step: one over the squared error's second derivative along one of its
         # latents, 2 / values * step ** 2 * its upsampling's mean squared column norms.
         norms = [1.0] + [_operators(height, k)[2] * _operators(width, k)[2] for k in range(1, pyramid.levels)]
-        self.rates = [(STEP_SIZE * height * width * channels / (2 * pyramid.steps[k] ** 2 * norm)).astype(np.float32)
-                      for k, norm in enumerate(norms)]
+        self.rates = [device.put((STEP_SIZE * height * width * channels / (2 * pyramid.steps[k] ** 2 * norm))
+                                 .astype(np.float32))[:, None, None] for k, norm in enumerate(norms)]
         self.integers, self.grads, self._still = list(pyramid.latents), {}, {}
         self.fit()
 
@@ -271,57 +300,63 @@ class Latents:
     def forward(self, _inputs=None) -> np.ndarray:
         """The picture the rounded latents draw, ``(C, H, W)``."""
         self.integers = [_integers(level) for level in self.y.values()]
-        return _drawn(self.pyramid, self.integers, self.synthesis)
+        return _drawn(self.pyramid, self.integers, self.synthesis, self.device)
 
     def error(self) -> float:
         """The mean squared error of the picture that the rounded latents draw."""
         drawn = self.forward()
         drawn -= self.target
-        return float(np.mean(drawn * drawn))
+        return float(self.device.backend.to_host((drawn * drawn).mean()))
 
     def current(self) -> Pyramid:
-        """The pyramid of the latents the last :meth:`forward` drew."""
-        return _with(self.pyramid, self.integers)
+        """The pyramid of the latents the last :meth:`forward` drew (on the host)."""
+        return _with(self.pyramid, self._host_integers())
+
+    def _host_integers(self) -> list:
+        return [self.device.backend.to_host(q) for q in self.integers]
 
     def fit(self) -> float:
         """Fit each grid's entropy model and each latent's scale to the latents the last
         :meth:`forward` drew (what their rate is differentiated under until the next fit); their
         bits.  Empty grids stay empty."""
-        scales, spent = _scales_and_bits(self.current())
-        self.scales, self.held = scales, [np.isinf(scale) for scale in scales]
-        self.rate_terms = [(inverse, np.exp(-inverse)) for inverse in (np.float32(1) / scale for scale in scales)]
-        self.correction = spent / max(_estimated_bits(self.integers, scales), 1.0)
+        current = self.current()
+        scales, spent = _scales_and_bits(current)
+        put = self.device.put
+        self.scales, self.empty = scales, [np.isinf(scale) for scale in scales]
+        self.held = [put(empty) for empty in self.empty]
+        self.rate_terms = [(put(inverse), put(np.exp(-inverse))) for inverse in (np.float32(1) / scale for scale in scales)]
+        self.correction = spent / max(_estimated_bits(self._host_integers(), scales), 1.0)
         return spent
 
     def estimated_bits(self) -> float:
         """The bits of the latents the last :meth:`forward` drew, under the last fit's scales
         (corrected by the ratio measured at that fit)."""
-        return self.correction * _estimated_bits(self.integers, self.scales)
+        return self.correction * _estimated_bits(self._host_integers(), self.scales)
 
-    def backward(self, gradient: np.ndarray) -> None:
+    def backward(self, gradient) -> None:
         channels, height, width = gradient.shape
-        pyramid, weight = self.pyramid, np.float32(min(self.lam / self.pixels, MAX_WEIGHT))
+        pyramid, weight, device = self.pyramid, np.float32(min(self.lam / self.pixels, MAX_WEIGHT)), self.device
         through_net = None if self.synthesis is None else self.synthesis.backward(
             gradient.reshape(channels, -1), weights=self.train_net).reshape(pyramid.levels, channels, height, width)
         if self.train_net:
             self.grads.update(self.synthesis.grads)
         for k, (name, y) in enumerate(self.y.items()):
-            if self.held[k].all():  # a level of empty grids: nothing to carry back (its zeros made once)
+            if self.empty[k].all():  # a level of empty grids: nothing to carry back (its zeros made once)
                 if name not in self._still:
-                    self._still[name] = np.zeros_like(y)
+                    self._still[name] = device.xp.zeros_like(y)
                 self.grads[name] = self._still[name]
                 continue
             at_level = gradient if through_net is None else gradient + through_net[k]
             if k > 0:
-                (_, down_y, _), (_, down_x, _) = _operators(height, k), _operators(width, k)
-                at_level = np.ascontiguousarray(down_x.right(down_y.left(at_level)))
-            if pyramid.filters[k] is not None:  # a symmetric filter is its own adjoint but at the edges
-                at_level = filtered(at_level, pyramid.corrections(k))
-            grad = at_level * pyramid.steps[k][:, None, None]
+                (_, down_y, _), (_, down_x, _) = device.operators[k]
+                at_level = device.xp.ascontiguousarray(down_x.right(down_y.left(at_level)))
+            if device.corrections[k] is not None:  # a symmetric filter is its own adjoint but at the edges
+                at_level = filtered(at_level, device.corrections[k])
+            grad = at_level * device.steps[k]
             grad += weight * _rate_gradient(y, *self.rate_terms[k])
-            grad[self.held[k]] = 0
-            grad *= self.rates[k][:, None, None]
-            self.grads[name] = np.clip(grad, -1, 1, out=grad)  # a bin a step at most, whatever lambda
+            device.xp.copyto(grad, np.float32(0), where=self.held[k])
+            grad *= self.rates[k]
+            self.grads[name] = device.xp.clip(grad, -1, 1, out=grad)  # a bin a step at most, whatever lambda
 
 
 class _Steering(Callback):
@@ -367,7 +402,7 @@ class _Steering(Callback):
 
 
 def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits: float | None = None,
-           steps: int | None = None, net=None, progress=None, train_net: bool = False) -> Pyramid:
+           steps: int | None = None, net=None, progress=None, train_net: bool = False, backend=None) -> Pyramid:
     """``pyramid``'s latents refined for ``picture`` (``(H, W, C)``, decorrelated colours)
     against ``distortion + lam * bits per pixel`` until the ``time.perf_counter()`` value
     ``until``, the picture drawn as the file draws it: through the pyramid's filters and, when
@@ -381,8 +416,10 @@ def refine(picture: np.ndarray, pyramid: Pyramid, lam: float, until: float, bits
     steps the time allows and re-sized as their pace drifts (:func:`~ironlearn.train.timed.run_planned`:
     the first plan is :data:`MOST_STEPS`, re-planned after the first step), on the caller's BLAS
     threads.  ``steps``, when given, is how many steps to take whatever the time.  ``progress``,
-    if given, is called about every second as ``progress("latents step", step, planned, psnr)``."""
-    latents = Latents(picture, pyramid, lam, net, train_net)
+    if given, is called about every second as ``progress("latents step", step, planned, psnr)``.
+    It runs on ``backend`` (default the CPU): the latents, the picture and the MLP copied there
+    once, the latents read back at each model fit and rate estimate."""
+    latents = Latents(picture, pyramid, lam, net, train_net, backend)
     steering = _Steering(latents, bits)
     optimizer = _Joint(latents.y, latents.synthesis.named_parameters()) if latents.train_net else SGD(latents.y)
     trainer = Trainer(latents, optimizer, mse, batches=lambda step: (None, latents.target),
