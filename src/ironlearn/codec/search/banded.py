@@ -36,7 +36,7 @@ class Banded:
             return self
         moved = object.__new__(Banded)
         moved.shape, moved.dtype = self.shape, self.dtype
-        moved.blocks = [(first, low, high, backend.asarray(block)) for first, low, high, block in self.blocks]
+        moved.blocks = [(first, low, high, backend.asarray(block, dtype=block.dtype)) for first, low, high, block in self.blocks]
         return moved
 
     def left(self, grids: np.ndarray) -> np.ndarray:

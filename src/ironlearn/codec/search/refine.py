@@ -288,7 +288,7 @@ class Latents:
         norms = [1.0] + [_operators(height, k)[2] * _operators(width, k)[2] for k in range(1, pyramid.levels)]
         self.rates = [device.put((STEP_SIZE * height * width * channels / (2 * pyramid.steps[k] ** 2 * norm))
                                  .astype(np.float32))[:, None, None] for k, norm in enumerate(norms)]
-        self.integers, self.grads, self._still = list(pyramid.latents), {}, {}
+        self.integers, self.grads, self._still, self._on_host = list(pyramid.latents), {}, {}, None
         self.fit()
 
     def named_parameters(self) -> dict:
@@ -299,7 +299,7 @@ class Latents:
 
     def forward(self, _inputs=None) -> np.ndarray:
         """The picture the rounded latents draw, ``(C, H, W)``."""
-        self.integers = [_integers(level) for level in self.y.values()]
+        self.integers, self._on_host = [_integers(level) for level in self.y.values()], None
         return _drawn(self.pyramid, self.integers, self.synthesis, self.device)
 
     def error(self) -> float:
@@ -313,7 +313,10 @@ class Latents:
         return _with(self.pyramid, self._host_integers())
 
     def _host_integers(self) -> list:
-        return [self.device.backend.to_host(q) for q in self.integers]
+        """:attr:`integers` on the host, copied off a GPU once a forward."""
+        if self._on_host is None:
+            self._on_host = [self.device.backend.to_host(q) for q in self.integers]
+        return self._on_host
 
     def fit(self) -> float:
         """Fit each grid's entropy model and each latent's scale to the latents the last
