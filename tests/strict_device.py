@@ -182,3 +182,17 @@ def forbidding(module):
         yield
     finally:
         module.strict = False
+
+
+def guard_every_step(monkeypatch, module, backend) -> None:
+    """Run every :class:`~ironlearn.train.Trainer` step inside :func:`forbidding` ``module`` and
+    ``backend.device_only()``: a step that copies host data to the device, or syncs, raises."""
+    from ironlearn.train import Trainer
+
+    step = Trainer.train_step
+
+    def guarded(trainer):
+        with forbidding(module), backend.device_only():
+            step(trainer)
+
+    monkeypatch.setattr(Trainer, "train_step", guarded)

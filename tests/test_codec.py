@@ -437,12 +437,11 @@ def test_the_mlp_trains_on_a_device_as_on_the_cpu_and_its_steps_copy_nothing(mon
     """``compress --device cuda``: the pixels go to the device once, each step draws its own
     there (no copy, no sync: the pretend GPU raises at either), the same draws as the CPU's, and
     the net comes back to the host."""
-    from strict_device import forbidding, strict_device
+    from strict_device import guard_every_step, strict_device
 
     from ironlearn.backend import Backend
     from ironlearn.codec.model import network
     from ironlearn.codec.search.synthesis import train
-    from ironlearn.train import Trainer
 
     rng = np.random.default_rng(0)
     inputs, residual = rng.normal(size=(20000, 6)).astype(np.float32), rng.normal(size=(20000, 3)).astype(np.float32)
@@ -451,13 +450,8 @@ def test_the_mlp_trains_on_a_device_as_on_the_cpu_and_its_steps_copy_nothing(mon
     on_cpu, cpu_steps = train(inputs, residual, 2.0, 0, None, clock=clock)
     monkeypatch.setattr(network, "build", (clock := WorkClock(0.01)).timing(build))
     with strict_device(monkeypatch) as device:
-        backend, step = Backend("cuda"), Trainer.train_step
-
-        def guarded(trainer):
-            with forbidding(device), backend.device_only():
-                step(trainer)
-
-        monkeypatch.setattr(Trainer, "train_step", guarded)
+        backend = Backend("cuda")
+        guard_every_step(monkeypatch, device, backend)
         on_device, steps = train(inputs, residual, 2.0, 0, None, clock=clock, backend=backend)
     assert steps == cpu_steps > 100
     for name, value in on_cpu.named_parameters().items():

@@ -103,26 +103,20 @@ def test_info_says_which_grids_the_context_model_codes(pyramid, fitted, tmp_path
 def test_the_model_trains_on_a_device_whose_steps_copy_nothing(pyramid, monkeypatch):
     """``compress --device cuda``: the sample goes to the device once, the loss and its gradient
     are worked out there (the same as on the host), and the weights come back to the host."""
-    from strict_device import forbidding, strict_device
+    from strict_device import guard_every_step, strict_device
 
     from ironlearn.backend import Backend
-    from ironlearn.train import Trainer
 
     rng = np.random.default_rng(2)
     out = rng.normal(0, 1, (300, 2)).astype(np.float32)
     target = np.stack([rng.integers(-4, 5, 300), rng.normal(0, 1, 300), rng.uniform(0, 2, 300)], 1).astype(np.float32)
     host_loss, host_grad = context.code_length(out, target)
     with strict_device(monkeypatch) as device:
-        backend, step = Backend("cuda"), Trainer.train_step
+        backend = Backend("cuda")
         loss, grad = context.code_length(backend.asarray(out), backend.asarray(target))
         np.testing.assert_allclose(backend.to_host(loss), host_loss, rtol=1e-6)
         np.testing.assert_allclose(backend.to_host(grad), host_grad, rtol=1e-6)
-
-        def guarded(trainer):
-            with forbidding(device), backend.device_only():
-                step(trainer)
-
-        monkeypatch.setattr(Trainer, "train_step", guarded)
+        guard_every_step(monkeypatch, device, backend)
         found = context.fit(pyramid, seconds=2.0, backend=backend)
     assert found is not None and all(type(q) is np.ndarray for q, _ in found.context.tensors)
     assert sections.write(pyramid, None, found.context)  # a file it writes

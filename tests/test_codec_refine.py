@@ -175,10 +175,9 @@ def test_the_refinement_runs_on_a_device_as_on_the_cpu_and_its_steps_copy_nothin
     it returns are the CPU's, bit for bit."""
     import copy
 
-    from strict_device import forbidding, strict_device
+    from strict_device import guard_every_step, strict_device
 
     from ironlearn.backend import Backend
-    from ironlearn.train import Trainer
 
     picture = _picture()
     pyramid = analyse(picture, 0.05, 5)
@@ -187,13 +186,8 @@ def test_the_refinement_runs_on_a_device_as_on_the_cpu_and_its_steps_copy_nothin
     host_net, device_net = copy.deepcopy(net), copy.deepcopy(net)
     on_cpu = refine(picture, pyramid, 1e-3, until=math.inf, bits=bits, steps=12, net=host_net, train_net=True)
     with strict_device(monkeypatch) as device:
-        backend, step = Backend("cuda"), Trainer.train_step
-
-        def guarded(trainer):
-            with forbidding(device), backend.device_only():
-                step(trainer)
-
-        monkeypatch.setattr(Trainer, "train_step", guarded)
+        backend = Backend("cuda")
+        guard_every_step(monkeypatch, device, backend)
         on_device = refine(picture, pyramid, 1e-3, until=math.inf, bits=bits, steps=12, net=device_net,
                            train_net=True, backend=backend)
     for got, want in zip(on_device.latents, on_cpu.latents):
