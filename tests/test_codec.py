@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from helpers import WorkClock
 from ironlearn import codec
+from ironlearn.backend import cuda_available
 from ironlearn.cli import main
 from ironlearn.codec.bitstream import container
 from ironlearn.codec.bitstream import sections as bitstream
@@ -473,6 +474,20 @@ def test_an_encode_with_its_mlp_on_a_device_writes_a_file_that_decodes(monkeypat
     assert result.mlp_tried  # trained on the device (its file holds it where it paid for its bits)
     decoded = codec.decode(result.data)
     assert decoded.shape == picture.shape and result.psnr > 25
+
+
+@pytest.mark.skipif(not cuda_available(), reason="no GPU with CuPy here")
+def test_cuda_encode_trains_its_networks_and_tuning_on_the_gpu():
+    """``compress --device cuda`` on a real GPU (the GPU check's tests part runs it): a file
+    that decodes, about as good as the CPU's in the same time."""
+    from helpers import waves
+    from ironlearn.backend import Backend
+
+    picture = waves(96, 128, 3)
+    on_gpu = codec.compress_array(picture, bpp=0.5, seconds=8, backend=Backend("cuda"))
+    on_cpu = codec.compress_array(picture, bpp=0.5, seconds=8)
+    assert on_gpu.mlp_tried and codec.decode(on_gpu.data).shape == picture.shape
+    assert on_gpu.psnr > on_cpu.psnr - 1.0 and on_gpu.bpp <= 0.5
 
 
 def test_an_encode_runs_on_one_blas_thread(monkeypatch):
