@@ -1,5 +1,6 @@
 """CUDA kernels run on the CPU: a source of :data:`ironlearn.cuda.SOURCES` compiled as C++ and
-launched a thread at a time, with CuPy's calling convention, on NumPy arrays.
+launched a thread at a time (a grid of one or two dimensions), with CuPy's calling convention, on
+NumPy arrays.
 
 A kernel of one thread a point, which shares nothing between threads (no ``__shared__``, no
 ``__syncthreads``, no atomics, no warp shuffles), computes the same thing whichever order its
@@ -9,8 +10,8 @@ the arrays to a few hundred points.
 
 :func:`functions` stands in for :func:`ironlearn.cuda.functions`.  A kernel's arguments are
 passed as CuPy passes them: arrays as pointers to their data (C-contiguous), ``np.uint64`` as a
-pointer (0 is null), other integers as ``long long`` and floats as ``float``, which is what the
-sources' parameters must then be.
+``unsigned long long`` (a pointer, where 0 is null), ``np.int32`` as ``int``, other integers as
+``long long``, ``np.float32`` as ``float`` and other floats as ``double``, as CuPy passes them.
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ static ironlearn_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __device__ static inline
 #define __forceinline__
 #define __shared__ static
-extern "C" void ironlearn_at(unsigned block, unsigned thread, unsigned threads, unsigned blocks) {
-    blockIdx = {block, 0, 0}; threadIdx = {thread, 0, 0}; blockDim = {threads, 1, 1}; gridDim = {blocks, 1, 1};
+#define __syncthreads()  // compiles; a kernel that needs the barrier cannot run here
+template <typename T> static inline T atomicAdd(T* at, T value) { T old = *at; *at += value; return old; }
+extern "C" void ironlearn_at(unsigned block, unsigned row, unsigned thread, unsigned threads, unsigned blocks,
+                             unsigned rows) {
+    blockIdx = {block, row, 0}; threadIdx = {thread, 0, 0}; blockDim = {threads, 1, 1}; gridDim = {blocks, rows, 1};
 }
 """
 
@@ -53,7 +57,8 @@ def compiler() -> str | None:
 def _library(code: str, what: str) -> ctypes.CDLL:
     """``code`` compiled as C++ after :data:`SHIM` into a shared library (kept in the temporary
     folder by a hash of the code); ``what`` names it in a compiler's refusal."""
-    text = SHIM + code
+    # A block's shared memory sized at launch: a fixed size here (kernels using it do not run here).
+    text = SHIM + code.replace("extern __shared__ float sums[];", "static float sums[1 << 16];")
     folder = os.path.join(tempfile.gettempdir(), "ironlearn-cuda-on-cpu")
     os.makedirs(folder, exist_ok=True)
     stem = os.path.join(folder, hashlib.sha256(text.encode()).hexdigest()[:16])
@@ -73,11 +78,12 @@ def _argument(value):
     if isinstance(value, np.ndarray):
         assert value.flags.c_contiguous, "a kernel reads its arrays as C-contiguous"
         return ctypes.c_void_p(value.ctypes.data)
-    if isinstance(value, np.uint64):
-        return ctypes.c_void_p(int(value))
-    if isinstance(value, (int, np.integer)):
-        return ctypes.c_longlong(int(value))
-    return ctypes.c_float(float(value))
+    for kind, c_type in ((np.uint64, ctypes.c_uint64), (np.int32, ctypes.c_int32), (np.float32, ctypes.c_float),
+                         (np.float64, ctypes.c_double), (float, ctypes.c_double), (int, ctypes.c_longlong),
+                         (np.integer, ctypes.c_longlong)):
+        if isinstance(value, kind):
+            return c_type(value)
+    raise TypeError(f"no C type for a kernel argument of type {type(value).__name__}")
 
 
 def functions(name: str, **defines) -> dict:
@@ -90,12 +96,13 @@ def functions(name: str, **defines) -> dict:
         kernel = getattr(library, entry)
 
         def launch(grid, block, arguments, **_):
-            (blocks,), (threads,) = grid, block
+            (blocks, rows), (threads,) = (tuple(grid) + (1,))[:2], block
             converted = [_argument(value) for value in arguments]
-            for b in range(blocks):
-                for t in range(threads):
-                    library.ironlearn_at(b, t, threads, blocks)
-                    kernel(*converted)
+            for row in range(rows):
+                for b in range(blocks):
+                    for t in range(threads):
+                        library.ironlearn_at(b, row, t, threads, blocks, rows)
+                        kernel(*converted)
         return launch
 
     return {entry: launcher(entry) for entry in cuda.SOURCES[name].entries}
@@ -109,6 +116,6 @@ def elementwise(name: str):
     library = _library(cuda.ELEMENTWISE[name].source(entry), name)
 
     def run(*arrays):
-        library.ironlearn_at(0, 0, 1, 1)  # one thread, whose loop walks every element
+        library.ironlearn_at(0, 0, 0, 1, 1, 1)  # one thread, whose loop walks every element
         getattr(library, entry)(*[_argument(array) for array in arrays], ctypes.c_longlong(len(arrays[0])))
     return run

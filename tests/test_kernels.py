@@ -3,8 +3,9 @@
 Three paths: NumPy (the reference, run everywhere), the portable device path (run here on the
 pretend GPU of ``strict_device``, and on a real one in ``portable`` mode) and the hand-written
 CUDA kernels (run only where CuPy sees a GPU; skipped here).  Each is checked on repeated rows,
-tiny grids and one, two and three features.  The elementwise kernels' bodies also run here, on
-the CPU as C++ (``cuda_on_cpu``), against their NumPy twins.
+tiny grids and one, two and three features.  The kernels whose threads share nothing (the
+elementwise bodies, the grid's fused read, the sampler) also run here, on the CPU as C++
+(``cuda_on_cpu``), against their NumPy twins.
 """
 
 import cuda_on_cpu
@@ -351,6 +352,46 @@ def test_the_fused_reads_level_table_reads_where_the_lookup_does(levels, feature
     rows, weights = _kernel_rows_in_numpy(grid, x)
     np.testing.assert_array_equal(rows, reads.indices)
     np.testing.assert_allclose(weights, reads.weights, rtol=1e-6, atol=1e-7)
+
+
+@needs_compiler
+@pytest.mark.parametrize("levels, features, log2, coarsest, finest, options", GRIDS)
+def test_the_fused_grid_read_runs_on_the_cpu_as_its_numpy_twin(monkeypatch, levels, features, log2, coarsest,
+                                                               finest, options):
+    """``read_grid`` (a thread a point and level, nothing shared) run as C++ on the CPU: at points
+    and at a lattice's, every level as ``HashGrid.forward`` reads it."""
+    from ironlearn.image.coords import axis
+    from ironlearn.nn.lattice import Lattice
+
+    monkeypatch.setattr(fused.cuda, "functions", cuda_on_cpu.functions)
+    rng = np.random.default_rng(levels)
+    grid = HashGrid(levels, features, log2, coarsest, finest, rng=np.random.default_rng(0), **options)
+    grid.params["table"][:] = rng.uniform(-1, 1, size=grid.params["table"].shape)
+    x = rng.uniform(-1, 1, size=(150, 2)).astype(np.float32)
+    np.testing.assert_allclose(fused.read_grid(grid, x), grid.forward(x), rtol=1e-5, atol=1e-6)
+    if not any(grid.hashed):
+        xs, ys = axis(30)[5:17], axis(20)[3:12]
+        np.testing.assert_allclose(fused.read_grid(grid, lattice=(xs, ys)), grid.forward(Lattice(xs, ys)),
+                                   rtol=1e-5, atol=1e-6)
+
+
+@needs_compiler
+@pytest.mark.parametrize("kind", ["lanczos", "bicubic", "bilinear", "spline", "centres"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_the_fused_sampler_runs_on_the_cpu_as_its_numpy_twin(monkeypatch, kind, dtype):
+    """``picture_batch`` run as C++ on the CPU draws the batch the host's sampler draws."""
+    from ironlearn.image import batch_kernel
+    from ironlearn.image.sampling import PictureSampler, step_key
+
+    monkeypatch.setattr(batch_kernel.cuda, "functions", cuda_on_cpu.functions)
+    picture = np.random.default_rng(5).uniform(size=(37, 53, 3))
+    picture = (picture * 255).astype(np.uint8) if dtype == np.uint8 else picture.astype(np.float32)
+    sampler = PictureSampler(picture, 300, seed=3, kind=kind)
+    for step in (0, 7):
+        x, y = batch_kernel.picture_batch(sampler, step_key(3, step))
+        x_host, y_host = sampler(step)
+        np.testing.assert_allclose(x, x_host, rtol=0, atol=2e-7)
+        np.testing.assert_allclose(y, y_host, rtol=1e-5, atol=1e-5)
 
 
 @needs_cuda
