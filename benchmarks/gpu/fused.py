@@ -131,16 +131,14 @@ def _passes(ctx, job, batch: int) -> dict:
 def _mlp_passes(ctx, shape, batch: int) -> dict:
     """A small MLP (``(inputs, width, outputs, hidden layers, sigmoid)``) forward and backward:
     fused against its layers one by one, ms and the largest differences."""
-    from ironlearn.nn import Linear, ReLU, Sequential, Sigmoid
+    from ironlearn.nn import mlp
 
     backend, reps = ctx.backend, ctx.sizes.kernel_reps
     inputs, width, outputs, hidden, sigmoid = shape
     rng = np.random.default_rng(0)
     sizes = [inputs] + [width] * hidden + [outputs]
-    layers = []
-    for index, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
-        layers += [Linear(n_in, n_out, rng=rng, init="he")] + ([ReLU()] if index < hidden else [])
-    net = Sequential(*layers, *([Sigmoid()] if sigmoid else [])).to(backend)
+    net = mlp(inputs, outputs, width=width, depth=hidden, final_activation="sigmoid" if sigmoid else None,
+              rng=rng).to(backend)
     x = backend.asarray(rng.uniform(-1, 1, (batch, inputs)))
     g = backend.asarray(rng.normal(0, 1, (batch, outputs)))
 

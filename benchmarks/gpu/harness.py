@@ -107,7 +107,7 @@ PARTS = {
     "syncs": Part(checks.syncs, 90, "copies (the backend's counter) and syncs (cupyx.allow_synchronize(False), "
                                         "and whether a step returns while the GPU is busy) in steps of the pixel "
                                         "spline, the pyramid and a gray thumbnail, each kernel mode"),
-    "fused": Part(fused.fused_part, 120, "the fused kernels (sampler, the grid's read, its backward) against "
+    "fused": Part(fused.fused_part, 120, "the fused kernels (sampler, the grid's read, its backward, the MLP) against "
                                               "the launched code they replace, and the pyramid's step with and "
                                               "without them, side by side"),
     "graph": Part(fused.graph_part, 60, "the pyramid's fused step captured as a CUDA graph: whether it "

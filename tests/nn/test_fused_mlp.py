@@ -11,7 +11,7 @@ import pytest
 from cuda_on_cpu import compiler, functions
 from ironlearn import cuda
 from ironlearn.backend import Backend, cuda_available
-from ironlearn.nn import Linear, ReLU, Sequential, Sigmoid, Tanh, fused_mlp, hashgrid, mlp, siren
+from ironlearn.nn import Linear, ReLU, Tanh, fused_mlp, hashgrid, mlp, siren
 
 needs_compiler = pytest.mark.skipif(compiler() is None, reason="no C++ compiler to run the kernels on the CPU")
 
@@ -22,13 +22,10 @@ SHAPES = [(32, 32, 3, 2, False), (21, 16, 3, 2, False), (3, 1, 3, 0, True), (8, 
 
 def _chain(inputs, width, outputs, hidden, sigmoid, seed=0):
     rng = np.random.default_rng(seed)
-    sizes = [inputs] + [width] * hidden + [outputs]
-    layers = []
-    for index, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
-        layer = Linear(n_in, n_out, rng=rng, init="he")
-        layer.params["bias"][...] = rng.normal(0, 0.3, n_out)  # not zero: the bias's path must show
-        layers += [layer] + ([ReLU()] if index < hidden else [])
-    return Sequential(*layers, *([Sigmoid()] if sigmoid else []))
+    net = mlp(inputs, outputs, width=width, depth=hidden, final_activation="sigmoid" if sigmoid else None, rng=rng)
+    for layer in net.layers[::2]:  # the Linears
+        layer.params["bias"][...] = rng.normal(0, 0.3, layer.out_features)  # not zero: the bias's path must show
+    return net
 
 
 def _gradients(net):
